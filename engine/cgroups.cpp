@@ -1,0 +1,167 @@
+#include "cgroups.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "sys_error.hpp"
+
+namespace mayura::cgroups {
+namespace {
+
+bool write_file(const std::string& path, const char* text) noexcept {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const auto len = std::char_traits<char>::length(text);
+  const bool ok = ::write(fd, text, len) == static_cast<ssize_t>(len);
+  ::close(fd);
+  return ok;
+}
+
+std::string read_small(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool populated(const std::string& path) {
+  const std::string events = read_small(path + "/cgroup.events");
+  if (events.empty()) return false;  // gone already
+  return events.find("populated 1") != std::string::npos;
+}
+
+std::vector<std::string> children(const std::string& path) {
+  std::vector<std::string> out;
+  DIR* dir = ::opendir(path.c_str());
+  if (!dir) return out;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_type == DT_DIR && e->d_name[0] != '.') out.push_back(path + "/" + e->d_name);
+  }
+  ::closedir(dir);
+  return out;
+}
+
+// Without cgroup.kill (kernels before 5.14): freeze, kill every listed
+// process, thaw, until none is left.
+void kill_by_listing(const std::string& path) {
+  for (const auto& child : children(path)) kill_by_listing(child);
+  write_file(path + "/cgroup.freeze", "1");
+  std::istringstream procs(read_small(path + "/cgroup.procs"));
+  pid_t pid;
+  while (procs >> pid) ::kill(pid, SIGKILL);
+  write_file(path + "/cgroup.freeze", "0");
+}
+
+bool remove_tree(const std::string& path) {
+  for (const auto& child : children(path)) remove_tree(child);
+  return ::rmdir(path.c_str()) == 0 || errno == ENOENT;
+}
+
+}  // namespace
+
+std::string find_cgroup2_mount() {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    // ... mount-point ... - fstype source options
+    const auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype;
+    tail >> fstype;
+    if (fstype != "cgroup2") continue;
+    std::istringstream head(line.substr(0, dash));
+    std::string id, parent, devno, root, mount_point;
+    head >> id >> parent >> devno >> root >> mount_point;
+    if (root == "/") return mount_point;
+  }
+  return {};
+}
+
+std::string prepare_root(const std::string& configured) {
+  std::string root = configured;
+  if (root.empty()) {
+    const std::string mount = find_cgroup2_mount();
+    if (mount.empty()) throw SandboxError(Reason::UNSUPPORTED, "no cgroup2 hierarchy is mounted on this host");
+    root = mount + "/mayura";
+  }
+  if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) {
+    fail_step("making the engine's cgroup " + root, errno, Reason::UNSUPPORTED);
+  }
+  if (::access((root + "/cgroup.procs").c_str(), W_OK) != 0) {
+    fail_step("using the engine's cgroup " + root, errno, Reason::UNSUPPORTED);
+  }
+  return root;
+}
+
+SandboxCgroup::SandboxCgroup(const std::string& root, const std::string& name, uid_t owner, gid_t group)
+    : path_(root + "/" + name), owner_(owner), group_(group) {
+  if (::mkdir(path_.c_str(), 0755) != 0) {
+    const int e = errno;
+    path_.clear();
+    fail_step("making the sandbox's cgroup", e);
+  }
+  dir_.reset(::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_ || ::fchownat(dir_.get(), "cgroup.procs", owner, group, 0) != 0) {
+    const int e = errno;
+    destroy();
+    fail_step("delegating the sandbox's cgroup", e);
+  }
+}
+
+UniqueFd SandboxCgroup::make_command(const std::string& name) const {
+  check_sys(::mkdirat(dir_.get(), name.c_str(), 0755), "making a command's cgroup");
+  UniqueFd fd(::openat(dir_.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd || ::fchownat(fd.get(), "cgroup.procs", owner_, group_, 0) != 0) {
+    const int e = errno;
+    ::unlinkat(dir_.get(), name.c_str(), AT_REMOVEDIR);
+    fail_step("delegating a command's cgroup", e);
+  }
+  return fd;
+}
+
+void SandboxCgroup::kill_command(const std::string& name) const noexcept {
+  const std::string path = path_ + "/" + name;
+  if (!write_file(path + "/cgroup.kill", "1")) kill_by_listing(path);
+}
+
+void SandboxCgroup::remove_command(const std::string& name) const noexcept {
+  ::unlinkat(dir_.get(), name.c_str(), AT_REMOVEDIR);
+}
+
+void SandboxCgroup::destroy() noexcept {
+  if (path_.empty()) return;
+  dir_.reset();
+  kill_and_remove(path_);
+  path_.clear();
+}
+
+bool kill_and_remove(const std::string& path) noexcept {
+  try {
+    if (::access(path.c_str(), F_OK) != 0) return true;
+    const bool has_kill = write_file(path + "/cgroup.kill", "1");
+    using namespace std::chrono;
+    const auto give_up = steady_clock::now() + seconds(10);
+    auto pause = microseconds(50);
+    while (populated(path) && steady_clock::now() < give_up) {
+      if (!has_kill) kill_by_listing(path);
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, microseconds(20000));
+    }
+    return remove_tree(path);
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace mayura::cgroups

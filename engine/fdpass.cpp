@@ -1,0 +1,74 @@
+#include "fdpass.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace mayura::fdpass {
+
+int send(int sock, const std::string& bytes, const std::vector<int>& fds) {
+  if (fds.size() > kMaxFds || bytes.size() > kMaxMessage) {
+    errno = EMSGSIZE;
+    return -1;
+  }
+  iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (!fds.empty()) {
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  }
+  for (;;) {
+    const ssize_t n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+    if (n >= 0) return 0;
+    if (errno != EINTR) return -1;
+  }
+}
+
+int receive(int sock, std::string& bytes, std::vector<int>& fds) {
+  bytes.resize(kMaxMessage);
+  fds.clear();
+  iovec iov{bytes.data(), bytes.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do {
+    n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return -1;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (std::size_t i = 0; i < count; ++i) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+        fds.push_back(fd);
+      }
+    }
+  }
+  if (n == 0 && fds.empty()) return 0;
+  // A truncated message or truncated fd list is malformed: drop what came.
+  if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+    for (int fd : fds) ::close(fd);
+    fds.clear();
+    errno = EMSGSIZE;
+    return -1;
+  }
+  bytes.resize(static_cast<std::size_t>(n));
+  return 1;
+}
+
+}  // namespace mayura::fdpass

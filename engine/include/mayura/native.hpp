@@ -1,0 +1,47 @@
+#pragma once
+// The native provider: sandboxes built straight from Linux namespaces,
+// cgroups and a read-only root, with a small init as pid 1 in each.
+//
+//   auto sandboxes = mayura::create_sandboxes(mayura::native_sandboxes({}), {.max_sandboxes = 4});
+//
+// Needs root (or CAP_SYS_ADMIN with the other capabilities a runtime needs)
+// and a cgroup2 hierarchy.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "mayura/provider.hpp"
+
+namespace mayura {
+
+struct NativeOptions {
+  // Where images are found by name, and where the engine keeps its records of
+  // live sandboxes (so that an engine started after a crash can remove what
+  // the dead one left).
+  std::string image_dir = "/var/lib/mayura/images";
+  std::string state_dir = "/run/mayura";
+  // The cgroup2 directory the engine makes its sandboxes' cgroups under.
+  // Empty: <cgroup2 mount>/mayura.
+  std::string cgroup_root;
+  // Host uid/gid ranges: sandbox i maps its 65536 ids onto
+  // id_base + i * 65536; never host root, never shared between live sandboxes.
+  std::uint32_t id_base = 0x60000000;
+  std::uint32_t id_slots = 4095;
+
+  std::string workdir = "/workspace";
+  std::uint32_t uid = 1000;  // the sandbox user, inside
+  std::uint32_t gid = 1000;
+  std::uint64_t workdir_mib = 1024;
+  std::uint64_t tmp_mib = 512;
+  std::uint64_t shm_mib = 64;
+  std::uint64_t tmpfs_inodes = 262144;
+  std::int64_t max_lifetime_ms = 24ll * 3600 * 1000;
+};
+
+// Creating the provider removes what a dead engine left behind (processes,
+// cgroups, records). Throws SandboxError(UNSUPPORTED) on a host it cannot
+// work on (no cgroup2, no permission).
+std::shared_ptr<SandboxProvider> native_sandboxes(const NativeOptions& options = {});
+
+}  // namespace mayura

@@ -1,0 +1,266 @@
+// File requests, each served in a child of the init that has become the
+// sandbox user: what it may touch is exactly what a command may touch, and
+// every path resolves inside the sandbox's own root.
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../capabilities.hpp"
+#include "init.hpp"
+
+namespace mayura::init {
+namespace {
+
+int write_all(int fd, const char* data, std::size_t size) {
+  std::size_t off = 0;
+  while (off < size) {
+    const ssize_t n = ::write(fd, data + off, size - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+// Opens without hanging on a FIFO or device, and refuses anything that is
+// not a regular file.
+int open_regular(const std::string& path, int flags, int& fd) {
+  fd = ::open(path.c_str(), flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return errno;
+  if (S_ISDIR(st.st_mode)) return EISDIR;
+  if (!S_ISREG(st.st_mode)) return EINVAL;
+  ::fcntl(fd, F_SETFL, flags);
+  return 0;
+}
+
+std::int64_t do_read(const protocol::FileRequest& r, int out, int& error) {
+  int fd = -1;
+  error = open_regular(r.path, O_RDONLY, fd);
+  if (error) return 0;
+  struct stat st {};
+  ::fstat(fd, &st);
+  if (static_cast<std::uint64_t>(st.st_size) > r.max_bytes) {
+    error = EFBIG;
+    return 0;
+  }
+  std::int64_t total = 0;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      error = errno;
+      return total;
+    }
+    total += n;
+    // The file grew while we read it: the bound holds all the same.
+    if (static_cast<std::uint64_t>(total) > r.max_bytes) {
+      error = EFBIG;
+      return total;
+    }
+    if ((error = write_all(out, buf, static_cast<std::size_t>(n))) != 0) return total;
+  }
+  return total;
+}
+
+int make_parents(const std::string& path) {
+  for (std::size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    const std::string dir = path.substr(0, slash);
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return errno;
+  }
+  return 0;
+}
+
+// Writes to a temporary file beside the target and renames it into place, so
+// a failed or cut-off write never leaves a half-written file.
+std::int64_t do_write(const protocol::FileRequest& r, int in, int& error) {
+  if ((error = make_parents(r.path)) != 0) return 0;
+  const auto slash = r.path.rfind('/');
+  const std::string temp = r.path.substr(0, slash + 1) + ".mayura-write-" + std::to_string(::getpid());
+  mode_t mode = 0644;
+  struct stat st {};
+  if (::stat(r.path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      error = EISDIR;
+      return 0;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      error = EINVAL;
+      return 0;
+    }
+    mode = st.st_mode & 07777;
+  }
+  const int fd = ::open(temp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    error = errno;
+    return 0;
+  }
+  std::int64_t total = 0;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(in, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      error = errno;
+      break;
+    }
+    total += n;
+    if ((error = write_all(fd, buf, static_cast<std::size_t>(n))) != 0) break;
+  }
+  if (!error && static_cast<std::uint64_t>(total) != r.max_bytes) error = EPIPE;  // the engine stopped sending
+  if (!error && ::fchmod(fd, mode) != 0) error = errno;
+  if (::close(fd) != 0 && !error) error = errno;
+  if (!error && ::rename(temp.c_str(), r.path.c_str()) != 0) error = errno;
+  if (error) ::unlink(temp.c_str());
+  return total;
+}
+
+std::uint32_t type_of(mode_t mode) {
+  if (S_ISREG(mode)) return 0;
+  if (S_ISDIR(mode)) return 1;
+  if (S_ISLNK(mode)) return 2;
+  return 3;
+}
+
+std::int64_t do_list(const protocol::FileRequest& r, int out, int& error) {
+  const int fd = ::open(r.path.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    error = errno;
+    return 0;
+  }
+  DIR* dir = ::fdopendir(fd);
+  if (!dir) {
+    error = errno;
+    return 0;
+  }
+  std::string chunk;
+  std::int64_t count = 0;
+  while (const dirent* e = ::readdir(dir)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // removed meanwhile
+    protocol::ListEntry entry;
+    entry.type = type_of(st.st_mode);
+    entry.mode = st.st_mode & 07777;
+    entry.size = static_cast<std::uint64_t>(st.st_size);
+    entry.mtime_ms = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
+    entry.name = e->d_name;
+    chunk += protocol::encode(entry);
+    ++count;
+    if (chunk.size() > 60000) {
+      if ((error = write_all(out, chunk.data(), chunk.size())) != 0) break;
+      chunk.clear();
+    }
+  }
+  if (!error) error = write_all(out, chunk.data(), chunk.size());
+  ::closedir(dir);
+  return count;
+}
+
+// rm -r that never follows a symlink out of the tree it removes.
+int remove_tree(int parent, const char* name) {
+  struct stat st {};
+  if (::fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return errno;
+  if (!S_ISDIR(st.st_mode)) return ::unlinkat(parent, name, 0) == 0 ? 0 : errno;
+  const int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return errno;
+  DIR* dir = ::fdopendir(fd);
+  if (!dir) {
+    ::close(fd);
+    return errno;
+  }
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(dir)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+  }
+  int error = 0;
+  for (const auto& child : names) {
+    const int e = remove_tree(::dirfd(dir), child.c_str());
+    if (e && e != ENOENT && !error) error = e;
+  }
+  ::closedir(dir);
+  if (error) return error;
+  return ::unlinkat(parent, name, AT_REMOVEDIR) == 0 ? 0 : errno;
+}
+
+std::int64_t do_remove(const protocol::FileRequest& r, int& error) {
+  const auto slash = r.path.rfind('/');
+  const std::string parent = slash == 0 ? "/" : r.path.substr(0, slash);
+  const std::string name = r.path.substr(slash + 1);
+  if (name.empty() || name == "." || name == "..") {
+    error = EINVAL;
+    return 0;
+  }
+  const int fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    error = errno;
+    return 0;
+  }
+  error = remove_tree(fd, name.c_str());
+  ::close(fd);
+  return 0;
+}
+
+}  // namespace
+
+void serve_file_request(protocol::Request kind, const protocol::FileRequest& request, const std::vector<int>& fds,
+                        const Identity& who) {
+  const int status = fds.back();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    report(status, protocol::Status::done, errno);
+    return;
+  }
+  if (pid > 0) return;  // reaped by the init's loop like any other child
+
+  // Only this request's fds stay open: not the engine's socket, not another
+  // command's status pipe.
+  int next = 3;
+  std::vector<int> keep(fds.begin(), fds.end());
+  std::sort(keep.begin(), keep.end());
+  for (int fd : keep) {
+    if (fd > next) ::syscall(SYS_close_range, next, fd - 1, 0);
+    next = fd + 1;
+  }
+  ::syscall(SYS_close_range, next, ~0u, 0);
+
+  ::signal(SIGPIPE, SIG_IGN);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  int error = 0;
+  std::int64_t amount = 0;
+  if (caps::become_user(who.uid, who.gid) != 0) {
+    error = errno;
+  } else {
+    switch (kind) {
+      case protocol::Request::read: amount = do_read(request, fds[0], error); break;
+      case protocol::Request::write: amount = do_write(request, fds[0], error); break;
+      case protocol::Request::list: amount = do_list(request, fds[0], error); break;
+      case protocol::Request::remove: amount = do_remove(request, error); break;
+      default: error = EINVAL; break;
+    }
+  }
+  if (fds.size() > 1) ::close(fds[0]);  // the data pipe ends before the answer
+  report(status, protocol::Status::done, error, amount);
+  ::_exit(0);
+}
+
+}  // namespace mayura::init

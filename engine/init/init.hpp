@@ -1,0 +1,33 @@
+#pragma once
+// The in-sandbox init: pid 1 of the sandbox's pid namespace. It builds the
+// root, sheds privilege, then reaps orphans and serves the engine's requests
+// until the engine's socket closes.
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "../protocol.hpp"
+
+namespace mayura::init {
+
+constexpr int kControlFd = 3;
+
+struct Identity {
+  uid_t uid = 1000;
+  gid_t gid = 1000;
+};
+
+// Writes one status record; errors are ignored (the reader is gone).
+void report(int fd, std::uint32_t kind, std::int32_t value, std::int64_t extra = 0);
+
+// Starts a command (clone3 into its cgroup) and returns its pid, or -1 after
+// reporting the failure on `status`.
+pid_t spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, const Identity& who);
+
+// Serves one file request in a child that runs as the sandbox user.
+void serve_file_request(protocol::Request kind, const protocol::FileRequest& request, const std::vector<int>& fds,
+                        const Identity& who);
+
+}  // namespace mayura::init

@@ -1,0 +1,139 @@
+// Starting a command: clone3 straight into the command's own cgroup (so every
+// process it ever starts is tracked and can be killed at once), then become
+// the sandbox user and exec.
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../capabilities.hpp"
+#include "init.hpp"
+
+namespace mayura::init {
+namespace {
+
+std::vector<char*> pointers(const std::vector<std::string>& strings) {
+  std::vector<char*> v;
+  v.reserve(strings.size() + 1);
+  for (const auto& s : strings) v.push_back(const_cast<char*>(s.c_str()));
+  v.push_back(nullptr);
+  return v;
+}
+
+std::string path_of(const std::vector<std::string>& env) {
+  for (const auto& e : env) {
+    if (e.rfind("PATH=", 0) == 0) return e.substr(5);
+  }
+  return "/usr/local/bin:/usr/bin:/bin";
+}
+
+// execvpe, with PATH taken from the command's environment (glibc's looks at
+// the caller's).
+int exec_search(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  auto args = pointers(argv);
+  auto envp = pointers(env);
+  const std::string& name = argv[0];
+  if (name.find('/') != std::string::npos) {
+    ::execve(name.c_str(), args.data(), envp.data());
+    return errno;
+  }
+  const std::string path = path_of(env);
+  int result = ENOENT;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    const std::string candidate = dir + "/" + name;
+    ::execve(candidate.c_str(), args.data(), envp.data());
+    if (errno == EACCES) result = EACCES;
+    else if (errno != ENOENT && errno != ENOTDIR) return errno;
+    start = end + 1;
+  }
+  return result;
+}
+
+[[noreturn]] void child(const protocol::Exec& exec, const std::vector<int>& fds, int error_pipe, const Identity& who) {
+  // A fresh process group, default signal handling, nothing blocked.
+  ::setpgid(0, 0);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  int error = 0;
+  if (::dup2(fds[0], 0) < 0 || ::dup2(fds[1], 1) < 0 || ::dup2(fds[2], 2) < 0) error = errno;
+  // Only 0, 1 and 2 reach the command; the error pipe closes at exec.
+  if (!error && ::syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC) != 0) error = errno;
+  if (!error && ::chdir(exec.cwd.c_str()) != 0) error = errno;
+  if (!error && caps::become_user(who.uid, who.gid) != 0) error = errno;
+  if (!error) error = exec_search(exec.argv, exec.env);
+  const int message = error;
+  [[maybe_unused]] ssize_t n = ::write(error_pipe, &message, sizeof message);
+  ::_exit(127);
+}
+
+}  // namespace
+
+void report(int fd, std::uint32_t kind, std::int32_t value, std::int64_t extra) {
+  protocol::Status s;
+  s.kind = kind;
+  s.value = value;
+  s.extra = extra;
+  ssize_t n;
+  do {
+    n = ::write(fd, &s, sizeof s);
+  } while (n < 0 && errno == EINTR);
+}
+
+pid_t spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, const Identity& who) {
+  const int status = fds[3];
+  int error_pipe[2];
+  if (::pipe2(error_pipe, O_CLOEXEC) != 0) {
+    report(status, protocol::Status::spawn_failed, errno);
+    return -1;
+  }
+  clone_args args{};
+  args.flags = CLONE_INTO_CGROUP;
+  args.exit_signal = SIGCHLD;
+  args.cgroup = static_cast<std::uint64_t>(fds[4]);
+  const pid_t pid = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
+  if (pid == 0) {
+    ::close(error_pipe[0]);
+    child(exec, fds, error_pipe[1], who);
+  }
+  const int clone_error = errno;
+  ::close(error_pipe[1]);
+  if (pid < 0) {
+    ::close(error_pipe[0]);
+    report(status, protocol::Status::spawn_failed, clone_error, 1);
+    return -1;
+  }
+  int error = 0;
+  ssize_t n;
+  do {
+    n = ::read(error_pipe[0], &error, sizeof error);
+  } while (n < 0 && errno == EINTR);
+  ::close(error_pipe[0]);
+  if (n == sizeof error) {
+    // It never ran; it is reaped with the rest, and its exit is not news.
+    report(status, protocol::Status::spawn_failed, error);
+    return -1;
+  }
+  report(status, protocol::Status::started, 0, pid);
+  return pid;
+}
+
+}  // namespace mayura::init

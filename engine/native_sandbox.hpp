@@ -1,0 +1,62 @@
+#pragma once
+// One native sandbox, as the limits layer sees it (a SandboxBackend).
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cgroups.hpp"
+#include "launch.hpp"
+#include "mayura/provider.hpp"
+#include "protocol.hpp"
+#include "records.hpp"
+
+namespace mayura::native {
+
+// What must be torn down when a sandbox ends, whoever ends it: release, the
+// lifetime reaper, or the provider going away.
+class SandboxCore {
+ public:
+  records::SlotLease lease;
+  cgroups::SandboxCgroup cgroup;
+  InitProcess init;
+  std::string hostname;
+  std::string workdir;
+  std::map<std::string, std::string> base_env;  // every command's, before the exec's own
+  std::uint32_t host_id_base = 0;
+
+  // Sends one request to the init; GONE if the sandbox has ended.
+  void send(const std::string& bytes, const std::vector<int>& fds);
+  // Ends the sandbox and removes everything of it. Idempotent, thread-safe.
+  void end() noexcept;
+  bool alive() const noexcept;
+
+ private:
+  mutable std::mutex mutex_;
+  bool ended_ = false;
+};
+
+class NativeSandbox final : public SandboxBackend {
+ public:
+  explicit NativeSandbox(std::shared_ptr<SandboxCore> core) : core_(std::move(core)) {}
+  ~NativeSandbox() override { core_->end(); }
+
+  ExecResult exec(const std::vector<std::string>& argv, const ExecOptions& options) override;
+  std::string read_file(const std::string& path, const ReadOptions& options) override;
+  void write_file(const std::string& path, std::string_view data, const FileOptions& options) override;
+  std::vector<FileEntry> list(const std::string& path, const FileOptions& options) override;
+  void remove(const std::string& path, const FileOptions& options) override;
+  std::string url(int port) override;
+  void release() noexcept override { core_->end(); }
+  bool alive() const noexcept override { return core_->alive(); }
+
+ private:
+  std::string absolute(const std::string& path) const;
+  std::shared_ptr<SandboxCore> core_;
+  std::atomic<std::uint64_t> next_command_{1};
+};
+
+}  // namespace mayura::native

@@ -1,0 +1,127 @@
+#include "protocol.hpp"
+
+#include "wire.hpp"
+
+namespace mayura::protocol {
+namespace {
+
+void put_op(wire::Writer& w, const rootfs::Op& op) {
+  w.u32(static_cast<std::uint32_t>(op.kind));
+  w.u32(op.flags);
+  w.str(op.src);
+  w.str(op.dst);
+  w.str(op.data);
+  w.u32(op.mode);
+  w.u32(op.uid);
+  w.u32(op.gid);
+  w.u64(op.size);
+  w.u64(op.inodes);
+}
+
+rootfs::Op get_op(wire::Reader& r) {
+  rootfs::Op op;
+  op.kind = static_cast<rootfs::OpKind>(r.u32());
+  op.flags = r.u32();
+  op.src = r.str();
+  op.dst = r.str();
+  op.data = r.str();
+  op.mode = r.u32();
+  op.uid = r.u32();
+  op.gid = r.u32();
+  op.size = r.u64();
+  op.inodes = r.u64();
+  return op;
+}
+
+}  // namespace
+
+Request kind_of(const std::string& bytes) {
+  wire::Reader r(bytes.data(), bytes.size());
+  return static_cast<Request>(r.u32());
+}
+
+std::string encode(const Config& c) {
+  wire::Writer w;
+  w.u32(static_cast<std::uint32_t>(Request::config));
+  w.u32(static_cast<std::uint32_t>(c.plan.size()));
+  for (const auto& op : c.plan) put_op(w, op);
+  w.str(c.hostname);
+  w.str(c.workdir);
+  w.u32(c.uid);
+  w.u32(c.gid);
+  return w.bytes();
+}
+
+bool decode(const std::string& bytes, Config& out) {
+  wire::Reader r(bytes.data(), bytes.size());
+  if (static_cast<Request>(r.u32()) != Request::config) return false;
+  const std::uint32_t n = r.u32();
+  if (n > 4096) return false;
+  for (std::uint32_t i = 0; i < n && r.ok(); ++i) out.plan.push_back(get_op(r));
+  out.hostname = r.str();
+  out.workdir = r.str();
+  out.uid = r.u32();
+  out.gid = r.u32();
+  return r.ok() && r.at_end();
+}
+
+std::string encode(const Exec& e) {
+  wire::Writer w;
+  w.u32(static_cast<std::uint32_t>(Request::exec));
+  w.strings(e.argv);
+  w.strings(e.env);
+  w.str(e.cwd);
+  return w.bytes();
+}
+
+bool decode(const std::string& bytes, Exec& out) {
+  wire::Reader r(bytes.data(), bytes.size());
+  if (static_cast<Request>(r.u32()) != Request::exec) return false;
+  out.argv = r.strings();
+  out.env = r.strings();
+  out.cwd = r.str();
+  return r.ok() && r.at_end() && !out.argv.empty();
+}
+
+std::string encode(Request kind, const FileRequest& f) {
+  wire::Writer w;
+  w.u32(static_cast<std::uint32_t>(kind));
+  w.str(f.path);
+  w.u64(f.max_bytes);
+  return w.bytes();
+}
+
+bool decode(const std::string& bytes, FileRequest& out) {
+  wire::Reader r(bytes.data(), bytes.size());
+  r.u32();
+  out.path = r.str();
+  out.max_bytes = r.u64();
+  return r.ok() && r.at_end() && !out.path.empty() && out.path.front() == '/';
+}
+
+std::string encode(const ListEntry& e) {
+  wire::Writer w;
+  w.u32(e.type);
+  w.u32(e.mode);
+  w.u64(e.size);
+  w.u64(static_cast<std::uint64_t>(e.mtime_ms));
+  w.str(e.name);
+  return w.bytes();
+}
+
+bool decode_listing(const std::string& bytes, std::vector<ListEntry>& out) {
+  wire::Reader r(bytes.data(), bytes.size());
+  while (!r.at_end()) {
+    ListEntry e;
+    e.type = r.u32();
+    e.mode = r.u32();
+    e.size = r.u64();
+    e.mtime_ms = static_cast<std::int64_t>(r.u64());
+    e.name = r.str();
+    if (!r.ok()) return false;
+    out.push_back(std::move(e));
+  }
+  return true;
+}
+
+}  // namespace mayura::protocol

@@ -1,0 +1,77 @@
+#pragma once
+// What the engine and the in-sandbox init say to each other.
+//
+// Requests travel engine -> init as SOCK_SEQPACKET messages, each with the fds
+// it needs (SCM_RIGHTS). Answers never come back on that socket: every request
+// carries a status pipe of its own, so many threads can have requests in
+// flight without sharing a reader, and a status pipe that closes without an
+// answer means the init (and with it the sandbox) is gone.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mayura/rootfs/plan.hpp"
+
+namespace mayura::protocol {
+
+enum class Request : std::uint32_t { config = 1, exec = 2, read = 3, write = 4, list = 5, remove = 6 };
+
+// fds that come with each request, in this order
+//   config: none
+//   exec:   stdin, stdout, stderr, status, cgroup directory
+//   read:   data (write end), status
+//   write:  data (read end), status
+//   list:   data (write end), status
+//   remove: status
+
+struct Config {
+  rootfs::Plan plan;
+  std::string hostname;
+  std::string workdir;
+  std::uint32_t uid = 1000;  // the sandbox user, inside
+  std::uint32_t gid = 1000;
+};
+
+struct Exec {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // NAME=VALUE
+  std::string cwd;               // absolute
+};
+
+struct FileRequest {
+  std::string path;             // absolute
+  std::uint64_t max_bytes = 0;  // read: a larger file fails EFBIG
+};
+
+// One record on a status pipe; 24 bytes, so each write is atomic.
+struct Status {
+  enum Kind : std::uint32_t { setup_failed = 1, ready = 2, started = 3, spawn_failed = 4, exited = 5, done = 6 };
+  std::uint32_t kind = 0;
+  std::int32_t value = 0;   // errno, wait status, or the setup step
+  std::int64_t extra = 0;   // errno of a failed step, a pid, a byte count
+  std::int64_t pad = 0;
+};
+static_assert(sizeof(Status) == 24);
+
+std::string encode(const Config& c);
+std::string encode(const Exec& e);
+std::string encode(Request kind, const FileRequest& f);
+bool decode(const std::string& bytes, Config& out);
+bool decode(const std::string& bytes, Exec& out);
+bool decode(const std::string& bytes, FileRequest& out);
+Request kind_of(const std::string& bytes);
+
+// list entries on the data pipe: type u32, mode u32, size u64, mtime_ms u64, name str
+struct ListEntry {
+  std::uint32_t type = 0;  // 0 file, 1 dir, 2 symlink, 3 other
+  std::uint32_t mode = 0;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ms = 0;
+  std::string name;
+};
+std::string encode(const ListEntry& e);
+// Parses a whole listing; false on a malformed one.
+bool decode_listing(const std::string& bytes, std::vector<ListEntry>& out);
+
+}  // namespace mayura::protocol

@@ -1,0 +1,104 @@
+#include "records.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <random>
+
+#include "cgroups.hpp"
+#include "sys_error.hpp"
+
+namespace mayura::records {
+namespace {
+
+std::string slots_dir(const std::string& state_dir) { return state_dir + "/slots"; }
+
+void make_dirs(const std::string& state_dir) {
+  for (const std::string& dir : {state_dir, slots_dir(state_dir)}) {
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) fail_step("making the state directory " + dir, errno, Reason::UNSUPPORTED);
+  }
+}
+
+std::string read_all(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  ::lseek(fd, 0, SEEK_SET);
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  return out;
+}
+
+// The slot is ours (locked): remove what its record names, then empty it.
+void clean_locked(int fd, const std::string& cgroup_root) {
+  std::string cgroup = read_all(fd);
+  while (!cgroup.empty() && (cgroup.back() == '\n' || cgroup.back() == '\0')) cgroup.pop_back();
+  // Only ever a directory under our own cgroup root: the record is trusted
+  // no further than that.
+  if (!cgroup.empty() && cgroup.rfind(cgroup_root + "/", 0) == 0 && cgroup.find("/..") == std::string::npos) {
+    cgroups::kill_and_remove(cgroup);
+  }
+  if (::ftruncate(fd, 0) != 0) {
+    // an unreadable record is cleaned again next time
+  }
+}
+
+}  // namespace
+
+SlotLease SlotLease::acquire(const std::string& state_dir, const std::string& cgroup_root, std::uint32_t slots) {
+  make_dirs(state_dir);
+  thread_local std::mt19937 rng{std::random_device{}()};
+  const std::uint32_t start = std::uniform_int_distribution<std::uint32_t>(0, slots - 1)(rng);
+  for (std::uint32_t i = 0; i < slots; ++i) {
+    const std::uint32_t slot = (start + i) % slots;
+    const std::string path = slots_dir(state_dir) + "/" + std::to_string(slot);
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd) fail_step("opening the slot record", errno);
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
+    clean_locked(fd.get(), cgroup_root);
+    SlotLease lease;
+    lease.fd_ = std::move(fd);
+    lease.slot_ = slot;
+    return lease;
+  }
+  throw SandboxError(Reason::LIMIT_REACHED, "every sandbox id range of this host is in use");
+}
+
+void SlotLease::record(const std::string& cgroup_path) {
+  if (::ftruncate(fd_.get(), 0) != 0 || ::pwrite(fd_.get(), cgroup_path.data(), cgroup_path.size(), 0) !=
+                                            static_cast<ssize_t>(cgroup_path.size())) {
+    fail_step("writing the slot record", errno);
+  }
+}
+
+void SlotLease::clear() noexcept {
+  if (!fd_) return;
+  if (::ftruncate(fd_.get(), 0) != 0) {
+    // the next engine cleans it; the cgroup it names is gone already
+  }
+  fd_.reset();  // closing drops the flock
+}
+
+int clean_orphans(const std::string& state_dir, const std::string& cgroup_root) {
+  make_dirs(state_dir);
+  int removed = 0;
+  DIR* dir = ::opendir(slots_dir(state_dir).c_str());
+  if (!dir) return 0;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    UniqueFd fd(::openat(::dirfd(dir), e->d_name, O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
+    struct stat st {};
+    if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) {
+      clean_locked(fd.get(), cgroup_root);
+      ++removed;
+    }
+  }
+  ::closedir(dir);
+  return removed;
+}
+
+}  // namespace mayura::records

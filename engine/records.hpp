@@ -1,0 +1,41 @@
+#pragma once
+// The engine's records of live sandboxes, one lock file per id slot under
+// <state_dir>/slots. A live engine holds the flock of each slot it uses; a
+// slot whose file is unlocked but not empty was left by an engine that died,
+// and whatever it names (the sandbox's cgroup, and with it every process) is
+// removed before the slot is used again.
+
+#include <cstdint>
+#include <string>
+
+#include "fd.hpp"
+
+namespace mayura::records {
+
+class SlotLease {
+ public:
+  SlotLease() = default;
+  SlotLease(SlotLease&&) noexcept = default;
+  SlotLease& operator=(SlotLease&&) noexcept = default;
+  ~SlotLease() { clear(); }
+
+  // A free slot (cleaning it first if a dead engine left it). Throws
+  // SandboxError(LIMIT_REACHED) when every slot is taken.
+  static SlotLease acquire(const std::string& state_dir, const std::string& cgroup_root, std::uint32_t slots);
+
+  std::uint32_t slot() const { return slot_; }
+  // Says which cgroup is this slot's, before the cgroup is made.
+  void record(const std::string& cgroup_path);
+  // The sandbox is gone: empty the record and give the slot back.
+  void clear() noexcept;
+
+ private:
+  UniqueFd fd_;
+  std::uint32_t slot_ = 0;
+};
+
+// Makes the state directory (0700) and removes every sandbox that a dead
+// engine left. Returns how many it removed.
+int clean_orphans(const std::string& state_dir, const std::string& cgroup_root);
+
+}  // namespace mayura::records

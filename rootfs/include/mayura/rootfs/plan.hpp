@@ -1,0 +1,58 @@
+#pragma once
+// A sandbox's root file system, as an ordered list of small setup steps
+// (bubblewrap's idea). The engine writes the plan from an image; the
+// in-sandbox init carries it out with mount_tree::build.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mayura::rootfs {
+
+enum class OpKind : std::uint32_t {
+  bind = 1,           // src (a host path) onto dst, read-only unless kWritable
+  mkdir = 2,          // dst, mode
+  symlink = 3,        // dst -> data
+  file = 4,           // dst with contents data, mode (in the root tmpfs)
+  tmpfs = 5,          // a tmpfs on dst: size, inodes, mode, uid, gid
+  proc = 6,           // a procfs of the sandbox's pid namespace on dst
+  devpts = 7,         // a private devpts on dst
+  override_file = 8,  // a read-only file with contents data over the existing dst
+  mask = 9,           // hide the existing dst: an empty read-only file or directory over it
+};
+
+enum OpFlags : std::uint32_t {
+  kWritable = 1u << 0,
+  kAllowDevices = 1u << 1,  // keep device nodes usable (for /dev/null and friends)
+  kOptional = 1u << 2,      // skip if the source or target is not there
+  kNoExec = 1u << 3,
+};
+
+struct Op {
+  OpKind kind = OpKind::mkdir;
+  std::uint32_t flags = 0;
+  std::string src;
+  std::string dst;   // absolute, inside the sandbox
+  std::string data;
+  std::uint32_t mode = 0755;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::uint64_t size = 0;
+  std::uint64_t inodes = 0;
+};
+
+using Plan = std::vector<Op>;
+
+// Sizes and names the plan needs from the engine's options.
+struct RootOptions {
+  std::string workdir = "/workspace";
+  std::string hostname = "sandbox";
+  std::uint32_t uid = 1000;
+  std::uint32_t gid = 1000;
+  std::uint64_t workdir_bytes = 1024ull << 20;
+  std::uint64_t tmp_bytes = 512ull << 20;
+  std::uint64_t shm_bytes = 64ull << 20;
+  std::uint64_t inodes = 262144;  // per writable tmpfs
+};
+
+}  // namespace mayura::rootfs

@@ -1,0 +1,274 @@
+// The sandbox's root, step by step: clone every host source first (so that
+// mounting the new root can hide none of them), make the new root a tmpfs,
+// carry out the plan with every target resolved inside the new root (so a
+// symlink in an image can never point a mount at a host path), then
+// pivot_root into it, detach the old root, and make the root read-only.
+
+#include "mayura/rootfs/mount_tree.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace mayura::rootfs {
+namespace {
+
+// An owned fd; the init is small and single-threaded, but an early return
+// must still close what it opened.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = o.release();
+    }
+    return *this;
+  }
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+constexpr const char* kStaging = "/tmp";
+
+int openat2_in_root(int root, const std::string& path, int flags) {
+  open_how how{};
+  how.flags = static_cast<__u64>(flags | O_CLOEXEC);
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  return static_cast<int>(::syscall(SYS_openat2, root, path.c_str(), &how, sizeof how));
+}
+
+std::string relative(const std::string& path) {
+  std::size_t i = 0;
+  while (i < path.size() && path[i] == '/') ++i;
+  return i == path.size() ? std::string(".") : path.substr(i);
+}
+
+std::string parent_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? std::string("/") : path.substr(0, slash);
+}
+
+std::string base_of(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+std::string fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+// mkdir -p inside the new root; returns an O_PATH fd of the directory.
+Fd ensure_dir(int root, const std::string& path, mode_t mode) {
+  Fd fd(openat2_in_root(root, relative(path), O_PATH | O_DIRECTORY));
+  if (fd) return fd;
+  if (errno != ENOENT) return Fd();
+  if (path == "/") return Fd();
+  Fd parent = ensure_dir(root, parent_of(path), 0755);
+  if (!parent) return Fd();
+  if (::mkdirat(parent.get(), base_of(path).c_str(), mode) != 0 && errno != EEXIST) return Fd();
+  return Fd(openat2_in_root(root, relative(path), O_PATH | O_DIRECTORY));
+}
+
+// An empty regular file to mount a file over; an O_PATH fd of it.
+Fd ensure_file(int root, const std::string& path) {
+  Fd fd(openat2_in_root(root, relative(path), O_PATH));
+  if (fd) return fd;
+  if (errno != ENOENT) return Fd();
+  Fd parent = ensure_dir(root, parent_of(path), 0755);
+  if (!parent) return Fd();
+  // O_PATH cannot create; make it, then open it again by path in the root.
+  const int made = ::openat(parent.get(), base_of(path).c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  if (made < 0 && errno != EEXIST) return Fd();
+  if (made >= 0) ::close(made);
+  return Fd(openat2_in_root(root, relative(path), O_PATH));
+}
+
+int attach(int tree, int target) {
+  return ::move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+}
+
+int set_attrs(int tree, std::uint32_t flags, bool recursive) {
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_NOSUID;
+  if (!(flags & kWritable)) attr.attr_set |= MOUNT_ATTR_RDONLY;
+  if (!(flags & kAllowDevices)) attr.attr_set |= MOUNT_ATTR_NODEV;
+  if (flags & kNoExec) attr.attr_set |= MOUNT_ATTR_NOEXEC;
+  const unsigned at = AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0u);
+  return ::mount_setattr(tree, "", at, &attr, sizeof attr);
+}
+
+// A detached copy of `path` (recursive), with the plan's flags applied.
+Fd clone_tree(const char* path, std::uint32_t flags) {
+  Fd tree(::open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+  if (!tree) return tree;
+  if (set_attrs(tree.get(), flags, true) != 0) return Fd();
+  return tree;
+}
+
+int mount_fs(const char* type, int target, unsigned long flags, const std::string& data) {
+  return ::mount(type, fd_path(target).c_str(), type, flags, data.empty() ? nullptr : data.c_str());
+}
+
+int write_all(int fd, const std::string& data) {
+  std::size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+// A file with `data`, made in the root tmpfs under a hidden name and cloned
+// as a read-only mount; the caller unlinks the name once the clone is
+// attached (the mount keeps the file, the root shows nothing).
+Fd staged_file(int root, const std::string& name, const std::string& data, mode_t mode) {
+  Fd file(::openat(root, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, mode));
+  if (!file) return Fd();
+  if (write_all(file.get(), data) != 0 || ::fchmod(file.get(), mode) != 0) {
+    ::unlinkat(root, name.c_str(), 0);
+    return Fd();
+  }
+  file.reset();
+  Fd tree(::open_tree(root, name.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+  if (!tree || set_attrs(tree.get(), kNoExec, false) != 0) {
+    const int saved = errno;
+    ::unlinkat(root, name.c_str(), 0);
+    errno = saved;
+    return Fd();
+  }
+  return tree;
+}
+
+int run_op(int root, const Op& op, std::size_t index, Fd& source) {
+  switch (op.kind) {
+    case OpKind::bind: {
+      if (!source) return (op.flags & kOptional) ? 0 : -1;
+      struct stat st {};
+      if (::fstat(source.get(), &st) != 0) return -1;
+      Fd target = S_ISDIR(st.st_mode) ? ensure_dir(root, op.dst, 0755) : ensure_file(root, op.dst);
+      if (!target) return -1;
+      return attach(source.get(), target.get());
+    }
+    case OpKind::mkdir:
+      return ensure_dir(root, op.dst, op.mode) ? 0 : -1;
+    case OpKind::symlink: {
+      Fd parent = ensure_dir(root, parent_of(op.dst), 0755);
+      if (!parent) return -1;
+      return ::symlinkat(op.data.c_str(), parent.get(), base_of(op.dst).c_str());
+    }
+    case OpKind::file: {
+      Fd parent = ensure_dir(root, parent_of(op.dst), 0755);
+      if (!parent) return -1;
+      Fd file(::openat(parent.get(), base_of(op.dst).c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, op.mode));
+      if (!file) return -1;
+      return write_all(file.get(), op.data) == 0 ? ::fchmod(file.get(), op.mode) : -1;
+    }
+    case OpKind::tmpfs: {
+      Fd target = ensure_dir(root, op.dst, 0755);
+      if (!target) return -1;
+      char data[160];
+      std::snprintf(data, sizeof data, "size=%llu,nr_inodes=%llu,mode=%o,uid=%u,gid=%u",
+                    static_cast<unsigned long long>(op.size), static_cast<unsigned long long>(op.inodes), op.mode,
+                    op.uid, op.gid);
+      unsigned long flags = MS_NOSUID | MS_NODEV;
+      if (op.flags & kNoExec) flags |= MS_NOEXEC;
+      return mount_fs("tmpfs", target.get(), flags, data);
+    }
+    case OpKind::proc: {
+      Fd target = ensure_dir(root, op.dst, 0555);
+      if (!target) return -1;
+      return mount_fs("proc", target.get(), MS_NOSUID | MS_NODEV | MS_NOEXEC, {});
+    }
+    case OpKind::devpts: {
+      Fd target = ensure_dir(root, op.dst, 0755);
+      if (!target) return -1;
+      return mount_fs("devpts", target.get(), MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5");
+    }
+    case OpKind::override_file:
+    case OpKind::mask: {
+      Fd target(openat2_in_root(root, relative(op.dst), O_PATH));
+      if (!target) return (errno == ENOENT && (op.flags & kOptional)) ? 0 : -1;
+      struct stat st {};
+      if (::fstat(target.get(), &st) != 0) return -1;
+      if (op.kind == OpKind::mask && S_ISDIR(st.st_mode)) {
+        return mount_fs("tmpfs", target.get(), MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,nr_inodes=1,mode=0");
+      }
+      if (op.kind == OpKind::override_file && !S_ISREG(st.st_mode)) return (op.flags & kOptional) ? 0 : (errno = EINVAL, -1);
+      const std::string staged = ".mayura-stage-" + std::to_string(index);
+      Fd tree = staged_file(root, staged, op.kind == OpKind::mask ? std::string() : op.data,
+                            op.kind == OpKind::mask ? 0 : op.mode);
+      if (!tree) return -1;
+      const int attached = attach(tree.get(), target.get());
+      const int saved = errno;
+      ::unlinkat(root, staged.c_str(), 0);
+      errno = saved;
+      return attached;
+    }
+  }
+  errno = EINVAL;
+  return -1;
+}
+
+}  // namespace
+
+BuildResult build(const Plan& plan) {
+  // Nothing we mount may propagate back to the host.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return {false, kStepPrivate, errno};
+
+  std::vector<Fd> sources(plan.size());
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    const Op& op = plan[i];
+    if (op.kind != OpKind::bind) continue;
+    sources[i] = clone_tree(op.src.c_str(), op.flags);
+    if (!sources[i] && !(errno == ENOENT && (op.flags & kOptional))) {
+      return {false, static_cast<std::uint32_t>(i), errno};
+    }
+  }
+
+  if (::mount("tmpfs", kStaging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m,nr_inodes=4096") != 0) {
+    return {false, kStepRoot, errno};
+  }
+  Fd root(::open(kStaging, O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return {false, kStepRoot, errno};
+
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    if (run_op(root.get(), plan[i], i, sources[i]) != 0) return {false, static_cast<std::uint32_t>(i), errno};
+    sources[i].reset();
+  }
+
+  // pivot_root(".", ".") stacks the old root under the new one; detaching it
+  // leaves no path to any host file.
+  if (::fchdir(root.get()) != 0 || ::syscall(SYS_pivot_root, ".", ".") != 0 || ::umount2(".", MNT_DETACH) != 0 ||
+      ::chdir("/") != 0) {
+    return {false, kStepPivot, errno};
+  }
+  if (::mount(nullptr, "/", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr) != 0) {
+    return {false, kStepReadOnly, errno};
+  }
+  return {};
+}
+
+}  // namespace mayura::rootfs

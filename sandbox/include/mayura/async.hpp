@@ -1,0 +1,99 @@
+#pragma once
+// The asynchronous form of every operation: the blocking call runs on a thread
+// of its own (a sandbox call may block for minutes, so a fixed pool would
+// starve), and the completion goes to the token's executor.
+// Per-operation cancellation (asio::cancellation_slot) requests a stop on the
+// std::stop_token the blocking call watches, which is how the seed's `signal`
+// maps onto Asio.
+
+#include <exception>
+#include <optional>
+#include <thread>
+#include <memory>
+#include <stop_token>
+#include <type_traits>
+#include <utility>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+
+namespace mayura::detail {
+
+template <class R>
+struct completion_signature {
+  using type = void(std::exception_ptr, R);
+};
+template <>
+struct completion_signature<void> {
+  using type = void(std::exception_ptr);
+};
+
+// Runs `fn(std::stop_token)` on a new thread and completes `token` with its result
+// or the exception it threw.
+template <class Token, class Fn>
+auto async_run(const boost::asio::any_io_executor& fallback, Token&& token, Fn fn) {
+  using R = std::invoke_result_t<Fn, std::stop_token>;
+  using Sig = typename completion_signature<R>::type;
+  namespace asio = boost::asio;
+  return asio::async_initiate<Token, Sig>(
+      [fallback](auto handler, Fn work) {
+        auto stop = std::make_shared<std::stop_source>();
+        auto slot = asio::get_associated_cancellation_slot(handler);
+        if (slot.is_connected()) {
+          slot.assign([stop](asio::cancellation_type) { stop->request_stop(); });
+        }
+        auto done_executor = asio::get_associated_executor(handler, fallback);
+        auto guard = asio::make_work_guard(done_executor);
+        std::thread([handler = std::move(handler), work = std::move(work), stop,
+                     guard = std::move(guard)]() mutable {
+          std::exception_ptr error;
+          auto done_slot = asio::get_associated_cancellation_slot(handler);
+          if constexpr (std::is_void_v<R>) {
+            try {
+              work(stop->get_token());
+            } catch (...) {
+              error = std::current_exception();
+            }
+            if (done_slot.is_connected()) done_slot.clear();
+            auto ex = guard.get_executor();
+            asio::dispatch(ex, [handler = std::move(handler), error]() mutable { std::move(handler)(error); });
+          } else {
+            std::optional<R> result;
+            try {
+              result.emplace(work(stop->get_token()));
+            } catch (...) {
+              error = std::current_exception();
+            }
+            if (done_slot.is_connected()) done_slot.clear();
+            auto ex = guard.get_executor();
+            asio::dispatch(ex, [handler = std::move(handler), error, result = std::move(result)]() mutable {
+              std::move(handler)(error, result ? std::move(*result) : R{});
+            });
+          }
+        }).detach();
+      },
+      token, std::move(fn));
+}
+
+// A stop token that fires when either of two does.
+class JoinedStop {
+ public:
+  JoinedStop(std::stop_token a, std::stop_token b)
+      : on_a_(std::move(a), Fire{&source_}), on_b_(std::move(b), Fire{&source_}) {}
+  std::stop_token token() const noexcept { return source_.get_token(); }
+
+ private:
+  struct Fire {
+    std::stop_source* source;
+    void operator()() const noexcept { source->request_stop(); }
+  };
+  std::stop_source source_;
+  std::stop_callback<Fire> on_a_;
+  std::stop_callback<Fire> on_b_;
+};
+
+}  // namespace mayura::detail

@@ -1,0 +1,42 @@
+#pragma once
+// What a provider implements. Sandboxes (the limits layer) checks every
+// argument before it reaches these calls and every result before a caller
+// sees it, so a provider may assume well-formed input.
+
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "mayura/types.hpp"
+
+namespace mayura {
+
+class SandboxBackend {
+ public:
+  virtual ~SandboxBackend() = default;
+
+  virtual ExecResult exec(const std::vector<std::string>& argv, const ExecOptions& options) = 0;
+  virtual std::string read_file(const std::string& path, const ReadOptions& options) = 0;
+  virtual void write_file(const std::string& path, std::string_view data, const FileOptions& options) = 0;
+  virtual std::vector<FileEntry> list(const std::string& path, const FileOptions& options) = 0;
+  virtual void remove(const std::string& path, const FileOptions& options) = 0;
+  virtual std::string url(int port) = 0;
+  // Ends the sandbox and everything in it. Called once; must not throw.
+  virtual void release() noexcept = 0;
+  // True while the sandbox is running (false once its lifetime ended).
+  virtual bool alive() const noexcept = 0;
+};
+
+class SandboxProvider {
+ public:
+  virtual ~SandboxProvider() = default;
+
+  virtual std::string id() const = 0;
+  virtual Features features() const = 0;
+  virtual std::string workdir() const = 0;
+  virtual std::int64_t max_lifetime_ms() const = 0;
+  virtual std::unique_ptr<SandboxBackend> create(const CreateOptions& options, std::stop_token cancellation) = 0;
+};
+
+}  // namespace mayura

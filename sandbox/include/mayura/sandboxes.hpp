@@ -1,0 +1,152 @@
+#pragma once
+// The limits layer: create_sandboxes(provider, options) holds every sandbox of
+// a provider to the same limits, and Sandbox is the handle a caller works with.
+// Every operation has a blocking form (safe from many threads at once) and an
+// async_ form taking an Asio completion token.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "mayura/async.hpp"
+#include "mayura/errors.hpp"
+#include "mayura/provider.hpp"
+#include "mayura/types.hpp"
+
+namespace mayura {
+
+struct SandboxesOptions {
+  std::size_t max_sandboxes = 1;
+  std::int64_t max_lifetime_ms = 30 * 60 * 1000;
+  // The network kinds a create may ask for. A kind not listed fails
+  // PERMISSION_DENIED: permission to reach the network is given here, once.
+  std::vector<NetworkKind> network = {NetworkKind::none};
+  std::size_t max_output_bytes = 16u << 20;  // of each stream of one exec
+  std::size_t max_read_bytes = 64u << 20;
+  std::size_t max_write_bytes = 64u << 20;
+  // Where async_ completions run when the token names no executor of its own.
+  // Empty: inline on the thread that did the work.
+  boost::asio::any_io_executor executor;
+};
+
+namespace detail {
+struct SandboxesState;
+struct SandboxState;
+}  // namespace detail
+
+class Sandbox {
+ public:
+  std::string id() const;
+  const std::map<std::string, std::string>& labels() const;
+  Features features() const;
+  std::string workdir() const;
+
+  ExecResult exec(const std::vector<std::string>& argv, const ExecOptions& options = {}) const;
+  std::string read_file(std::string_view path, const ReadOptions& options = {}) const;
+  void write_file(std::string_view path, std::string_view data, const FileOptions& options = {}) const;
+  std::vector<FileEntry> list(std::string_view path = ".", const FileOptions& options = {}) const;
+  void remove(std::string_view path, const FileOptions& options = {}) const;
+  std::string url(int port) const;
+  // Ends the sandbox. Safe to call again; every other call then fails GONE.
+  void release() const;
+  bool released() const;
+
+  template <class Token>
+  auto async_exec(std::vector<std::string> argv, ExecOptions options, Token&& token) const {
+    return detail::async_run(default_executor(), std::forward<Token>(token),
+                             [self = *this, argv = std::move(argv), options = std::move(options)](std::stop_token stop) {
+                               detail::JoinedStop joined(stop, options.cancellation);
+                               ExecOptions o = options;
+                               o.cancellation = joined.token();
+                               return self.exec(argv, o);
+                             });
+  }
+  template <class Token>
+  auto async_read_file(std::string path, Token&& token) const {
+    return detail::async_run(default_executor(), std::forward<Token>(token), [self = *this, path](std::stop_token stop) {
+      ReadOptions o;
+      o.cancellation = stop;
+      return self.read_file(path, o);
+    });
+  }
+  template <class Token>
+  auto async_write_file(std::string path, std::string data, Token&& token) const {
+    return detail::async_run(default_executor(), std::forward<Token>(token),
+                             [self = *this, path, data = std::move(data)](std::stop_token stop) {
+                               FileOptions o;
+                               o.cancellation = stop;
+                               self.write_file(path, data, o);
+                             });
+  }
+  template <class Token>
+  auto async_list(std::string path, Token&& token) const {
+    return detail::async_run(default_executor(), std::forward<Token>(token), [self = *this, path](std::stop_token stop) {
+      FileOptions o;
+      o.cancellation = stop;
+      return self.list(path, o);
+    });
+  }
+  template <class Token>
+  auto async_remove(std::string path, Token&& token) const {
+    return detail::async_run(default_executor(), std::forward<Token>(token), [self = *this, path](std::stop_token stop) {
+      FileOptions o;
+      o.cancellation = stop;
+      self.remove(path, o);
+    });
+  }
+  template <class Token>
+  auto async_url(int port, Token&& token) const {
+    return detail::async_run(default_executor(), std::forward<Token>(token),
+                             [self = *this, port](std::stop_token) { return self.url(port); });
+  }
+  template <class Token>
+  auto async_release(Token&& token) const {
+    return detail::async_run(default_executor(), std::forward<Token>(token), [self = *this](std::stop_token) { self.release(); });
+  }
+
+ private:
+  friend class Sandboxes;
+  explicit Sandbox(std::shared_ptr<detail::SandboxState> state) : state_(std::move(state)) {}
+  boost::asio::any_io_executor default_executor() const;
+  std::shared_ptr<detail::SandboxState> state_;
+};
+
+class Sandboxes {
+ public:
+  Sandbox create(const CreateOptions& options, std::stop_token cancellation = {}) const;
+
+  template <class Token>
+  auto async_create(CreateOptions options, Token&& token) const {
+    return detail::async_run(default_executor(), std::forward<Token>(token),
+                             [self = *this, options = std::move(options)](std::stop_token stop) {
+                               return self.create(options, stop);
+                             });
+  }
+
+  // Releases every sandbox still alive and refuses new ones (GONE).
+  void close() const;
+  bool closed() const;
+  // Sandboxes alive now.
+  std::size_t size() const;
+  Features features() const;
+  std::string workdir() const;
+  boost::asio::any_io_executor executor() const { return default_executor(); }
+
+ private:
+  friend Sandboxes create_sandboxes(std::shared_ptr<SandboxProvider>, SandboxesOptions);
+  explicit Sandboxes(std::shared_ptr<detail::SandboxesState> state) : state_(std::move(state)) {}
+  boost::asio::any_io_executor default_executor() const;
+  std::shared_ptr<detail::SandboxesState> state_;
+};
+
+// Checks the options (INVALID_INPUT on nonsense) and returns the limits layer
+// over `provider`. The provider is shared: it lives as long as any Sandboxes
+// or Sandbox handle that uses it.
+Sandboxes create_sandboxes(std::shared_ptr<SandboxProvider> provider, SandboxesOptions options);
+
+}  // namespace mayura

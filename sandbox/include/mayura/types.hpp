@@ -1,0 +1,94 @@
+#pragma once
+// Options and results of the contract, as plain values.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mayura {
+
+enum class NetworkKind { none, all, allowlist };
+
+std::string_view network_kind_name(NetworkKind kind) noexcept;
+
+// What a sandbox may reach. none (the default), all, or a list of domains.
+struct Network {
+  NetworkKind kind = NetworkKind::none;
+  std::vector<std::string> allow;  // only for NetworkKind::allowlist
+
+  static Network none() { return {}; }
+  static Network all() { return {NetworkKind::all, {}}; }
+  static Network allow_only(std::vector<std::string> domains) {
+    return {NetworkKind::allowlist, std::move(domains)};
+  }
+};
+
+// What a provider supports beyond commands and files.
+struct Features {
+  bool stdin = false;
+  bool ports = false;
+  bool desktop = false;
+  bool cpus = false;        // honours CreateOptions::cpus
+  bool memory = false;      // honours CreateOptions::memory_mib
+  std::vector<NetworkKind> network;  // the kinds it can enforce
+};
+
+struct CreateOptions {
+  std::int64_t lifetime_ms = 0;  // required, > 0
+  Network network;
+  std::map<std::string, std::string> env;  // every command sees these
+  std::vector<int> ports;
+  std::optional<double> cpus;
+  std::optional<std::int64_t> memory_mib;
+  std::string image;  // empty: the provider's default
+  std::map<std::string, std::string> labels;
+};
+
+using OutputCallback = std::function<void(std::string_view chunk)>;
+
+struct ExecOptions {
+  std::string cwd;                         // relative to the workdir, or absolute; empty: the workdir
+  std::map<std::string, std::string> env;  // added to the sandbox's env
+  std::optional<std::int64_t> timeout_ms;  // none: until the sandbox's lifetime ends
+  std::optional<std::string> stdin;        // none: the command reads an empty input
+  std::stop_token cancellation;            // plays the seed's `signal`
+  std::optional<std::size_t> max_output_bytes;  // of each stream; more is dropped and `truncated` set
+  OutputCallback on_stdout;                // every chunk as it arrives
+  OutputCallback on_stderr;
+};
+
+struct ExecResult {
+  std::optional<int> exit_code;  // none when timed out
+  std::string stdout;
+  std::string stderr;
+  bool truncated = false;
+  std::int64_t duration_ms = 0;
+  bool timed_out = false;
+};
+
+enum class FileType { file, directory, symlink, other };
+
+struct FileEntry {
+  std::string name;
+  FileType type = FileType::other;
+  std::uint64_t size = 0;
+  std::uint32_t mode = 0;       // permission bits
+  std::int64_t mtime_ms = 0;
+};
+
+struct ReadOptions {
+  std::optional<std::size_t> max_bytes;  // a larger file fails LIMIT_REACHED
+  std::stop_token cancellation;
+};
+
+struct FileOptions {
+  std::stop_token cancellation;
+};
+
+}  // namespace mayura

@@ -1,0 +1,387 @@
+// The limits layer: every argument is checked here before the provider sees
+// it, and every result before the caller does.
+
+#include "mayura/sandboxes.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <random>
+
+#include <boost/asio/system_executor.hpp>
+
+#include "mayura/validate.hpp"
+
+namespace mayura {
+namespace detail {
+
+using Clock = std::chrono::steady_clock;
+
+struct SandboxesState {
+  std::shared_ptr<SandboxProvider> provider;
+  SandboxesOptions options;
+  Features features;
+  std::string workdir;
+  boost::asio::any_io_executor executor;
+
+  std::mutex mutex;
+  bool closed = false;
+  std::size_t reserved = 0;  // creates under way
+  std::vector<std::weak_ptr<SandboxState>> live;
+
+  ~SandboxesState();
+  std::size_t count_live_locked();
+};
+
+struct SandboxState {
+  std::shared_ptr<SandboxesState> owner;
+  std::string id;
+  std::map<std::string, std::string> labels;
+  std::vector<int> ports;
+  Clock::time_point deadline;
+
+  std::mutex mutex;  // guards backend against release while a call starts
+  std::shared_ptr<SandboxBackend> backend;  // null once released
+  std::atomic<bool> released{false};
+
+  std::shared_ptr<SandboxBackend> use();
+  void end() noexcept;
+  ~SandboxState() { end(); }
+};
+
+SandboxesState::~SandboxesState() = default;
+
+std::size_t SandboxesState::count_live_locked() {
+  std::erase_if(live, [](const std::weak_ptr<SandboxState>& weak) {
+    auto s = weak.lock();
+    return !s || s->released.load() || Clock::now() >= s->deadline || (s->backend && !s->backend->alive());
+  });
+  return live.size();
+}
+
+// The backend, if the sandbox may still be used; GONE otherwise.
+std::shared_ptr<SandboxBackend> SandboxState::use() {
+  std::shared_ptr<SandboxBackend> b;
+  {
+    std::lock_guard lock(mutex);
+    b = backend;
+  }
+  if (!b || released.load()) throw SandboxError(Reason::GONE, "sandbox " + id + " was released");
+  if (Clock::now() >= deadline || !b->alive()) {
+    end();
+    throw SandboxError(Reason::GONE, "sandbox " + id + " reached the end of its lifetime");
+  }
+  return b;
+}
+
+void SandboxState::end() noexcept {
+  std::shared_ptr<SandboxBackend> b;
+  {
+    std::lock_guard lock(mutex);
+    b = std::move(backend);
+    backend.reset();
+  }
+  released.store(true);
+  if (b) b->release();
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::Clock;
+
+// A provider may throw anything; the caller sees only SandboxError, and only
+// our words.
+template <class Fn>
+auto guarded(const char* what, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const SandboxError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw SandboxError(Reason::INTERNAL, std::string(what) + " failed: out of memory");
+  } catch (...) {
+    throw SandboxError(Reason::INTERNAL, std::string(what) + " failed in the provider");
+  }
+}
+
+void throw_if_cancelled(const std::stop_token& token) {
+  if (token.stop_requested()) throw SandboxError(Reason::CANCELLED, "the operation was cancelled");
+}
+
+std::string new_id() {
+  static std::atomic<std::uint64_t> counter{0};
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const std::uint64_t value = rng() ^ (counter.fetch_add(1) << 48);
+  char buf[17];
+  static const char* digits = "0123456789abcdef";
+  for (int i = 0; i < 16; ++i) buf[i] = digits[(value >> (60 - 4 * i)) & 0xf];
+  buf[16] = 0;
+  return buf;
+}
+
+bool supports(const Features& f, NetworkKind kind) {
+  return std::find(f.network.begin(), f.network.end(), kind) != f.network.end();
+}
+
+void check_create(const SandboxesOptions& limits, const Features& features, std::int64_t provider_max,
+                  const CreateOptions& o) {
+  if (o.lifetime_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms is required and must be positive");
+  if (o.lifetime_ms > limits.max_lifetime_ms) {
+    throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms " + std::to_string(o.lifetime_ms) +
+                                                  " is over the maximum of " + std::to_string(limits.max_lifetime_ms));
+  }
+  if (provider_max > 0 && o.lifetime_ms > provider_max) {
+    throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms is over the provider's maximum of " + std::to_string(provider_max));
+  }
+  const NetworkKind kind = o.network.kind;
+  if (kind == NetworkKind::allowlist) {
+    if (o.network.allow.empty()) throw SandboxError(Reason::INVALID_INPUT, "an allowlist network needs at least one domain");
+    for (const auto& d : o.network.allow) check_domain_pattern(d);
+  } else if (!o.network.allow.empty()) {
+    throw SandboxError(Reason::INVALID_INPUT, "allowed domains are only for an allowlist network");
+  }
+  // Feature checks come before the permission check: asking for something
+  // the provider cannot do at all is the caller's input error.
+  if (!supports(features, kind)) {
+    throw SandboxError(Reason::INVALID_INPUT,
+                       "the provider cannot enforce network '" + std::string(network_kind_name(kind)) + "'");
+  }
+  if (std::find(limits.network.begin(), limits.network.end(), kind) == limits.network.end()) {
+    throw SandboxError(Reason::PERMISSION_DENIED, "network '" + std::string(network_kind_name(kind)) +
+                                                      "' is not listed in create_sandboxes' network option");
+  }
+  if (!o.ports.empty()) {
+    if (!features.ports) throw SandboxError(Reason::INVALID_INPUT, "the provider does not serve ports");
+    std::vector<int> sorted = o.ports;
+    std::sort(sorted.begin(), sorted.end());
+    for (int p : sorted) check_port(p);
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+      throw SandboxError(Reason::INVALID_INPUT, "a port is listed twice");
+    }
+  }
+  if (o.cpus) {
+    if (!features.cpus) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound cpus");
+    if (!std::isfinite(*o.cpus) || *o.cpus <= 0 || *o.cpus > 1024) throw SandboxError(Reason::INVALID_INPUT, "cpus must be positive");
+  }
+  if (o.memory_mib) {
+    if (!features.memory) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound memory");
+    if (*o.memory_mib <= 0) throw SandboxError(Reason::INVALID_INPUT, "memory_mib must be positive");
+  }
+  check_env(o.env);
+  check_labels(o.labels);
+  if (o.image.find('\0') != std::string::npos || o.image.size() > kMaxPathBytes) {
+    throw SandboxError(Reason::INVALID_INPUT, "image name is malformed");
+  }
+}
+
+// The provider's result, held to the caller's bounds.
+ExecResult checked_result(ExecResult r, std::size_t max_output) {
+  if (r.timed_out) {
+    r.exit_code.reset();
+  } else if (!r.exit_code || *r.exit_code < 0 || *r.exit_code > 255) {
+    throw SandboxError(Reason::INTERNAL, "the provider returned an exec result without a valid exit code");
+  }
+  if (r.stdout.size() > max_output) {
+    r.stdout.resize(max_output);
+    r.truncated = true;
+  }
+  if (r.stderr.size() > max_output) {
+    r.stderr.resize(max_output);
+    r.truncated = true;
+  }
+  if (r.duration_ms < 0) r.duration_ms = 0;
+  return r;
+}
+
+}  // namespace
+
+// --- Sandbox -------------------------------------------------------------
+
+std::string Sandbox::id() const { return state_->id; }
+const std::map<std::string, std::string>& Sandbox::labels() const { return state_->labels; }
+Features Sandbox::features() const { return state_->owner->features; }
+std::string Sandbox::workdir() const { return state_->owner->workdir; }
+bool Sandbox::released() const { return state_->released.load(); }
+
+boost::asio::any_io_executor Sandbox::default_executor() const { return state_->owner->executor; }
+
+ExecResult Sandbox::exec(const std::vector<std::string>& argv, const ExecOptions& options) const {
+  check_argv(argv);
+  if (!options.cwd.empty()) check_path(options.cwd, "cwd");
+  check_env(options.env);
+  if (options.timeout_ms && *options.timeout_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "timeout_ms must be positive");
+  if (options.stdin && !state_->owner->features.stdin) throw SandboxError(Reason::INVALID_INPUT, "the provider does not take stdin");
+  if (options.stdin && options.stdin->size() > state_->owner->options.max_write_bytes) {
+    throw SandboxError(Reason::LIMIT_REACHED, "stdin is larger than max_write_bytes");
+  }
+  const std::size_t limit = std::min(options.max_output_bytes.value_or(state_->owner->options.max_output_bytes),
+                                     state_->owner->options.max_output_bytes);
+  throw_if_cancelled(options.cancellation);
+  auto backend = state_->use();
+  ExecOptions o = options;
+  o.max_output_bytes = limit;
+  return checked_result(guarded("exec", [&] { return backend->exec(argv, o); }), limit);
+}
+
+std::string Sandbox::read_file(std::string_view path, const ReadOptions& options) const {
+  check_path(path);
+  const std::size_t limit = std::min(options.max_bytes.value_or(state_->owner->options.max_read_bytes),
+                                     state_->owner->options.max_read_bytes);
+  throw_if_cancelled(options.cancellation);
+  auto backend = state_->use();
+  ReadOptions o = options;
+  o.max_bytes = limit;
+  std::string data = guarded("read_file", [&] { return backend->read_file(std::string(path), o); });
+  if (data.size() > limit) throw SandboxError(Reason::LIMIT_REACHED, "the file is larger than the read limit");
+  return data;
+}
+
+void Sandbox::write_file(std::string_view path, std::string_view data, const FileOptions& options) const {
+  check_path(path);
+  if (data.size() > state_->owner->options.max_write_bytes) {
+    throw SandboxError(Reason::LIMIT_REACHED, "the data is larger than max_write_bytes");
+  }
+  throw_if_cancelled(options.cancellation);
+  auto backend = state_->use();
+  guarded("write_file", [&] { backend->write_file(std::string(path), data, options); });
+}
+
+std::vector<FileEntry> Sandbox::list(std::string_view path, const FileOptions& options) const {
+  check_path(path);
+  throw_if_cancelled(options.cancellation);
+  auto backend = state_->use();
+  auto entries = guarded("list", [&] { return backend->list(std::string(path), options); });
+  for (const auto& e : entries) {
+    if (e.name.empty() || e.name.find('/') != std::string::npos || e.name.find('\0') != std::string::npos ||
+        e.name == "." || e.name == "..") {
+      throw SandboxError(Reason::INTERNAL, "the provider returned a malformed listing");
+    }
+  }
+  std::sort(entries.begin(), entries.end(), [](const FileEntry& a, const FileEntry& b) { return a.name < b.name; });
+  return entries;
+}
+
+void Sandbox::remove(std::string_view path, const FileOptions& options) const {
+  check_path(path);
+  throw_if_cancelled(options.cancellation);
+  auto backend = state_->use();
+  guarded("remove", [&] { backend->remove(std::string(path), options); });
+}
+
+std::string Sandbox::url(int port) const {
+  check_port(port);
+  if (!state_->owner->features.ports) throw SandboxError(Reason::INVALID_INPUT, "the provider does not serve ports");
+  if (std::find(state_->ports.begin(), state_->ports.end(), port) == state_->ports.end()) {
+    throw SandboxError(Reason::INVALID_INPUT, "port " + std::to_string(port) + " was not asked for at create");
+  }
+  auto backend = state_->use();
+  std::string u = guarded("url", [&] { return backend->url(port); });
+  if (u.rfind("http://", 0) != 0 && u.rfind("https://", 0) != 0) {
+    throw SandboxError(Reason::INTERNAL, "the provider returned a malformed url");
+  }
+  return u;
+}
+
+void Sandbox::release() const { state_->end(); }
+
+// --- Sandboxes -----------------------------------------------------------
+
+boost::asio::any_io_executor Sandboxes::default_executor() const { return state_->executor; }
+Features Sandboxes::features() const { return state_->features; }
+std::string Sandboxes::workdir() const { return state_->workdir; }
+
+bool Sandboxes::closed() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->closed;
+}
+
+std::size_t Sandboxes::size() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->count_live_locked();
+}
+
+Sandbox Sandboxes::create(const CreateOptions& options, std::stop_token cancellation) const {
+  auto& s = *state_;
+  check_create(s.options, s.features, s.provider->max_lifetime_ms(), options);
+  throw_if_cancelled(cancellation);
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.closed) throw SandboxError(Reason::GONE, "the sandboxes were closed");
+    if (s.count_live_locked() + s.reserved >= s.options.max_sandboxes) {
+      throw SandboxError(Reason::LIMIT_REACHED,
+                         "max_sandboxes (" + std::to_string(s.options.max_sandboxes) + ") are alive already");
+    }
+    ++s.reserved;
+  }
+  struct Unreserve {
+    detail::SandboxesState& s;
+    ~Unreserve() {
+      std::lock_guard lock(s.mutex);
+      --s.reserved;
+    }
+  } unreserve{s};
+
+  const auto start = Clock::now();
+  std::shared_ptr<SandboxBackend> backend =
+      guarded("create", [&] { return std::shared_ptr<SandboxBackend>(s.provider->create(options, cancellation)); });
+  if (!backend) throw SandboxError(Reason::INTERNAL, "the provider returned no sandbox");
+
+  auto state = std::make_shared<detail::SandboxState>();
+  state->owner = state_;
+  state->id = new_id();
+  state->labels = options.labels;
+  state->ports = options.ports;
+  state->deadline = start + std::chrono::milliseconds(options.lifetime_ms);
+  state->backend = std::move(backend);
+  {
+    std::lock_guard lock(s.mutex);
+    // close() may have run while the provider worked: this sandbox must not outlive it.
+    if (s.closed) {
+      state->end();
+      throw SandboxError(Reason::GONE, "the sandboxes were closed");
+    }
+    s.live.push_back(state);
+  }
+  return Sandbox(std::move(state));
+}
+
+void Sandboxes::close() const {
+  std::vector<std::shared_ptr<detail::SandboxState>> alive;
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->closed = true;
+    for (auto& weak : state_->live) {
+      if (auto s = weak.lock()) alive.push_back(std::move(s));
+    }
+    state_->live.clear();
+  }
+  for (auto& s : alive) s->end();
+}
+
+Sandboxes create_sandboxes(std::shared_ptr<SandboxProvider> provider, SandboxesOptions options) {
+  if (!provider) throw SandboxError(Reason::INVALID_INPUT, "provider is null");
+  if (options.max_sandboxes == 0) throw SandboxError(Reason::INVALID_INPUT, "max_sandboxes must be at least 1");
+  if (options.max_lifetime_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "max_lifetime_ms must be positive");
+  if (options.max_output_bytes == 0 || options.max_read_bytes == 0 || options.max_write_bytes == 0) {
+    throw SandboxError(Reason::INVALID_INPUT, "size limits must be positive");
+  }
+  auto state = std::make_shared<detail::SandboxesState>();
+  state->features = guarded("features", [&] { return provider->features(); });
+  state->workdir = guarded("workdir", [&] { return provider->workdir(); });
+  for (NetworkKind kind : options.network) {
+    if (!supports(state->features, kind)) {
+      throw SandboxError(Reason::INVALID_INPUT, "network '" + std::string(network_kind_name(kind)) +
+                                                    "' is listed but the provider cannot enforce it");
+    }
+  }
+  state->executor = options.executor ? options.executor : boost::asio::any_io_executor(boost::asio::system_executor());
+  state->provider = std::move(provider);
+  state->options = std::move(options);
+  return Sandboxes(std::move(state));
+}
+
+}  // namespace mayura

@@ -1,0 +1,108 @@
+#include "mayura/validate.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "mayura/errors.hpp"
+
+namespace mayura {
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) { throw SandboxError(Reason::INVALID_INPUT, message); }
+
+bool has_nul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
+
+}  // namespace
+
+void check_path(std::string_view path, std::string_view what) {
+  const std::string name(what);
+  if (path.empty()) invalid(name + " is empty");
+  if (has_nul(path)) invalid(name + " contains a NUL byte");
+  if (path.size() > kMaxPathBytes) invalid(name + " is longer than 4096 bytes");
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    if (end - start > 255) invalid(name + " has a component longer than 255 bytes");
+    start = end + 1;
+  }
+}
+
+void check_env(const std::map<std::string, std::string>& env) {
+  if (env.size() > kMaxEnvEntries) invalid("env has more than 1024 variables");
+  std::size_t total = 0;
+  for (const auto& [key, value] : env) {
+    if (key.empty()) invalid("env has an empty variable name");
+    const bool leading_ok = std::isalpha(static_cast<unsigned char>(key[0])) || key[0] == '_';
+    const bool rest_ok = std::all_of(key.begin(), key.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    });
+    if (!leading_ok || !rest_ok) invalid("env variable name '" + key.substr(0, 64) + "' is not a valid name");
+    if (has_nul(value)) invalid("env variable " + key + " has a NUL byte in its value");
+    total += key.size() + value.size() + 2;
+  }
+  if (total > kMaxCommandBytes) invalid("env is larger than 128 KiB");
+}
+
+void check_argv(const std::vector<std::string>& argv) {
+  if (argv.empty()) invalid("command is empty");
+  if (argv[0].empty()) invalid("command name is empty");
+  std::size_t total = 0;
+  for (const auto& arg : argv) {
+    if (has_nul(arg)) invalid("command argument contains a NUL byte");
+    total += arg.size() + 1;
+  }
+  if (total > kMaxCommandBytes) invalid("command is larger than 128 KiB");
+}
+
+void check_port(int port) {
+  if (port < 1 || port > 65535) invalid("port " + std::to_string(port) + " is not between 1 and 65535");
+}
+
+void check_domain_pattern(std::string_view pattern) {
+  std::string p(pattern);
+  if (p.empty()) invalid("allowed domain is empty");
+  if (has_nul(p) || p.size() > 260) invalid("allowed domain is malformed");
+  std::transform(p.begin(), p.end(), p.begin(), [](unsigned char c) { return std::tolower(c); });
+  // name:port limits the port
+  if (auto colon = p.rfind(':'); colon != std::string::npos) {
+    const std::string port = p.substr(colon + 1);
+    if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit)) {
+      invalid("allowed domain '" + p + "' has a bad port");
+    }
+    check_port(std::stoi(port));
+    p.resize(colon);
+  }
+  if (!p.empty() && p.back() == '.') p.pop_back();
+  bool wildcard = false;
+  if (p.rfind("*.", 0) == 0) {
+    wildcard = true;
+    p = p.substr(2);
+  }
+  if (p.empty() || p.size() > 253) invalid("allowed domain '" + std::string(pattern) + "' is malformed");
+  std::size_t labels = 0;
+  std::size_t start = 0;
+  while (start <= p.size()) {
+    std::size_t end = p.find('.', start);
+    if (end == std::string::npos) end = p.size();
+    const std::string_view label(p.data() + start, end - start);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-' ||
+        !std::all_of(label.begin(), label.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; })) {
+      invalid("allowed domain '" + std::string(pattern) + "' is not a domain name");
+    }
+    ++labels;
+    start = end + 1;
+  }
+  // `*.com` would allow a whole top-level domain; `*` is refused by the empty check above.
+  if (wildcard && labels < 2) invalid("allowed domain '" + std::string(pattern) + "' would allow a whole top-level domain");
+}
+
+void check_labels(const std::map<std::string, std::string>& labels) {
+  if (labels.size() > 64) invalid("more than 64 labels");
+  for (const auto& [key, value] : labels) {
+    if (key.empty() || key.size() > kMaxLabelBytes || has_nul(key)) invalid("label name is empty, too long or has a NUL byte");
+    if (value.size() > kMaxLabelBytes || has_nul(value)) invalid("label " + key + " is too long or has a NUL byte");
+  }
+}
+
+}  // namespace mayura

@@ -1,0 +1,230 @@
+// mayura-run: runs one command in a fresh sandbox and releases it.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mayura/native.hpp"
+#include "mayura/sandbox.hpp"
+
+namespace {
+
+constexpr int kSandboxFailed = 125;
+constexpr int kTimedOut = 124;
+
+const char* kUsage = R"(usage: mayura-run [OPTIONS] [--] COMMAND [ARG...]
+
+Runs COMMAND in a fresh sandbox, streams its output, and releases the sandbox.
+
+Options:
+  --image NAME|DIR       the sandbox's image (default: host)
+  --network none         the sandbox's network (only none for now)
+  --lifetime SECONDS     the sandbox's lifetime (default: 3600)
+  --timeout SECONDS      stop the command after this long (exit status 124)
+  --env NAME=VALUE       set a variable for the command (repeatable)
+  --env NAME             pass NAME from this environment (repeatable)
+  --cwd PATH             the command's directory (default: the workdir)
+  --copy-in HOST:PATH    copy a host file into the sandbox first (repeatable)
+  --stdin                pass this process's standard input to the command
+  --json                 print one JSON object: exitCode, stdout, stderr,
+                         truncated, durationMs, timedOut
+  --help                 this text
+  --version              the version
+
+Exit status: the command's; 124 if it timed out; 125 if the sandbox could not
+be made, the input was bad, or the sandbox's lifetime ended under the command.
+)";
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "mayura-run: INVALID_INPUT: %s\n(see mayura-run --help)\n", message.c_str());
+  std::exit(kSandboxFailed);
+}
+
+double parse_seconds(const std::string& flag, const std::string& value) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(value.c_str(), &end);
+  if (errno != 0 || end == value.c_str() || *end != '\0' || !(v > 0) || v > 1e7) {
+    usage_error(flag + " takes a positive number of seconds, not '" + value + "'");
+  }
+  return v;
+}
+
+struct Args {
+  std::string image;
+  mayura::Network network;
+  std::int64_t lifetime_ms = 3600 * 1000;
+  std::optional<std::int64_t> timeout_ms;
+  std::map<std::string, std::string> env;
+  std::string cwd;
+  std::vector<std::pair<std::string, std::string>> copy_in;
+  bool stdin_on = false;
+  bool json = false;
+  std::vector<std::string> command;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  int i = 1;
+  auto value = [&](const std::string& flag) -> std::string {
+    if (i + 1 >= argc) usage_error(flag + " needs a value");
+    return argv[++i];
+  };
+  for (; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.rfind("--", 0) != 0) break;
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (arg == "--version") {
+      std::printf("mayura-run %s\n", MAYURA_VERSION);
+      std::exit(0);
+    } else if (arg == "--image") {
+      a.image = value(arg);
+    } else if (arg == "--network") {
+      const std::string kind = value(arg);
+      if (kind != "none") usage_error("--network takes only none for now, not '" + kind + "'");
+    } else if (arg == "--lifetime") {
+      a.lifetime_ms = static_cast<std::int64_t>(parse_seconds(arg, value(arg)) * 1000);
+    } else if (arg == "--timeout") {
+      a.timeout_ms = static_cast<std::int64_t>(parse_seconds(arg, value(arg)) * 1000);
+    } else if (arg == "--env") {
+      const std::string spec = value(arg);
+      const auto eq = spec.find('=');
+      if (eq == std::string::npos) {
+        // The value comes from our own environment, so it is on no command line.
+        const char* v = std::getenv(spec.c_str());
+        if (!v) usage_error("--env " + spec + ": no such variable in this environment");
+        a.env[spec] = v;
+      } else {
+        a.env[spec.substr(0, eq)] = spec.substr(eq + 1);
+      }
+    } else if (arg == "--cwd") {
+      a.cwd = value(arg);
+    } else if (arg == "--copy-in") {
+      const std::string spec = value(arg);
+      const auto colon = spec.find(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) {
+        usage_error("--copy-in takes HOSTFILE:PATH");
+      }
+      a.copy_in.emplace_back(spec.substr(0, colon), spec.substr(colon + 1));
+    } else if (arg == "--stdin") {
+      a.stdin_on = true;
+    } else if (arg == "--json") {
+      a.json = true;
+    } else {
+      usage_error("unknown option " + arg);
+    }
+  }
+  for (; i < argc; ++i) a.command.emplace_back(argv[i]);
+  if (a.command.empty()) usage_error("no command given");
+  return a;
+}
+
+std::string read_host_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "mayura-run: INVALID_INPUT: cannot read %s: %s\n", path.c_str(), std::strerror(errno));
+    std::exit(kSandboxFailed);
+  }
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_out(int fd, std::string_view chunk) {
+  while (!chunk.empty()) {
+    const ssize_t n = ::write(fd, chunk.data(), chunk.size());
+    if (n <= 0) return;
+    chunk.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args = parse(argc, argv);
+
+  // SIGINT, SIGTERM and SIGHUP cancel the command and release the sandbox.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, s);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::stop_source stop;
+  std::thread([&stop, stop_signals] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    stop.request_stop();
+  }).detach();
+
+  std::optional<mayura::Sandbox> sandbox;
+  try {
+    std::string input;
+    if (args.stdin_on) input.assign(std::istreambuf_iterator<char>(std::cin), {});
+    std::vector<std::pair<std::string, std::string>> files;
+    for (const auto& [host, path] : args.copy_in) files.emplace_back(path, read_host_file(host));
+
+    mayura::SandboxesOptions limits;
+    limits.max_sandboxes = 1;
+    limits.max_lifetime_ms = std::max<std::int64_t>(args.lifetime_ms, 1);
+    limits.max_write_bytes = std::size_t{1} << 30;
+    auto sandboxes = mayura::create_sandboxes(mayura::native_sandboxes(), limits);
+
+    mayura::CreateOptions create;
+    create.lifetime_ms = args.lifetime_ms;
+    create.network = args.network;
+    create.image = args.image;
+    sandbox = sandboxes.create(create, stop.get_token());
+    for (const auto& [path, data] : files) sandbox->write_file(path, data);
+
+    mayura::ExecOptions exec;
+    exec.cwd = args.cwd;
+    exec.env = args.env;
+    exec.timeout_ms = args.timeout_ms;
+    exec.cancellation = stop.get_token();
+    if (args.stdin_on) exec.stdin = std::move(input);
+    if (!args.json) {
+      exec.on_stdout = [](std::string_view c) { write_out(1, c); };
+      exec.on_stderr = [](std::string_view c) { write_out(2, c); };
+      exec.max_output_bytes = 1;  // streamed already; keep nothing
+    }
+    const mayura::ExecResult result = sandbox->exec(args.command, exec);
+    sandbox->release();
+
+    if (args.json) {
+      nlohmann::json j;
+      j["exitCode"] = result.exit_code ? nlohmann::json(*result.exit_code) : nlohmann::json(nullptr);
+      j["stdout"] = result.stdout;
+      j["stderr"] = result.stderr;
+      j["truncated"] = result.truncated;
+      j["durationMs"] = result.duration_ms;
+      j["timedOut"] = result.timed_out;
+      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    }
+    if (result.timed_out) return kTimedOut;
+    return *result.exit_code;
+  } catch (const mayura::SandboxError& e) {
+    if (sandbox) sandbox->release();
+    std::fprintf(stderr, "mayura-run: %s: %s\n", std::string(mayura::reason_name(e.reason())).c_str(), e.what());
+    return kSandboxFailed;
+  } catch (const std::exception& e) {
+    if (sandbox) sandbox->release();
+    std::fprintf(stderr, "mayura-run: INTERNAL: %s\n", e.what());
+    return kSandboxFailed;
+  }
+}
