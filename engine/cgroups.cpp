@@ -3,7 +3,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -144,6 +146,15 @@ void SandboxCgroup::destroy() noexcept {
   dir_.reset();
   kill_and_remove(path_);
   path_.clear();
+}
+
+bool looks_like_sandbox_cgroup(const std::string& path, const std::string& engine_root) {
+  if (path.empty() || path.front() != '/' || path.find("/..") != std::string::npos) return false;
+  const std::string name = path.substr(path.rfind('/') + 1);
+  if (name.size() != 16 || name.find_first_not_of("0123456789abcdef") != std::string::npos) return false;
+  if (path.rfind(engine_root + "/", 0) == 0) return true;
+  struct statfs fs {};
+  return ::statfs(path.c_str(), &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
 }
 
 bool kill_and_remove(const std::string& path) noexcept {

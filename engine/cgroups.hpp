@@ -49,6 +49,10 @@ class SandboxCgroup {
   gid_t group_ = 0;
 };
 
+// True if `path` can be a sandbox's cgroup: a cgroup2 directory whose name
+// is an engine's sandbox name, with no `..` in the way.
+bool looks_like_sandbox_cgroup(const std::string& path, const std::string& engine_root);
+
 // Kills all processes in the cgroup tree at `path`, waits (bounded) until it
 // is empty and removes it, deepest first. Used for sandboxes and for what a
 // dead engine left. True if the tree is gone.

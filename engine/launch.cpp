@@ -5,6 +5,8 @@
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -14,41 +16,102 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "fdpass.hpp"
 #include "mayura/netfilter/loopback.hpp"
 #include "mayura/rootfs/mount_tree.hpp"
 #include "sys_error.hpp"
+#include "trace.hpp"
 
 namespace mayura {
 namespace {
 
 constexpr std::uint32_t kIdCount = 65536;
 constexpr int kSetupTimeoutMs = 20000;
+constexpr std::size_t kMaxSources = 128;
 
 // Everything the child needs, prepared before clone: it may not allocate.
 struct ChildArgs {
-  int sync;     // its end of the control socket
+  int sync;        // its end of the control socket
+  int engine_end;  // the engine's end, which the child must not keep open
   int memfd;
   int devnull;
+  // The plan's bind sources, cloned here while the child is still host root
+  // (to the file system) and handed to the init as fds 4, 5, ...
+  const char* const* sources;
+  const std::uint64_t* attributes;
+  const std::uint32_t* flags;
+  const std::uint32_t* op_index;
+  int source_count;
 };
 
+constexpr int kFirstSourceFd = 4;
+constexpr int kParkedFds = 256;  // above every fd the init will get
+
+// Tells the engine which bind failed, in the init's own failure format.
+[[noreturn]] void child_source_failed(const ChildArgs& a, int i, int error) {
+  protocol::Status s;
+  s.kind = protocol::Status::setup_failed;
+  s.value = 2;  // building the root
+  s.extra = (static_cast<std::int64_t>(a.op_index[i]) << 16) | (error & 0xffff);
+  ::syscall(SYS_write, a.sync, &s, sizeof s);
+  ::_exit(1);
+}
+
 [[noreturn]] void child_main(const ChildArgs& a) {
+  // Holding the engine's end would keep our read below from ever seeing the
+  // engine die.
+  ::syscall(SYS_close, a.engine_end);
+  // If the engine's thread dies before the init is ready, so does the
+  // half-made sandbox (the init clears this once it serves). Set again after
+  // the id change below, which clears it.
+  if (::syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) ::_exit(125);
   // Wait until the parent has written our id maps.
   char byte;
   if (::syscall(SYS_read, a.sync, &byte, 1) != 1) ::_exit(120);
+  // Clone the host trees the root needs, parked high until the fds are
+  // arranged.
+  int parked[kMaxSources];
+  for (int i = 0; i < a.source_count; ++i) {
+    const int tree = static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, a.sources[i],
+                                                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+    parked[i] = -1;
+    if (tree < 0) {
+      const int error = errno;
+      if (error == ENOENT && (a.flags[i] & rootfs::kOptional)) continue;
+      child_source_failed(a, i, error);
+    }
+    mount_attr attr{};
+    attr.attr_set = a.attributes[i];
+    if (::syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0) {
+      child_source_failed(a, i, errno);
+    }
+    parked[i] = static_cast<int>(::syscall(SYS_fcntl, tree, F_DUPFD_CLOEXEC, kParkedFds));
+    if (parked[i] < 0) ::_exit(123);
+  }
   // Become root of our user namespace, with no host groups left over.
   if (::syscall(SYS_setgroups, 0, nullptr) != 0) ::_exit(121);
   if (::syscall(SYS_setresgid, 0, 0, 0) != 0 || ::syscall(SYS_setresuid, 0, 0, 0) != 0) ::_exit(122);
-  const int exe = static_cast<int>(::syscall(SYS_fcntl, a.memfd, F_DUPFD_CLOEXEC, 10));
-  const int control = static_cast<int>(::syscall(SYS_fcntl, a.sync, F_DUPFD, 10));
-  if (exe < 0 || control < 0) ::_exit(123);
+  if (::syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) ::_exit(125);
+  const int exe = static_cast<int>(::syscall(SYS_fcntl, a.memfd, F_DUPFD_CLOEXEC, kParkedFds));
+  const int control = static_cast<int>(::syscall(SYS_fcntl, a.sync, F_DUPFD_CLOEXEC, kParkedFds));
+  const int devnull = static_cast<int>(::syscall(SYS_fcntl, a.devnull, F_DUPFD_CLOEXEC, kParkedFds));
+  if (exe < 0 || control < 0 || devnull < 0) ::_exit(123);
   for (int fd = 0; fd < 3; ++fd) {
-    if (::syscall(SYS_dup2, a.devnull, fd) < 0) ::_exit(123);
+    if (::syscall(SYS_dup2, devnull, fd) < 0) ::_exit(123);
   }
   if (::syscall(SYS_dup2, control, 3) < 0) ::_exit(123);
-  // Only 0-3 survive the exec.
-  if (::syscall(SYS_close_range, 4, ~0u, CLOSE_RANGE_CLOEXEC) != 0) ::_exit(123);
+  for (int i = 0; i < a.source_count; ++i) {
+    const int target = kFirstSourceFd + i;
+    if (parked[i] >= 0) {
+      if (::syscall(SYS_dup2, parked[i], target) < 0) ::_exit(123);
+    } else {
+      ::syscall(SYS_close, target);  // an optional source that is not there
+    }
+  }
+  // Only 0-3 and the sources survive the exec.
+  if (::syscall(SYS_close_range, kFirstSourceFd + a.source_count, ~0u, CLOSE_RANGE_CLOEXEC) != 0) ::_exit(123);
   static const char* const argv[] = {"mayura-init", nullptr};
   static const char* const envp[] = {nullptr};
   ::syscall(SYS_execveat, exe, "", argv, envp, AT_EMPTY_PATH);
@@ -91,6 +154,7 @@ std::string exit_step_name(int status) {
       case 122: return "becoming root of the user namespace";
       case 123: return "arranging the init's fds";
       case 124: return "executing the init";
+      case 125: return "arming the parent-death signal";
       default: break;
     }
   }
@@ -119,6 +183,7 @@ void InitProcess::kill_and_reap() noexcept {
 
 InitProcess launch_init(int init_memfd, int cgroup_fd, std::uint32_t host_id_base, const protocol::Config& config,
                         std::stop_token cancellation) {
+  StepTimer timer("launch");
   int pair[2];
   check_sys(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), "making the control socket");
   UniqueFd engine_end(pair[0]);
@@ -128,7 +193,21 @@ InitProcess launch_init(int init_memfd, int cgroup_fd, std::uint32_t host_id_bas
   UniqueFd devnull(check_sys(::open("/dev/null", O_RDWR | O_CLOEXEC), "opening /dev/null"));
   const std::string config_bytes = protocol::encode(config);
 
-  ChildArgs args{init_end.get(), init_memfd, devnull.get()};
+  // The bind sources, laid out before clone: the child may not allocate.
+  std::vector<const char*> sources;
+  std::vector<std::uint64_t> attributes;
+  std::vector<std::uint32_t> flags, op_index;
+  for (std::size_t i = 0; i < config.plan.size(); ++i) {
+    const rootfs::Op& op = config.plan[i];
+    if (op.kind != rootfs::OpKind::bind) continue;
+    sources.push_back(op.src.c_str());
+    attributes.push_back(rootfs::bind_attributes(op.flags));
+    flags.push_back(op.flags);
+    op_index.push_back(static_cast<std::uint32_t>(i));
+  }
+  if (sources.size() > kMaxSources) throw SandboxError(Reason::INVALID_CONFIG, "the image binds too many trees");
+  ChildArgs args{init_end.get(), engine_end.get(), init_memfd, devnull.get(), sources.data(), attributes.data(),
+                 flags.data(), op_index.data(), static_cast<int>(sources.size())};
   int pidfd = -1;
   clone_args ca{};
   ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC |
@@ -142,6 +221,7 @@ InitProcess launch_init(int init_memfd, int cgroup_fd, std::uint32_t host_id_bas
     fail_step("cloning the sandbox's init", errno, errno == EPERM || errno == ENOSPC ? Reason::UNSUPPORTED : Reason::INTERNAL);
   }
 
+  timer.step("clone3");
   InitProcess init;
   init.pid_ = static_cast<pid_t>(pid);
   init.pidfd_.reset(pidfd);
@@ -152,6 +232,7 @@ InitProcess launch_init(int init_memfd, int cgroup_fd, std::uint32_t host_id_bas
   write_map(init.pid_, "gid_map", host_id_base);
   check_sys(fdpass::send(engine_end.get(), "g", {}), "releasing the init");
   check_sys(fdpass::send(engine_end.get(), config_bytes, {}), "sending the sandbox's config");
+  timer.step("id maps and config");
 
   // Loopback up while the init builds the root.
   {
@@ -161,6 +242,7 @@ InitProcess launch_init(int init_memfd, int cgroup_fd, std::uint32_t host_id_bas
     const int err = netfilter::bring_up_loopback(netns.get());
     if (err != 0) fail_step("bringing up the sandbox's loopback", err);
   }
+  timer.step("loopback");
 
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kSetupTimeoutMs);
   for (;;) {
@@ -173,22 +255,28 @@ InitProcess launch_init(int init_memfd, int cgroup_fd, std::uint32_t host_id_bas
     if (r <= 0) continue;
     protocol::Status status;
     const ssize_t n = ::recv(engine_end.get(), &status, sizeof status, 0);
-    if (n == sizeof status && status.kind == protocol::Status::ready) break;
+    if (n == sizeof status && status.kind == protocol::Status::ready) {
+      if (tracing()) std::fprintf(stderr, "mayura-trace init   config to ready (inside)     %8lld us\n", static_cast<long long>(status.extra));
+      break;
+    }
     if (n == sizeof status && status.kind == protocol::Status::setup_failed) {
       const int err = static_cast<int>(status.extra & 0xffff);
       const Reason reason = (status.value == 2 && (err == ENOENT || err == EACCES)) ? Reason::INVALID_CONFIG : Reason::INTERNAL;
       fail_step(setup_step_name(status.value, status.extra), err, reason);
     }
-    // The init died before saying anything: its exit status says where.
+    // The init died before saying anything (its socket closed): its exit
+    // status says where.
     siginfo_t info{};
     int status_code = 0;
-    if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(init.pidfd()), &info, WEXITED | WNOHANG | __WALL) == 0 &&
-        info.si_pid != 0) {
+    pollfd exited{init.pidfd(), POLLIN, 0};
+    if (::poll(&exited, 1, 1000) == 1 &&
+        ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(init.pidfd()), &info, WEXITED | __WALL) == 0) {
       status_code = info.si_code == CLD_EXITED ? (info.si_status << 8) : info.si_status;
       init.pidfd_.reset();
     }
-    throw SandboxError(Reason::INTERNAL, exit_step_name(status_code) + " failed");
+    throw SandboxError(Reason::INTERNAL, exit_step_name(status_code) + " failed (status " + std::to_string(status_code) + ")");
   }
+  timer.step("init setup");
   init.control_ = std::move(engine_end);
   return init;
 }

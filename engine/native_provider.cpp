@@ -18,6 +18,7 @@
 #include "native_sandbox.hpp"
 #include "records.hpp"
 #include "sys_error.hpp"
+#include "trace.hpp"
 
 namespace mayura {
 namespace {
@@ -69,6 +70,7 @@ class NativeProvider final : public SandboxProvider {
   std::int64_t max_lifetime_ms() const override { return options_.max_lifetime_ms; }
 
   std::unique_ptr<SandboxBackend> create(const CreateOptions& options, std::stop_token cancellation) override {
+    StepTimer timer("create");
     // Everything that can be wrong with the input is found before anything is made.
     if (options.network.kind != NetworkKind::none) {
       throw SandboxError(Reason::INVALID_INPUT, "the native provider supports only network none for now");
@@ -107,6 +109,7 @@ class NativeProvider final : public SandboxProvider {
     config.uid = options_.uid;
     config.gid = options_.gid;
 
+    timer.step("plan");
     struct EndOnFailure {
       native::SandboxCore& core;
       bool armed = true;
@@ -119,10 +122,13 @@ class NativeProvider final : public SandboxProvider {
     core->host_id_base = options_.id_base + core->lease.slot() * 65536u;
     const std::string cgroup_path = cgroup_root_ + "/" + name;
     core->lease.record(cgroup_path);
+    timer.step("slot and record");
     // The init's cgroup.procs belongs to the sandbox's root, so the init can
     // place each command into a cgroup of its own.
     core->cgroup = cgroups::SandboxCgroup(cgroup_root_, name, core->host_id_base, core->host_id_base);
+    timer.step("cgroup");
     core->init = launch_init(init_memfd_.get(), core->cgroup.fd(), core->host_id_base, config, cancellation);
+    timer.step("init ready");
 
     reaper_.watch(deadline, core);
     guard.armed = false;

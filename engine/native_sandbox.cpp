@@ -20,6 +20,7 @@
 
 #include "io.hpp"
 #include "sys_error.hpp"
+#include "trace.hpp"
 
 namespace mayura::native {
 namespace {
@@ -146,6 +147,7 @@ std::string NativeSandbox::absolute(const std::string& path) const {
 
 ExecResult NativeSandbox::exec(const std::vector<std::string>& argv, const ExecOptions& options) {
   const auto start = Clock::now();
+  StepTimer timer("exec");
   const std::string cgroup_name = "cmd-" + std::to_string(next_command_.fetch_add(1));
   UniqueFd cgroup = core_->cgroup.make_command(cgroup_name);
   struct RemoveCgroup {
@@ -154,6 +156,7 @@ ExecResult NativeSandbox::exec(const std::vector<std::string>& argv, const ExecO
     ~RemoveCgroup() { cg.remove_command(name); }  // stays while a server it started runs
   } remove_cgroup{core_->cgroup, cgroup_name};
 
+  timer.step("command cgroup");
   protocol::Exec request;
   request.argv = argv;
   std::map<std::string, std::string> env = core_->base_env;
@@ -180,6 +183,7 @@ ExecResult NativeSandbox::exec(const std::vector<std::string>& argv, const ExecO
   in.read.reset();
   devnull.reset();
   cgroup.reset();
+  timer.step("request sent");
 
   CancelWatch cancel(options.cancellation);
   const std::size_t limit = options.max_output_bytes.value_or(std::size_t{16} << 20);
@@ -256,16 +260,20 @@ ExecResult NativeSandbox::exec(const std::vector<std::string>& argv, const ExecO
           }
           if (s.kind == protocol::Status::started) {
             started = true;
+            timer.step("started");
           } else if (s.kind == protocol::Status::spawn_failed) {
             const int e = s.value;
             result.exit_code = (e == ENOENT || e == ENOTDIR) ? 127 : 126;
             if (s.extra == 1) fail_step("starting the command", e);
-            result.stderr += "mayura: cannot run " + argv[0] + ": " + std::strerror(e) + "\n";
+            const std::string message = "mayura: cannot run " + argv[0] + ": " + std::strerror(e) + "\n";
+            result.stderr += message;
+            if (options.on_stderr) options.on_stderr(message);
             exited = true;
             exit_time = Clock::now() - kDrainAfterExit;  // nothing else will come
             status_open = false;
           } else if (s.kind == protocol::Status::exited) {
             wait_status = s.value;
+            timer.step("exited");
             exited = true;
             exit_time = Clock::now();
             status_open = false;
@@ -278,6 +286,7 @@ ExecResult NativeSandbox::exec(const std::vector<std::string>& argv, const ExecO
     throw;
   }
   (void)started;
+  timer.step("output drained");
   result.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
 
   if (!exited) {

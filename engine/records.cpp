@@ -36,11 +36,9 @@ std::string read_all(int fd) {
 void clean_locked(int fd, const std::string& cgroup_root) {
   std::string cgroup = read_all(fd);
   while (!cgroup.empty() && (cgroup.back() == '\n' || cgroup.back() == '\0')) cgroup.pop_back();
-  // Only ever a directory under our own cgroup root: the record is trusted
-  // no further than that.
-  if (!cgroup.empty() && cgroup.rfind(cgroup_root + "/", 0) == 0 && cgroup.find("/..") == std::string::npos) {
-    cgroups::kill_and_remove(cgroup);
-  }
+  // Only ever a sandbox cgroup of an engine: a cgroup2 directory under this
+  // engine's root or another's. The record is trusted no further than that.
+  if (cgroups::looks_like_sandbox_cgroup(cgroup, cgroup_root)) cgroups::kill_and_remove(cgroup);
   if (::ftruncate(fd, 0) != 0) {
     // an unreadable record is cleaned again next time
   }

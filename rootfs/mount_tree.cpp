@@ -108,20 +108,9 @@ int attach(int tree, int target) {
 
 int set_attrs(int tree, std::uint32_t flags, bool recursive) {
   mount_attr attr{};
-  attr.attr_set = MOUNT_ATTR_NOSUID;
-  if (!(flags & kWritable)) attr.attr_set |= MOUNT_ATTR_RDONLY;
-  if (!(flags & kAllowDevices)) attr.attr_set |= MOUNT_ATTR_NODEV;
-  if (flags & kNoExec) attr.attr_set |= MOUNT_ATTR_NOEXEC;
+  attr.attr_set = bind_attributes(flags);
   const unsigned at = AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0u);
   return ::mount_setattr(tree, "", at, &attr, sizeof attr);
-}
-
-// A detached copy of `path` (recursive), with the plan's flags applied.
-Fd clone_tree(const char* path, std::uint32_t flags) {
-  Fd tree(::open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
-  if (!tree) return tree;
-  if (set_attrs(tree.get(), flags, true) != 0) return Fd();
-  return tree;
 }
 
 int mount_fs(const char* type, int target, unsigned long flags, const std::string& data) {
@@ -214,12 +203,12 @@ int run_op(int root, const Op& op, std::size_t index, Fd& source) {
       struct stat st {};
       if (::fstat(target.get(), &st) != 0) return -1;
       if (op.kind == OpKind::mask && S_ISDIR(st.st_mode)) {
-        return mount_fs("tmpfs", target.get(), MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,nr_inodes=1,mode=0");
+        return mount_fs("tmpfs", target.get(), MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,nr_inodes=1,mode=0555");
       }
       if (op.kind == OpKind::override_file && !S_ISREG(st.st_mode)) return (op.flags & kOptional) ? 0 : (errno = EINVAL, -1);
       const std::string staged = ".mayura-stage-" + std::to_string(index);
       Fd tree = staged_file(root, staged, op.kind == OpKind::mask ? std::string() : op.data,
-                            op.kind == OpKind::mask ? 0 : op.mode);
+                            op.kind == OpKind::mask ? 0444 : op.mode);
       if (!tree) return -1;
       const int attached = attach(tree.get(), target.get());
       const int saved = errno;
@@ -234,18 +223,25 @@ int run_op(int root, const Op& op, std::size_t index, Fd& source) {
 
 }  // namespace
 
-BuildResult build(const Plan& plan) {
+std::uint64_t bind_attributes(std::uint32_t flags) {
+  std::uint64_t attrs = MOUNT_ATTR_NOSUID;
+  if (!(flags & kWritable)) attrs |= MOUNT_ATTR_RDONLY;
+  if (!(flags & kAllowDevices)) attrs |= MOUNT_ATTR_NODEV;
+  if (flags & kNoExec) attrs |= MOUNT_ATTR_NOEXEC;
+  return attrs;
+}
+
+BuildResult build(const Plan& plan, int first_source_fd) {
   // Nothing we mount may propagate back to the host.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return {false, kStepPrivate, errno};
 
   std::vector<Fd> sources(plan.size());
+  int next_source = first_source_fd;
   for (std::size_t i = 0; i < plan.size(); ++i) {
-    const Op& op = plan[i];
-    if (op.kind != OpKind::bind) continue;
-    sources[i] = clone_tree(op.src.c_str(), op.flags);
-    if (!sources[i] && !(errno == ENOENT && (op.flags & kOptional))) {
-      return {false, static_cast<std::uint32_t>(i), errno};
-    }
+    if (plan[i].kind != OpKind::bind) continue;
+    const int fd = next_source++;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) sources[i] = Fd(fd);
   }
 
   if (::mount("tmpfs", kStaging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m,nr_inodes=4096") != 0) {

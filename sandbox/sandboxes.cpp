@@ -201,27 +201,32 @@ ExecResult checked_result(ExecResult r, std::size_t max_output) {
 
 // --- Sandbox -------------------------------------------------------------
 
-std::string Sandbox::id() const { return state_->id; }
-const std::map<std::string, std::string>& Sandbox::labels() const { return state_->labels; }
-Features Sandbox::features() const { return state_->owner->features; }
-std::string Sandbox::workdir() const { return state_->owner->workdir; }
-bool Sandbox::released() const { return state_->released.load(); }
+detail::SandboxState& Sandbox::state() const {
+  if (!state_) throw SandboxError(Reason::INVALID_INPUT, "the sandbox handle is empty");
+  return *state_;
+}
 
-boost::asio::any_io_executor Sandbox::default_executor() const { return state_->owner->executor; }
+std::string Sandbox::id() const { return state().id; }
+const std::map<std::string, std::string>& Sandbox::labels() const { return state().labels; }
+Features Sandbox::features() const { return state().owner->features; }
+std::string Sandbox::workdir() const { return state().owner->workdir; }
+bool Sandbox::released() const { return state().released.load(); }
+
+boost::asio::any_io_executor Sandbox::default_executor() const { return state().owner->executor; }
 
 ExecResult Sandbox::exec(const std::vector<std::string>& argv, const ExecOptions& options) const {
   check_argv(argv);
   if (!options.cwd.empty()) check_path(options.cwd, "cwd");
   check_env(options.env);
   if (options.timeout_ms && *options.timeout_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "timeout_ms must be positive");
-  if (options.stdin && !state_->owner->features.stdin) throw SandboxError(Reason::INVALID_INPUT, "the provider does not take stdin");
-  if (options.stdin && options.stdin->size() > state_->owner->options.max_write_bytes) {
+  if (options.stdin && !state().owner->features.stdin) throw SandboxError(Reason::INVALID_INPUT, "the provider does not take stdin");
+  if (options.stdin && options.stdin->size() > state().owner->options.max_write_bytes) {
     throw SandboxError(Reason::LIMIT_REACHED, "stdin is larger than max_write_bytes");
   }
-  const std::size_t limit = std::min(options.max_output_bytes.value_or(state_->owner->options.max_output_bytes),
-                                     state_->owner->options.max_output_bytes);
+  const std::size_t limit = std::min(options.max_output_bytes.value_or(state().owner->options.max_output_bytes),
+                                     state().owner->options.max_output_bytes);
   throw_if_cancelled(options.cancellation);
-  auto backend = state_->use();
+  auto backend = state().use();
   ExecOptions o = options;
   o.max_output_bytes = limit;
   return checked_result(guarded("exec", [&] { return backend->exec(argv, o); }), limit);
@@ -229,10 +234,10 @@ ExecResult Sandbox::exec(const std::vector<std::string>& argv, const ExecOptions
 
 std::string Sandbox::read_file(std::string_view path, const ReadOptions& options) const {
   check_path(path);
-  const std::size_t limit = std::min(options.max_bytes.value_or(state_->owner->options.max_read_bytes),
-                                     state_->owner->options.max_read_bytes);
+  const std::size_t limit = std::min(options.max_bytes.value_or(state().owner->options.max_read_bytes),
+                                     state().owner->options.max_read_bytes);
   throw_if_cancelled(options.cancellation);
-  auto backend = state_->use();
+  auto backend = state().use();
   ReadOptions o = options;
   o.max_bytes = limit;
   std::string data = guarded("read_file", [&] { return backend->read_file(std::string(path), o); });
@@ -242,18 +247,18 @@ std::string Sandbox::read_file(std::string_view path, const ReadOptions& options
 
 void Sandbox::write_file(std::string_view path, std::string_view data, const FileOptions& options) const {
   check_path(path);
-  if (data.size() > state_->owner->options.max_write_bytes) {
+  if (data.size() > state().owner->options.max_write_bytes) {
     throw SandboxError(Reason::LIMIT_REACHED, "the data is larger than max_write_bytes");
   }
   throw_if_cancelled(options.cancellation);
-  auto backend = state_->use();
+  auto backend = state().use();
   guarded("write_file", [&] { backend->write_file(std::string(path), data, options); });
 }
 
 std::vector<FileEntry> Sandbox::list(std::string_view path, const FileOptions& options) const {
   check_path(path);
   throw_if_cancelled(options.cancellation);
-  auto backend = state_->use();
+  auto backend = state().use();
   auto entries = guarded("list", [&] { return backend->list(std::string(path), options); });
   for (const auto& e : entries) {
     if (e.name.empty() || e.name.find('/') != std::string::npos || e.name.find('\0') != std::string::npos ||
@@ -268,17 +273,17 @@ std::vector<FileEntry> Sandbox::list(std::string_view path, const FileOptions& o
 void Sandbox::remove(std::string_view path, const FileOptions& options) const {
   check_path(path);
   throw_if_cancelled(options.cancellation);
-  auto backend = state_->use();
+  auto backend = state().use();
   guarded("remove", [&] { backend->remove(std::string(path), options); });
 }
 
 std::string Sandbox::url(int port) const {
   check_port(port);
-  if (!state_->owner->features.ports) throw SandboxError(Reason::INVALID_INPUT, "the provider does not serve ports");
-  if (std::find(state_->ports.begin(), state_->ports.end(), port) == state_->ports.end()) {
+  if (!state().owner->features.ports) throw SandboxError(Reason::INVALID_INPUT, "the provider does not serve ports");
+  if (std::find(state().ports.begin(), state().ports.end(), port) == state().ports.end()) {
     throw SandboxError(Reason::INVALID_INPUT, "port " + std::to_string(port) + " was not asked for at create");
   }
-  auto backend = state_->use();
+  auto backend = state().use();
   std::string u = guarded("url", [&] { return backend->url(port); });
   if (u.rfind("http://", 0) != 0 && u.rfind("https://", 0) != 0) {
     throw SandboxError(Reason::INTERNAL, "the provider returned a malformed url");
@@ -286,7 +291,7 @@ std::string Sandbox::url(int port) const {
   return u;
 }
 
-void Sandbox::release() const { state_->end(); }
+void Sandbox::release() const { state().end(); }
 
 // --- Sandboxes -----------------------------------------------------------
 

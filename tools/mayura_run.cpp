@@ -44,6 +44,12 @@ Options:
   --help                 this text
   --version              the version
 
+Environment (where the engine keeps its state; defaults suit most hosts):
+  MAYURA_IMAGE_DIR       where images are found by name (/var/lib/mayura/images)
+  MAYURA_STATE_DIR       the engine's records (/run/mayura)
+  MAYURA_CGROUP_ROOT     the cgroup2 directory for sandboxes (<cgroup2>/mayura)
+  MAYURA_ID_BASE, MAYURA_ID_SLOTS   the host id ranges sandboxes map to
+
 Exit status: the command's; 124 if it timed out; 125 if the sandbox could not
 be made, the input was bad, or the sandbox's lifetime ended under the command.
 )";
@@ -147,6 +153,27 @@ std::string read_host_file(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+mayura::NativeOptions engine_options_from_env() {
+  mayura::NativeOptions o;
+  auto text = [](const char* name, std::string& into) {
+    if (const char* v = std::getenv(name); v && *v) into = v;
+  };
+  auto number = [](const char* name, std::uint32_t& into) {
+    if (const char* v = std::getenv(name); v && *v) {
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(v, &end, 0);
+      if (*end != '\0' || n > 0xffffffffull) usage_error(std::string(name) + " is not a number");
+      into = static_cast<std::uint32_t>(n);
+    }
+  };
+  text("MAYURA_IMAGE_DIR", o.image_dir);
+  text("MAYURA_STATE_DIR", o.state_dir);
+  text("MAYURA_CGROUP_ROOT", o.cgroup_root);
+  number("MAYURA_ID_BASE", o.id_base);
+  number("MAYURA_ID_SLOTS", o.id_slots);
+  return o;
+}
+
 void write_out(int fd, std::string_view chunk) {
   while (!chunk.empty()) {
     const ssize_t n = ::write(fd, chunk.data(), chunk.size());
@@ -183,7 +210,7 @@ int main(int argc, char** argv) {
     limits.max_sandboxes = 1;
     limits.max_lifetime_ms = std::max<std::int64_t>(args.lifetime_ms, 1);
     limits.max_write_bytes = std::size_t{1} << 30;
-    auto sandboxes = mayura::create_sandboxes(mayura::native_sandboxes(), limits);
+    auto sandboxes = mayura::create_sandboxes(mayura::native_sandboxes(engine_options_from_env()), limits);
 
     mayura::CreateOptions create;
     create.lifetime_ms = args.lifetime_ms;

@@ -35,17 +35,26 @@ int write_all(int fd, const char* data, std::size_t size) {
   return 0;
 }
 
-// Opens without hanging on a FIFO or device, and refuses anything that is
-// not a regular file.
+// Never opens anything but a regular file: the path is first opened with
+// O_PATH (which opens nothing), checked, then reopened through that same
+// inode, so a FIFO never hangs and a device never sees an open.
 int open_regular(const std::string& path, int flags, int& fd) {
-  fd = ::open(path.c_str(), flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) return errno;
+  const int handle = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+  if (handle < 0) return errno;
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return errno;
-  if (S_ISDIR(st.st_mode)) return EISDIR;
-  if (!S_ISREG(st.st_mode)) return EINVAL;
-  ::fcntl(fd, F_SETFL, flags);
-  return 0;
+  if (::fstat(handle, &st) != 0) {
+    const int e = errno;
+    ::close(handle);
+    return e;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(handle);
+    return S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+  }
+  fd = ::open(("/proc/self/fd/" + std::to_string(handle)).c_str(), flags | O_NOCTTY | O_CLOEXEC);
+  const int e = errno;
+  ::close(handle);
+  return fd < 0 ? e : 0;
 }
 
 std::int64_t do_read(const protocol::FileRequest& r, int out, int& error) {

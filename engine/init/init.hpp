@@ -13,6 +13,7 @@
 namespace mayura::init {
 
 constexpr int kControlFd = 3;
+constexpr int kFirstSourceFd = 4;  // the plan's bind sources, cloned by the engine's child
 
 struct Identity {
   uid_t uid = 1000;

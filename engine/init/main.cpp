@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 #include <map>
 #include <string>
 #include <vector>
@@ -56,10 +57,11 @@ protocol::Config read_config() {
 Identity contain(const protocol::Config& config) {
   // Nothing inside may ptrace us or read our memory through /proc.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  ::prctl(PR_SET_NAME, "mayura-init", 0, 0, 0);
   // Root the cgroup namespace at the sandbox's own cgroup (clone3 roots it at
   // the engine's), so nothing inside learns the host's cgroup paths.
   if (::unshare(CLONE_NEWCGROUP) != 0) fail(kCgroupNs, errno);
-  const rootfs::BuildResult built = rootfs::build(config.plan);
+  const rootfs::BuildResult built = rootfs::build(config.plan, kFirstSourceFd);
   if (!built.ok) fail(kRootfs, built.error, built.step);
   if (::sethostname(config.hostname.data(), config.hostname.size()) != 0) fail(kHostname, errno);
   if (::chdir(config.workdir.c_str()) != 0) fail(kRootfs, errno, rootfs::kStepPivot);
@@ -155,6 +157,8 @@ class Server {
 
 int main() {
   using namespace mayura::init;
+  timespec started{};
+  ::clock_gettime(CLOCK_MONOTONIC, &started);
   const mayura::protocol::Config config = read_config();
   const Identity who = contain(config);
 
@@ -166,6 +170,13 @@ int main() {
   if (signals < 0) fail(kSignals, errno);
   ::signal(SIGPIPE, SIG_IGN);
 
-  report(kControlFd, mayura::protocol::Status::ready, 0, ::getpid());
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  // The init's own start-to-ready time goes back for the engine's trace.
+  // From here on the init lives as long as the engine's socket, not as long
+  // as the engine thread that started it.
+  ::prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+  report(kControlFd, mayura::protocol::Status::ready, 0,
+         (now.tv_sec - started.tv_sec) * 1000000 + (now.tv_nsec - started.tv_nsec) / 1000);
   Server(who, signals).run();
 }

@@ -64,11 +64,10 @@ int exec_search(const std::vector<std::string>& argv, const std::vector<std::str
 }
 
 [[noreturn]] void child(const protocol::Exec& exec, const std::vector<int>& fds, int error_pipe, const Identity& who) {
-  // A fresh process group, default signal handling, nothing blocked.
+  // A fresh process group, default signal handling, nothing blocked. exec
+  // resets caught signals; SIGPIPE is the only one the init ignores.
   ::setpgid(0, 0);
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
-  }
+  ::signal(SIGPIPE, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);

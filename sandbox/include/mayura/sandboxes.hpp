@@ -41,6 +41,8 @@ struct SandboxState;
 
 class Sandbox {
  public:
+  // An empty handle; every call on it fails INVALID_INPUT.
+  Sandbox() = default;
   std::string id() const;
   const std::map<std::string, std::string>& labels() const;
   Features features() const;
@@ -113,6 +115,7 @@ class Sandbox {
   friend class Sandboxes;
   explicit Sandbox(std::shared_ptr<detail::SandboxState> state) : state_(std::move(state)) {}
   boost::asio::any_io_executor default_executor() const;
+  detail::SandboxState& state() const;
   std::shared_ptr<detail::SandboxState> state_;
 };
 

@@ -20,6 +20,13 @@ constexpr std::uint32_t kStepRoot = 100001;
 constexpr std::uint32_t kStepPivot = 100002;
 constexpr std::uint32_t kStepReadOnly = 100003;
 
-BuildResult build(const Plan& plan);
+// The host trees a plan binds are cloned by the engine's child before it
+// becomes the sandbox's root user (so an image in a directory only host root
+// may enter still works), and reach the init as fds: the i-th bind op's tree
+// is fd `first_source_fd + i`, or closed if an optional source was missing.
+BuildResult build(const Plan& plan, int first_source_fd);
+
+// The mount attributes (MOUNT_ATTR_*) a bind op's clone gets.
+std::uint64_t bind_attributes(std::uint32_t op_flags);
 
 }  // namespace mayura::rootfs

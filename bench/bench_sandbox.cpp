@@ -1,0 +1,148 @@
+// Side-by-side timings of the native engine and its anchors, in one run:
+//   (a) library: create + exec /bin/true + release
+//   (b) mayura-run /bin/true
+//   (c) bwrap --ro-bind / / --unshare-all --die-with-parent --cap-drop ALL /bin/true
+//   (d) exec /bin/true in a live sandbox, against (e) a host fork+exec of /bin/true
+// and, when crun is installed, (f) crun run of /bin/true on a prepared bundle.
+// Prints median and p95 of each and the ratios the issue sets as aims.
+//
+// usage: bench_sandbox [ITERATIONS] [PATH-TO-mayura-run]
+
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mayura/native.hpp"
+#include "mayura/sandbox.hpp"
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Stats {
+  double median_ms = 0;
+  double p95_ms = 0;
+};
+
+Stats measure(int iterations, const std::function<void()>& fn) {
+  fn();  // warm up
+  std::vector<double> ms;
+  ms.reserve(static_cast<std::size_t>(iterations));
+  for (int i = 0; i < iterations; ++i) {
+    const auto start = Clock::now();
+    fn();
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 95 / 100)]};
+}
+
+// Runs argv to its end with stdout and stderr to /dev/null; false if it failed.
+bool run(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return false;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+bool have(const char* program) {
+  return run({"sh", "-c", std::string("command -v ") + program + " >/dev/null"});
+}
+
+void row(const char* name, const Stats& s) { std::printf("%-58s %9.3f %9.3f\n", name, s.median_ms, s.p95_ms); }
+
+// A crun bundle whose root is the host's /, read-only, with /bin/true as its process.
+std::string make_crun_bundle() {
+  char dir[] = "/tmp/mayura-bench-crun-XXXXXX";
+  if (!mkdtemp(dir)) return {};
+  const std::string bundle = dir;
+  std::ofstream(bundle + "/config.json") << R"({
+  "ociVersion": "1.0.2",
+  "process": {"user": {"uid": 0, "gid": 0}, "args": ["/bin/true"], "cwd": "/", "env": ["PATH=/usr/bin:/bin"],
+              "capabilities": {}, "noNewPrivileges": true},
+  "root": {"path": "/", "readonly": true},
+  "hostname": "bench",
+  "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
+             {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]}],
+  "linux": {"namespaces": [{"type": "pid"}, {"type": "network"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}]}
+})";
+  return bundle;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int n = argc > 1 ? std::max(5, std::atoi(argv[1])) : 100;
+  const std::string runner = argc > 2 ? argv[2] : "mayura-run";
+
+  mayura::SandboxesOptions limits;
+  limits.max_sandboxes = 2;
+  auto sandboxes = mayura::create_sandboxes(mayura::native_sandboxes(), limits);
+  mayura::CreateOptions create;
+  create.lifetime_ms = 600000;
+
+  std::printf("%d iterations each; times in ms\n%-58s %9s %9s\n", n, "", "median", "p95");
+  const Stats a = measure(n, [&] {
+    auto s = sandboxes.create(create);
+    s.exec({"/bin/true"});
+    s.release();
+  });
+  row("(a) library create + exec /bin/true + release", a);
+
+  const Stats b = measure(n, [&] { run({runner, "/bin/true"}); });
+  row("(b) mayura-run /bin/true", b);
+
+  Stats c{};
+  if (have("bwrap")) {
+    c = measure(n, [&] {
+      run({"bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", "/bin/true"});
+    });
+    row("(c) bwrap --ro-bind / / --unshare-all --cap-drop ALL /bin/true", c);
+  } else {
+    std::printf("(c) bwrap is not installed\n");
+  }
+
+  Stats f{};
+  if (have("crun")) {
+    const std::string bundle = make_crun_bundle();
+    int i = 0;
+    f = measure(n, [&] { run({"crun", "run", "--bundle", bundle, "mayura-bench-" + std::to_string(i++)}); });
+    row("(f) crun run /bin/true (host root, read-only)", f);
+    run({"rm", "-rf", bundle});
+  }
+
+  auto live = sandboxes.create(create);
+  const Stats d = measure(n, [&] { live.exec({"/bin/true"}); });
+  row("(d) exec /bin/true in a live sandbox", d);
+  live.release();
+  const Stats e = measure(n, [&] { run({"/bin/true"}); });
+  row("(e) host fork+exec /bin/true", e);
+
+  std::printf("\nratios (median): a/c = %.2f (aim <= 0.50)   d/e = %.2f (aim <= 2.00)", c.median_ms > 0 ? a.median_ms / c.median_ms : 0.0,
+              d.median_ms / e.median_ms);
+  if (f.median_ms > 0) std::printf("   a/f = %.2f", a.median_ms / f.median_ms);
+  std::printf("\n");
+  return 0;
+}

@@ -1,0 +1,177 @@
+#include "harness.hpp"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "../../engine/cgroups.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mayura::testing {
+
+std::string read_host(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+NativeOptions isolated_options() {
+  NativeOptions o;
+  const pid_t pid = ::getpid();
+  o.state_dir = "/run/mayura-test/" + std::to_string(pid);
+  o.cgroup_root = cgroups::find_cgroup2_mount() + "/mayura-test-" + std::to_string(pid);
+  o.id_slots = 8;
+  o.id_base = 0x40000000u + static_cast<std::uint32_t>(pid % 2048) * o.id_slots * 65536u;
+  o.image_dir = "/run/mayura-test/" + std::to_string(pid) + "-images";
+  ::mkdir("/run/mayura-test", 0700);
+  return o;
+}
+
+HostSnapshot HostSnapshot::take() {
+  HostSnapshot s;
+  std::istringstream in(read_host("/proc/self/mountinfo"));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string id, parent, dev, root, mount_point;
+    f >> id >> parent >> dev >> root >> mount_point;
+    s.mounts.push_back(mount_point + " " + root);
+  }
+  std::sort(s.mounts.begin(), s.mounts.end());
+  return s;
+}
+
+std::vector<pid_t> processes_in_range(const NativeOptions& o) {
+  std::vector<pid_t> found;
+  const std::uint64_t lo = o.id_base;
+  const std::uint64_t hi = lo + static_cast<std::uint64_t>(o.id_slots) * 65536;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::istringstream status(read_host(entry.path() / "status"));
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("Uid:", 0) != 0) continue;
+      std::istringstream ids(line.substr(4));
+      std::uint64_t uid = 0;
+      ids >> uid;
+      if (uid >= lo && uid < hi) found.push_back(std::stoi(name));
+    }
+  }
+  return found;
+}
+
+void expect_nothing_leaked(const NativeOptions& o, const HostSnapshot& before) {
+  for (pid_t pid : processes_in_range(o)) {
+    ADD_FAILURE() << "a sandbox process is still running: " << pid << " "
+                  << read_host("/proc/" + std::to_string(pid) + "/stat");
+  }
+  if (fs::exists(o.cgroup_root)) {
+    for (const auto& e : fs::directory_iterator(o.cgroup_root)) {
+      EXPECT_FALSE(e.is_directory()) << "cgroup left: " << e.path();
+    }
+    ::rmdir(o.cgroup_root.c_str());
+  }
+  const std::string slots = o.state_dir + "/slots";
+  if (fs::exists(slots)) {
+    for (const auto& e : fs::directory_iterator(slots)) {
+      EXPECT_EQ(fs::file_size(e.path()), 0u) << "record left: " << e.path();
+    }
+  }
+  fs::remove_all(o.state_dir);
+  fs::remove_all(o.image_dir);
+  EXPECT_EQ(HostSnapshot::take().mounts, before.mounts) << "the host's mounts changed";
+}
+
+void NativeTest::SetUp() {
+  options_ = isolated_options();
+  before_ = HostSnapshot::take();
+}
+
+void NativeTest::TearDown() {
+  shutdown();
+  expect_nothing_leaked(options_, before_);
+}
+
+void NativeTest::shutdown() {
+  if (sandboxes_) {
+    sandboxes_->close();
+    sandboxes_.reset();  // the provider goes with the last handle
+  }
+}
+
+Sandboxes& NativeTest::sandboxes() {
+  if (!sandboxes_) {
+    if (limits_.max_sandboxes == 1) limits_.max_sandboxes = 4;
+    sandboxes_ = create_sandboxes(native_sandboxes(options_), limits_);
+  }
+  return *sandboxes_;
+}
+
+Sandbox NativeTest::create(CreateOptions create) {
+  if (create.lifetime_ms == 0) create.lifetime_ms = 120'000;
+  return sandboxes().create(create);
+}
+
+std::string NativeTest::sh(const Sandbox& sandbox, const std::string& script, ExecOptions options) {
+  const ExecResult r = sandbox.exec({"/bin/sh", "-c", script}, options);
+  EXPECT_EQ(r.exit_code, 0) << script << "\nstdout: " << r.stdout << "\nstderr: " << r.stderr;
+  return r.stdout;
+}
+
+namespace {
+
+void copy_with_parents(const std::string& host, const fs::path& root) {
+  const fs::path target = root / fs::path(host).relative_path();
+  fs::create_directories(target.parent_path());
+  fs::copy_file(fs::canonical(host), target, fs::copy_options::overwrite_existing);
+  fs::permissions(target, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+}
+
+std::vector<std::string> libraries_of(const std::string& binary) {
+  std::vector<std::string> libs;
+  FILE* p = ::popen(("ldd " + binary + " 2>/dev/null").c_str(), "r");
+  if (!p) return libs;
+  char line[512];
+  while (std::fgets(line, sizeof line, p)) {
+    std::string l(line);
+    for (std::size_t at = l.find('/'); at != std::string::npos; at = std::string::npos) {
+      std::string path = l.substr(at);
+      path = path.substr(0, path.find_first_of(" \n"));
+      libs.push_back(path);
+    }
+  }
+  ::pclose(p);
+  return libs;
+}
+
+}  // namespace
+
+std::string make_tiny_image(const std::string& parent, const std::vector<std::string>& extra) {
+  fs::create_directories(parent);
+  const fs::path root = parent;
+  fs::permissions(root, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+  std::vector<std::string> files = {"/bin/sh"};
+  files.insert(files.end(), extra.begin(), extra.end());
+  for (const auto& f : files) {
+    copy_with_parents(f, root);
+    for (const auto& lib : libraries_of(f)) copy_with_parents(lib, root);
+  }
+  fs::create_directories(root / "etc");
+  std::ofstream(root / "etc" / "hostname") << "image\n";
+  std::ofstream(root / "etc" / "marker") << "tiny image\n";
+  // every directory must be traversable by the sandbox's users
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (e.is_directory()) fs::permissions(e.path(), fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
+  }
+  return root.string();
+}
+
+}  // namespace mayura::testing

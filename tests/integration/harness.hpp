@@ -1,0 +1,75 @@
+#pragma once
+// The integration tests' fixture: a native provider of the test's own (its
+// own state directory, cgroup root and host id range, so tests run in
+// parallel), and a check at the end of every test that nothing leaked.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mayura/native.hpp"
+#include "mayura/sandbox.hpp"
+
+namespace mayura::testing {
+
+// A native provider's options no other test process shares.
+NativeOptions isolated_options();
+
+// What a leak check compares against.
+struct HostSnapshot {
+  std::vector<std::string> mounts;
+  static HostSnapshot take();
+};
+
+// Every way a test can leak: processes in the id range, cgroups, records,
+// host mounts. Adds a test failure for each.
+void expect_nothing_leaked(const NativeOptions& options, const HostSnapshot& before);
+
+// Host pids whose real uid lies in the options' id range.
+std::vector<pid_t> processes_in_range(const NativeOptions& options);
+
+class NativeTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // Changes options before the first sandbox.
+  NativeOptions& options() { return options_; }
+  Sandboxes& sandboxes();
+  Sandbox create(CreateOptions create = {});
+  // Runs `sh -c script` and expects exit 0; returns stdout.
+  std::string sh(const Sandbox& sandbox, const std::string& script, ExecOptions options = {});
+  // Ends the provider (and with it every sandbox) before the leak check.
+  void shutdown();
+
+  SandboxesOptions limits_;
+
+ private:
+  NativeOptions options_;
+  HostSnapshot before_;
+  std::optional<Sandboxes> sandboxes_;
+};
+
+template <class Fn>
+Reason reason_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const SandboxError& e) {
+    return e.reason();
+  }
+  ADD_FAILURE() << "expected a SandboxError";
+  return Reason::INTERNAL;
+}
+
+// A host file's whole contents ("" if unreadable).
+std::string read_host(const std::string& path);
+
+// A directory holding a tiny root file system: /bin/sh and the libraries it
+// needs, copied from the host, plus the files named in `extra`.
+std::string make_tiny_image(const std::string& parent, const std::vector<std::string>& extra = {});
+
+}  // namespace mayura::testing

@@ -1,0 +1,51 @@
+// Images other than the host's: a directory by path or by name; one that is
+// not there fails INVALID_CONFIG with nothing made.
+
+#include <filesystem>
+
+#include "harness.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mayura::testing {
+namespace {
+
+using ImagesTest = NativeTest;
+
+TEST_F(ImagesTest, ADirectoryByPath) {
+  const std::string image = make_tiny_image(options().image_dir + "/tiny", {"/bin/cat", "/bin/ls"});
+  CreateOptions c;
+  c.image = image;
+  auto s = create(c);
+  EXPECT_EQ(sh(s, "cat /etc/marker"), "tiny image\n");
+  auto r = s.exec({"/bin/sh", "-c", "ls /usr/bin/python3"});
+  EXPECT_NE(r.exit_code, 0);  // nothing of the host
+  EXPECT_EQ(sh(s, "cat /etc/hostname").rfind("mayura-", 0), 0u);
+  auto w = s.exec({"/bin/sh", "-c", "echo x > /etc/marker"});
+  EXPECT_NE(w.stderr.find("Read-only"), std::string::npos);
+  s.write_file("hello.txt", "hi");
+  EXPECT_EQ(sh(s, "cat hello.txt"), "hi");
+}
+
+TEST_F(ImagesTest, ADirectoryByNameFromTheImageDirectory) {
+  make_tiny_image(options().image_dir + "/tiny/rootfs", {"/bin/cat"});
+  CreateOptions c;
+  c.image = "tiny";
+  auto s = create(c);
+  EXPECT_EQ(sh(s, "cat /etc/marker"), "tiny image\n");
+}
+
+TEST_F(ImagesTest, AMissingImageFailsInvalidConfigAndMakesNothing) {
+  for (const char* image : {"/nonexistent/image", "nope", "../../etc", "/tmp"}) {
+    CreateOptions c;
+    c.image = image;
+    EXPECT_EQ(reason_of([&] { create(c); }), Reason::INVALID_CONFIG) << image;
+  }
+  EXPECT_TRUE(processes_in_range(options()).empty());
+  int cgroups = 0;
+  for (const auto& e : fs::directory_iterator(options().cgroup_root)) cgroups += e.is_directory() ? 1 : 0;
+  EXPECT_EQ(cgroups, 0);
+}
+
+}  // namespace
+}  // namespace mayura::testing

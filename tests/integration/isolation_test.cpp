@@ -1,0 +1,184 @@
+// What a sandbox is: its own namespaces and ids, no capabilities, a
+// read-only image, bounded writable places, a minimal /dev, its own /proc,
+// no host secrets, and a network of loopback only.
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "harness.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mayura::testing {
+namespace {
+
+using IsolationTest = NativeTest;
+
+std::string host_ns(const char* kind) { return fs::read_symlink(std::string("/proc/self/ns/") + kind).string(); }
+
+TEST_F(IsolationTest, EveryNamespaceIsItsOwn) {
+  auto s = create();
+  for (const char* kind : {"user", "mnt", "pid", "net", "uts", "ipc", "cgroup"}) {
+    const std::string inside = sh(s, std::string("readlink /proc/self/ns/") + kind);
+    EXPECT_NE(inside, host_ns(kind) + "\n") << kind;
+    EXPECT_EQ(inside.rfind(std::string(kind) + ":[", 0), 0u) << inside;
+  }
+  const std::string hostname = sh(s, "hostname");
+  EXPECT_EQ(hostname.rfind("mayura-", 0), 0u) << hostname;
+  // the cgroup namespace is rooted at the sandbox: no host path shows
+  const std::string cgroup = sh(s, "grep '^0::' /proc/self/cgroup");
+  EXPECT_EQ(cgroup.rfind("0::/cmd-", 0), 0u) << cgroup;
+  EXPECT_EQ(cgroup.find("mayura"), std::string::npos) << cgroup;
+}
+
+TEST_F(IsolationTest, CommandsRunAsTheSandboxUserMappedToAnUnprivilegedRangeOfTheirOwn) {
+  auto a = create();
+  auto b = create();
+  EXPECT_EQ(sh(a, "id -u; id -g; id -G"), "1000\n1000\n1000\n");
+  std::istringstream map(sh(a, "cat /proc/self/uid_map"));
+  std::uint64_t inside = 1, outside = 0, count = 0;
+  map >> inside >> outside >> count;
+  EXPECT_EQ(inside, 0u);
+  EXPECT_GE(outside, 65536u);
+  EXPECT_EQ(count, 65536u);
+  // From the host: a long-running command's real uid is in this sandbox's range only.
+  sh(a, "setsid sleep 30 >/dev/null 2>&1 </dev/null &");
+  sh(b, "setsid sleep 30 >/dev/null 2>&1 </dev/null &");
+  std::set<std::uint64_t> uids;
+  for (pid_t pid : processes_in_range(options())) {
+    std::istringstream status(read_host("/proc/" + std::to_string(pid) + "/status"));
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("Uid:", 0) == 0) {
+        std::uint64_t uid = std::stoull(line.substr(4));
+        EXPECT_NE(uid, 0u);
+        EXPECT_GE(uid, 65536u);
+        uids.insert(uid);
+      }
+    }
+  }
+  // two inits (inside root) and two sleeps (inside 1000), all different host ids
+  EXPECT_EQ(uids.size(), 4u);
+}
+
+TEST_F(IsolationTest, NoCapabilityInAnySetAndNoNewPrivileges) {
+  auto s = create();
+  const std::string status = sh(s, "grep -E '^(Cap|NoNewPrivs)' /proc/self/status");
+  for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
+    EXPECT_NE(status.find(std::string(set) + ":\t0000000000000000"), std::string::npos) << status;
+  }
+  EXPECT_NE(status.find("NoNewPrivs:\t1"), std::string::npos) << status;
+  // root-only acts fail
+  auto r = s.exec({"/bin/sh", "-c", "hostname evil"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(sh(s, "hostname").rfind("mayura-", 0), 0u);
+}
+
+TEST_F(IsolationTest, TheImageIsReadOnly) {
+  auto s = create();
+  for (const char* path : {"/usr/mayura-x", "/etc/passwd", "/mayura-x", "/bin/mayura-x"}) {
+    auto r = s.exec({"/bin/sh", "-c", std::string("echo x > ") + path});
+    EXPECT_NE(r.exit_code, 0) << path;
+    EXPECT_NE(r.stderr.find("Read-only file system"), std::string::npos) << path << ": " << r.stderr;
+  }
+  EXPECT_FALSE(fs::exists("/usr/mayura-x"));
+}
+
+TEST_F(IsolationTest, WorkdirAndTmpAreBoundedTmpfs) {
+  options().workdir_mib = 4;
+  options().tmp_mib = 4;
+  auto s = create();
+  EXPECT_EQ(sh(s, "pwd"), "/workspace\n");
+  EXPECT_EQ(sh(s, "stat -f -c %T /workspace /tmp /dev/shm"), "tmpfs\ntmpfs\ntmpfs\n");
+  EXPECT_EQ(sh(s, "stat -c '%u %a' /workspace; stat -c %a /tmp"), "1000 755\n1777\n");
+  for (const char* dir : {"/workspace", "/tmp"}) {
+    auto r = s.exec({"/bin/sh", "-c", std::string("dd if=/dev/zero of=") + dir + "/big bs=1M count=8"});
+    EXPECT_NE(r.exit_code, 0) << dir;
+    EXPECT_NE(r.stderr.find("No space left on device"), std::string::npos) << r.stderr;
+  }
+  // writable places are nosuid and nodev
+  const std::string mounts = sh(s, "grep -E ' /(workspace|tmp|dev/shm) ' /proc/self/mountinfo");
+  std::istringstream lines(mounts);
+  std::string line;
+  int seen = 0;
+  while (std::getline(lines, line)) {
+    ++seen;
+    EXPECT_NE(line.find("nosuid"), std::string::npos) << line;
+    EXPECT_NE(line.find("nodev"), std::string::npos) << line;
+  }
+  EXPECT_EQ(seen, 3);
+}
+
+TEST_F(IsolationTest, DevIsMinimal) {
+  auto s = create();
+  EXPECT_EQ(sh(s, "ls -A /dev | sort | tr '\\n' ' '"), "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero ");
+  EXPECT_EQ(sh(s, "echo x > /dev/null && head -c 4 /dev/zero | wc -c && head -c 8 /dev/urandom | wc -c"), "4\n8\n");
+  EXPECT_NE(s.exec({"/bin/sh", "-c", "echo x > /dev/full"}).exit_code, 0);
+  // a private devpts: a new pty can be opened
+  EXPECT_EQ(sh(s, "ls /dev/pts | grep -c ptmx"), "1\n");
+}
+
+TEST_F(IsolationTest, ProcIsTheSandboxsOwn) {
+  auto s = create();
+  EXPECT_EQ(sh(s, "cat /proc/1/comm"), "mayura-init\n");
+  // only the sandbox's processes: init, the shell, ls
+  const std::string pids = sh(s, "ls /proc | grep -E '^[0-9]+$' | wc -l");
+  EXPECT_LE(std::stoi(pids), 4) << pids;
+  // the init is not dumpable: its exe and memory are out of reach
+  EXPECT_NE(s.exec({"/bin/sh", "-c", "readlink /proc/1/exe"}).exit_code, 0);
+  EXPECT_NE(s.exec({"/bin/sh", "-c", "cat /proc/1/environ"}).exit_code, 0);
+  // no host /sys at all
+  EXPECT_NE(s.exec({"/bin/sh", "-c", "ls /sys"}).exit_code, 0);
+}
+
+TEST_F(IsolationTest, TheHostImageHoldsNoHostSecret) {
+  auto s = create();
+  EXPECT_EQ(sh(s, "ls -A /"), "bin\ndev\netc\n" + std::string(fs::exists("/lib") ? "lib\n" : "") +
+                                  (fs::exists("/lib32") ? "lib32\n" : "") + (fs::exists("/lib64") ? "lib64\n" : "") +
+                                  (fs::exists("/libx32") ? "libx32\n" : "") + "proc\nsbin\ntmp\nusr\nworkspace\n");
+  for (const char* gone : {"/root", "/home", "/var", "/run", "/sys", "/opt"}) {
+    EXPECT_NE(s.exec({"/bin/sh", "-c", std::string("ls ") + gone}).exit_code, 0) << gone;
+  }
+  EXPECT_EQ(sh(s, "wc -c < /etc/shadow; wc -c < /etc/gshadow"), "0\n0\n");
+  EXPECT_EQ(sh(s, "ls -A /etc/ssh | wc -l"), "0\n");
+  EXPECT_EQ(sh(s, "cut -d: -f1 /etc/passwd | tr '\\n' ' '"), "root sandbox nobody ");
+  // no socket of the host anywhere
+  EXPECT_EQ(sh(s, "find / -xdev -type s 2>/dev/null | wc -l; find /usr /etc -type s 2>/dev/null | wc -l"), "0\n0\n");
+}
+
+TEST_F(IsolationTest, NetworkNoneIsLoopbackOnlyAndUp) {
+  auto s = create();
+  EXPECT_EQ(sh(s, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"), "lo\n");
+  // loopback works: a server and a client inside the sandbox
+  const std::string out = sh(s,
+                             "python3 -c 'import socket;s=socket.socket();s.bind((\"127.0.0.1\",0));s.listen();"
+                             "c=socket.create_connection(s.getsockname());a,_=s.accept();a.send(b\"ok\");print(c.recv(2).decode())'");
+  EXPECT_EQ(out, "ok\n");
+  // anything else is unreachable
+  auto r = s.exec({"python3", "-c", "import socket;socket.create_connection(('192.0.2.1',80),timeout=2)"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.stderr.find("unreachable"), std::string::npos) << r.stderr;
+}
+
+TEST_F(IsolationTest, FeaturesAreHonest) {
+  const Features f = sandboxes().features();
+  EXPECT_EQ(f.network, std::vector<NetworkKind>{NetworkKind::none});
+  EXPECT_FALSE(f.ports);
+  EXPECT_FALSE(f.cpus);
+  EXPECT_FALSE(f.memory);
+  EXPECT_TRUE(f.stdin);
+  CreateOptions c;
+  c.lifetime_ms = 10'000;
+  c.cpus = 1;
+  EXPECT_EQ(reason_of([&] { create(c); }), Reason::INVALID_INPUT);
+  c.cpus.reset();
+  c.memory_mib = 100;
+  EXPECT_EQ(reason_of([&] { create(c); }), Reason::INVALID_INPUT);
+  EXPECT_EQ(sandboxes().size(), 0u);
+}
+
+}  // namespace
+}  // namespace mayura::testing

@@ -1,0 +1,149 @@
+// Lifetimes, release, and what a dead engine leaves behind.
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "harness.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mayura::testing {
+namespace {
+
+using LifetimeTest = NativeTest;
+
+int cgroups_under(const std::string& root) {
+  int n = 0;
+  if (!fs::exists(root)) return 0;
+  for (const auto& e : fs::directory_iterator(root)) n += e.is_directory() ? 1 : 0;
+  return n;
+}
+
+TEST_F(LifetimeTest, ReleaseEndsEverythingAndLaterCallsAreGone) {
+  auto s = create();
+  sh(s, "setsid sleep 1000 >/dev/null 2>&1 </dev/null &");
+  EXPECT_EQ(cgroups_under(options().cgroup_root), 1);
+  EXPECT_FALSE(processes_in_range(options()).empty());
+  s.release();
+  EXPECT_TRUE(processes_in_range(options()).empty());
+  EXPECT_EQ(cgroups_under(options().cgroup_root), 0);
+  EXPECT_EQ(reason_of([&] { s.exec({"true"}); }), Reason::GONE);
+  EXPECT_EQ(reason_of([&] { s.read_file("x"); }), Reason::GONE);
+  EXPECT_EQ(reason_of([&] { s.write_file("x", "y"); }), Reason::GONE);
+  EXPECT_EQ(reason_of([&] { s.list("."); }), Reason::GONE);
+  EXPECT_EQ(reason_of([&] { s.remove("x"); }), Reason::GONE);
+  s.release();
+}
+
+TEST_F(LifetimeTest, TheProviderEndsASandboxAtItsLifetime) {
+  CreateOptions c;
+  c.lifetime_ms = 400;
+  auto s = create(c);
+  sh(s, "setsid sleep 1000 >/dev/null 2>&1 </dev/null &");
+  // a command running when the lifetime ends fails GONE
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(reason_of([&] { s.exec({"sleep", "1000"}); }), Reason::GONE);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  // the provider removed it, without anyone calling release
+  EXPECT_TRUE(processes_in_range(options()).empty());
+  EXPECT_EQ(cgroups_under(options().cgroup_root), 0);
+  EXPECT_EQ(reason_of([&] { s.exec({"true"}); }), Reason::GONE);
+  EXPECT_EQ(sandboxes().size(), 0u);
+}
+
+TEST_F(LifetimeTest, CloseReleasesEverySandbox) {
+  auto a = create();
+  auto b = create();
+  sandboxes().close();
+  EXPECT_TRUE(processes_in_range(options()).empty());
+  EXPECT_EQ(reason_of([&] { a.exec({"true"}); }), Reason::GONE);
+  EXPECT_EQ(reason_of([&] { create(); }), Reason::GONE);
+}
+
+TEST_F(LifetimeTest, AnEngineStartedAfterOneWasKilledRemovesWhatItLeft) {
+  // The doomed engine runs in a child process with our options. Its inits
+  // exit when its sockets close; as on any host, whoever adopts orphans reaps
+  // them (here: this test, not this machine's pid 1, which never does).
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const NativeOptions o = options();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      SandboxesOptions l;
+      l.max_sandboxes = 2;
+      auto sbs = create_sandboxes(native_sandboxes(o), l);
+      CreateOptions c;
+      c.lifetime_ms = 600'000;
+      auto s1 = sbs.create(c);
+      auto s2 = sbs.create(c);
+      s1.exec({"/bin/sh", "-c", "setsid sleep 1000 >/dev/null 2>&1 </dev/null &"});
+      [[maybe_unused]] auto n = ::write(ready[1], "r", 1);
+      ::pause();
+    } catch (...) {
+    }
+    ::_exit(1);
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  EXPECT_EQ(cgroups_under(o.cgroup_root), 2);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  int orphans = 0;
+  while (orphans < 2 && std::chrono::steady_clock::now() < until) {
+    if (::waitpid(-1, nullptr, WNOHANG | __WALL) > 0) ++orphans;
+    else std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(orphans, 2);  // both inits ended by themselves
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+  // What it left: cgroups (its inits die with its socket, but nothing removes
+  // their cgroups) and records.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(cgroups_under(o.cgroup_root), 2);
+  // A new engine on the same state cleans up before it does anything else.
+  sandboxes();
+  EXPECT_EQ(cgroups_under(o.cgroup_root), 0);
+  EXPECT_TRUE(processes_in_range(o).empty());
+  auto s = create();
+  EXPECT_EQ(sh(s, "echo alive"), "alive\n");
+}
+
+TEST_F(LifetimeTest, DroppingEveryHandleReleases) {
+  { auto s = create(); }
+  EXPECT_TRUE(processes_in_range(options()).empty());
+  EXPECT_EQ(cgroups_under(options().cgroup_root), 0);
+}
+
+TEST_F(LifetimeTest, ManySandboxesAtOnceEachWithItsOwnIds) {
+  limits_.max_sandboxes = 6;
+  sandboxes();
+  std::vector<Sandbox> all;
+  std::vector<std::thread> threads;
+  std::mutex m;
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&] {
+      auto s = create();
+      std::lock_guard lock(m);
+      all.push_back(s);
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::set<std::string> maps;
+  for (auto& s : all) maps.insert(sh(s, "cat /proc/self/uid_map"));
+  EXPECT_EQ(maps.size(), 6u);
+  EXPECT_EQ(reason_of([&] { create(); }), Reason::LIMIT_REACHED);
+}
+
+}  // namespace
+}  // namespace mayura::testing

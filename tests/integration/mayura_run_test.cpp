@@ -1,0 +1,116 @@
+// mayura-run, as a user runs it.
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "harness.hpp"
+
+namespace mayura::testing {
+namespace {
+
+struct Outcome {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs mayura-run with `args` (a shell-quoted string) under the test's own
+// engine options, passed through the environment the tool reads.
+class MayuraRunTest : public NativeTest {
+ protected:
+  Outcome run(const std::string& args, const std::string& input = "", const std::string& env = "") {
+    const std::string dir = options().state_dir + "-run";
+    std::filesystem::create_directories(dir);
+    const std::string in = dir + "/in", out = dir + "/out", err = dir + "/err";
+    std::ofstream(in) << input;
+    const std::string command = env + " MAYURA_STATE_DIR=" + options().state_dir + " MAYURA_CGROUP_ROOT=" +
+                                options().cgroup_root + " MAYURA_ID_BASE=" + std::to_string(options().id_base) +
+                                " MAYURA_ID_SLOTS=" + std::to_string(options().id_slots) + " MAYURA_IMAGE_DIR=" +
+                                options().image_dir + " " + MAYURA_RUN_PATH + " " + args + " <" + in + " >" + out +
+                                " 2>" + err;
+    const int raw = std::system(command.c_str());
+    Outcome r;
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    r.out = read_host(out);
+    r.err = read_host(err);
+    std::filesystem::remove_all(dir);
+    return r;
+  }
+};
+
+TEST_F(MayuraRunTest, RunsACommandAndPassesItsExitStatus) {
+  Outcome r = run("-- sh -c 'echo hello; echo oops >&2; exit 7'");
+  EXPECT_EQ(r.status, 7);
+  EXPECT_EQ(r.out, "hello\n");
+  EXPECT_EQ(r.err, "oops\n");
+  EXPECT_EQ(run("true").status, 0);
+}
+
+TEST_F(MayuraRunTest, TimeoutIs124) {
+  const auto start = std::chrono::steady_clock::now();
+  Outcome r = run("--timeout 0.3 -- sh -c 'setsid sleep 100 & sleep 100'");
+  EXPECT_EQ(r.status, 124);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST_F(MayuraRunTest, BadInputAndMissingImagesAre125WithTheReason) {
+  Outcome r = run("--image /nonexistent -- true");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_EQ(r.err.rfind("mayura-run: INVALID_CONFIG: ", 0), 0u) << r.err;
+  r = run("--bogus true");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_EQ(r.err.rfind("mayura-run: INVALID_INPUT: ", 0), 0u) << r.err;
+  r = run("--network all -- true");
+  EXPECT_EQ(r.status, 125);
+  r = run("--cpus 2 -- true");  // not accepted before it is enforced
+  EXPECT_EQ(r.status, 125);
+  r = run("");
+  EXPECT_EQ(r.status, 125);
+}
+
+TEST_F(MayuraRunTest, JsonHasTheSeedsKeys) {
+  Outcome r = run("--json -- sh -c 'echo out; echo err >&2; exit 2'");
+  EXPECT_EQ(r.status, 2);
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["exitCode"], 2);
+  EXPECT_EQ(j["stdout"], "out\n");
+  EXPECT_EQ(j["stderr"], "err\n");
+  EXPECT_EQ(j["truncated"], false);
+  EXPECT_EQ(j["timedOut"], false);
+  EXPECT_TRUE(j["durationMs"].is_number());
+  r = run("--json --timeout 0.2 -- sleep 10");
+  j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["exitCode"].is_null());
+  EXPECT_EQ(j["timedOut"], true);
+}
+
+TEST_F(MayuraRunTest, EnvCopyInStdinAndCwd) {
+  const std::string file = options().state_dir + "-copy.txt";
+  std::ofstream(file) << "copied";
+  Outcome r = run("--env A=1 --env FROM_HOST --copy-in " + file +
+                  ":sub/in.txt --cwd sub -- sh -c 'echo $A $FROM_HOST; cat in.txt; pwd'",
+              "", "FROM_HOST=secret-value");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "1 secret-value\ncopied/workspace/sub\n");
+  std::filesystem::remove(file);
+  r = run("--stdin -- wc -c", "12345");
+  EXPECT_EQ(r.out, "5\n");
+  r = run("-- wc -c", "12345");  // without --stdin the command reads nothing
+  EXPECT_EQ(r.out, "0\n");
+}
+
+TEST_F(MayuraRunTest, HelpAndVersion) {
+  Outcome r = run("--help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("usage: mayura-run"), std::string::npos);
+  r = run("--version");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out.rfind("mayura-run ", 0), 0u);
+}
+
+}  // namespace
+}  // namespace mayura::testing

@@ -1,0 +1,83 @@
+#pragma once
+// A provider that makes no sandbox: it records what reached it and answers
+// with whatever the test set, so the limits layer can be tested alone.
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "mayura/sandbox.hpp"
+
+namespace mayura::testing {
+
+struct FakeState {
+  std::mutex mutex;
+  int creates = 0;
+  int releases = 0;
+  std::vector<std::vector<std::string>> commands;
+  ExecResult next_result{0, "out", "err", false, 1, false};
+  std::string file_data = "data";
+  std::vector<FileEntry> listing;
+  bool alive = true;
+  bool throw_foreign = false;  // throw a non-SandboxError from exec
+  bool block_until_cancelled = false;
+};
+
+class FakeBackend final : public SandboxBackend {
+ public:
+  explicit FakeBackend(std::shared_ptr<FakeState> s) : s_(std::move(s)) {}
+  ExecResult exec(const std::vector<std::string>& argv, const ExecOptions& options) override {
+    {
+      std::lock_guard lock(s_->mutex);
+      s_->commands.push_back(argv);
+      if (s_->throw_foreign) throw std::runtime_error("provider internals: secret token 1234");
+    }
+    if (s_->block_until_cancelled) {
+      while (!options.cancellation.stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      throw SandboxError(Reason::CANCELLED, "cancelled");
+    }
+    std::lock_guard lock(s_->mutex);
+    return s_->next_result;
+  }
+  std::string read_file(const std::string&, const ReadOptions&) override { return s_->file_data; }
+  void write_file(const std::string&, std::string_view data, const FileOptions&) override { s_->file_data = std::string(data); }
+  std::vector<FileEntry> list(const std::string&, const FileOptions&) override { return s_->listing; }
+  void remove(const std::string&, const FileOptions&) override {}
+  std::string url(int port) override { return "http://127.0.0.1:" + std::to_string(port); }
+  void release() noexcept override {
+    std::lock_guard lock(s_->mutex);
+    ++s_->releases;
+  }
+  bool alive() const noexcept override { return s_->alive; }
+
+ private:
+  std::shared_ptr<FakeState> s_;
+};
+
+class FakeProvider final : public SandboxProvider {
+ public:
+  explicit FakeProvider(Features f = default_features()) : features_(std::move(f)) {}
+  static Features default_features() {
+    Features f;
+    f.stdin = true;
+    f.ports = true;
+    f.network = {NetworkKind::none, NetworkKind::all, NetworkKind::allowlist};
+    return f;
+  }
+  std::string id() const override { return "fake"; }
+  Features features() const override { return features_; }
+  std::string workdir() const override { return "/work"; }
+  std::int64_t max_lifetime_ms() const override { return 3'600'000; }
+  std::unique_ptr<SandboxBackend> create(const CreateOptions&, std::stop_token) override {
+    std::lock_guard lock(state->mutex);
+    ++state->creates;
+    return std::make_unique<FakeBackend>(state);
+  }
+  std::shared_ptr<FakeState> state = std::make_shared<FakeState>();
+
+ private:
+  Features features_;
+};
+
+}  // namespace mayura::testing
