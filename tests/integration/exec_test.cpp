@@ -66,7 +66,8 @@ TEST_F(ExecTest, ACommandThatExitsLeavesWhatItStartedWithSetsidRunning) {
   auto r = s.exec({"/bin/sh", "-c", "setsid sleep 1000 >/dev/null 2>&1 </dev/null & echo $!"});
   EXPECT_EQ(r.exit_code, 0);
   const std::string pid = r.stdout.substr(0, r.stdout.size() - 1);
-  EXPECT_EQ(sh(s, "cat /proc/" + pid + "/comm"), "sleep\n");
+  // (it may still be between fork and exec for a moment)
+  EXPECT_EQ(sh(s, "for i in $(seq 100); do [ \"$(cat /proc/" + pid + "/comm)\" = sleep ] && break; sleep 0.01; done; cat /proc/" + pid + "/comm"), "sleep\n");
   // output held open by a child does not hang the exec
   const auto start = std::chrono::steady_clock::now();
   auto held = s.exec({"/bin/sh", "-c", "sleep 1000 & echo done"});

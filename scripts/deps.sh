@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what building and testing mayura needs, from Debian's packages.
+# Installs nothing when everything is there already.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config
+  libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev
+  libboost1.81-dev nlohmann-json3-dev libgtest-dev
+  # what the tests run inside sandboxes on the host image
+  python3 hostname coreutils findutils gawk
+  # anchors for the benchmarks
+  bubblewrap crun
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 || {
+    apt-get update -q >/dev/null
+    apt-get install -y -q "${missing[@]}" >/dev/null
+  }
+fi

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite from scratch, as root: installs what is needed, builds
+# with warnings as errors and runs every test, then builds again with ASan and
+# UBSan and runs every test under them.
+#   sudo ./scripts/test.sh
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+if [ "$(id -u)" != 0 ]; then
+  echo "test.sh: the integration tests need root (run it with sudo)" >&2
+  exit 1
+fi
+"$here/deps.sh"
+
+echo "== build (warnings as errors)"
+"$here/build.sh" "$root/build"
+echo "== tests"
+(cd "$root/build" && ctest -j"$(($(nproc) * 2))" --timeout 120 --output-on-failure --no-tests=error)
+
+echo "== build (ASan + UBSan)"
+"$here/build.sh" "$root/build-asan" -DMAYURA_SANITIZE=ON -DMAYURA_BENCH=OFF
+echo "== tests under ASan + UBSan"
+(cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest -j"$(($(nproc) * 2))" --timeout 120 --output-on-failure --no-tests=error)
