@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 
 namespace mayura::fdpass {
@@ -35,8 +36,16 @@ int send(int sock, const std::string& bytes, const std::vector<int>& fds) {
 }
 
 int receive(int sock, std::string& bytes, std::vector<int>& fds) {
-  bytes.resize(kMaxMessage);
   fds.clear();
+  // The message's real size first, so the buffer is only as large as it
+  // (zero-filling the largest possible message costs more than the peek).
+  char probe;
+  ssize_t size;
+  do {
+    size = ::recv(sock, &probe, 1, MSG_PEEK | MSG_TRUNC);
+  } while (size < 0 && errno == EINTR);
+  if (size < 0) return -1;
+  bytes.resize(static_cast<std::size_t>(std::min<ssize_t>(std::max<ssize_t>(size, 1), kMaxMessage)));
   iovec iov{bytes.data(), bytes.size()};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
   msghdr msg{};

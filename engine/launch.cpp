@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -19,7 +20,6 @@
 #include <vector>
 
 #include "fdpass.hpp"
-#include "mayura/netfilter/loopback.hpp"
 #include "mayura/rootfs/mount_tree.hpp"
 #include "sys_error.hpp"
 #include "trace.hpp"
@@ -59,10 +59,14 @@ constexpr int kParkedFds = 256;  // above every fd the init will get
   ::_exit(1);
 }
 
-[[noreturn]] void child_main(const ChildArgs& a) {
+[[noreturn]] void child_main(const void* raw) {
+  const ChildArgs& a = *static_cast<const ChildArgs*>(raw);
   // Holding the engine's end would keep our read below from ever seeing the
   // engine die.
   ::syscall(SYS_close, a.engine_end);
+  // A session of its own: the host's controlling terminal (if the host has
+  // one) must never be reachable as /dev/tty from inside.
+  if (::syscall(SYS_setsid) < 0) ::_exit(126);
   // If the engine's thread dies before the init is ready, so does the
   // half-made sandbox (the init clears this once it serves). Set again after
   // the id change below, which clears it.
@@ -155,6 +159,7 @@ std::string exit_step_name(int status) {
       case 123: return "arranging the init's fds";
       case 124: return "executing the init";
       case 125: return "arming the parent-death signal";
+      case 126: return "leaving the host's session";
       default: break;
     }
   }
@@ -162,6 +167,66 @@ std::string exit_step_name(int status) {
 }
 
 }  // namespace
+
+struct CloneThread::Job {
+  int netns;
+  void* args;
+  std::size_t size;
+  void (*child)(const void*);
+  const void* arg;
+  long result = -1;
+  int error = 0;
+  bool done = false;
+};
+
+CloneThread::CloneThread() : thread_([this] { run(); }) {}
+
+CloneThread::~CloneThread() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+long CloneThread::clone_in(int netns, void* args, std::size_t size, void (*child)(const void*), const void* arg) {
+  Job job{netns, args, size, child, arg};
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return job_ == nullptr || stopping_; });
+  if (stopping_) {
+    errno = ESHUTDOWN;
+    return -1;
+  }
+  job_ = &job;
+  changed_.notify_all();
+  changed_.wait(lock, [&] { return job.done; });
+  errno = job.error;
+  return job.result;
+}
+
+void CloneThread::run() {
+  const int home = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return job_ != nullptr || stopping_; });
+    if (stopping_) break;
+    Job& job = *job_;
+    if (::setns(job.netns, CLONE_NEWNET) != 0) {
+      job.error = errno;
+    } else {
+      job.result = ::syscall(SYS_clone3, job.args, job.size);
+      if (job.result == 0) job.child(job.arg);
+      job.error = errno;
+      // Back home, so this thread pins no sandbox's namespace.
+      if (home >= 0) ::setns(home, CLONE_NEWNET);
+    }
+    job.done = true;
+    job_ = nullptr;
+    changed_.notify_all();
+  }
+  if (home >= 0) ::close(home);
+}
 
 bool InitProcess::running() const noexcept {
   if (!pidfd_) return false;
@@ -181,8 +246,8 @@ void InitProcess::kill_and_reap() noexcept {
   pid_ = -1;
 }
 
-InitProcess launch_init(int init_memfd, int cgroup_fd, std::uint32_t host_id_base, const protocol::Config& config,
-                        std::stop_token cancellation) {
+InitProcess launch_init(CloneThread& cloner, int netns, int init_memfd, int cgroup_fd, std::uint32_t host_id_base,
+                        const protocol::Config& config, std::stop_token cancellation) {
   StepTimer timer("launch");
   int pair[2];
   check_sys(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), "making the control socket");
@@ -210,13 +275,13 @@ InitProcess launch_init(int init_memfd, int cgroup_fd, std::uint32_t host_id_bas
                  flags.data(), op_index.data(), static_cast<int>(sources.size())};
   int pidfd = -1;
   clone_args ca{};
-  ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC |
-             CLONE_NEWCGROUP | CLONE_INTO_CGROUP | CLONE_PIDFD;
+  // No CLONE_NEWNET: the child is cloned inside the pooled namespace.
+  ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP |
+             CLONE_INTO_CGROUP | CLONE_PIDFD;
   ca.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
   ca.exit_signal = 0;  // no SIGCHLD: a host's own child handling never sees the init
   ca.cgroup = static_cast<std::uint64_t>(cgroup_fd);
-  const long pid = ::syscall(SYS_clone3, &ca, sizeof ca);
-  if (pid == 0) child_main(args);
+  const long pid = cloner.clone_in(netns, &ca, sizeof ca, child_main, &args);
   if (pid < 0) {
     fail_step("cloning the sandbox's init", errno, errno == EPERM || errno == ENOSPC ? Reason::UNSUPPORTED : Reason::INTERNAL);
   }
@@ -234,15 +299,6 @@ InitProcess launch_init(int init_memfd, int cgroup_fd, std::uint32_t host_id_bas
   check_sys(fdpass::send(engine_end.get(), config_bytes, {}), "sending the sandbox's config");
   timer.step("id maps and config");
 
-  // Loopback up while the init builds the root.
-  {
-    const std::string ns = "/proc/" + std::to_string(init.pid_) + "/ns/net";
-    UniqueFd netns(::open(ns.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!netns) fail_step("opening the sandbox's network namespace", errno);
-    const int err = netfilter::bring_up_loopback(netns.get());
-    if (err != 0) fail_step("bringing up the sandbox's loopback", err);
-  }
-  timer.step("loopback");
 
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kSetupTimeoutMs);
   for (;;) {

@@ -7,7 +7,10 @@
 
 #include <sys/types.h>
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
+#include <thread>
 #include <stop_token>
 #include <string>
 
@@ -15,6 +18,30 @@
 #include "protocol.hpp"
 
 namespace mayura {
+
+// The one thread that clones inits. It enters each sandbox's (pooled)
+// network namespace for the clone, since setns changes only the calling
+// thread, so no thread of the host process ever changes namespace.
+class CloneThread {
+ public:
+  CloneThread();
+  ~CloneThread();
+  CloneThread(const CloneThread&) = delete;
+  CloneThread& operator=(const CloneThread&) = delete;
+
+  // clone3(args) from inside `netns`; the child runs child(arg) and never
+  // returns. The pid, or -1 with errno.
+  long clone_in(int netns, void* args, std::size_t size, void (*child)(const void*), const void* arg);
+
+ private:
+  struct Job;
+  void run();
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  Job* job_ = nullptr;
+  bool stopping_ = false;
+  std::thread thread_;
+};
 
 // The init process, owned: destroying it kills and reaps it.
 class InitProcess {
@@ -31,15 +58,16 @@ class InitProcess {
   void kill_and_reap() noexcept;
 
  private:
-  friend InitProcess launch_init(int, int, std::uint32_t, const protocol::Config&, std::stop_token);
+  friend InitProcess launch_init(CloneThread&, int, int, int, std::uint32_t, const protocol::Config&, std::stop_token);
   pid_t pid_ = -1;
   UniqueFd pidfd_;
   UniqueFd control_;
 };
 
-// Starts the init, hands it its config, and waits until it reports the
-// sandbox ready. Throws SandboxError naming the failed step.
-InitProcess launch_init(int init_memfd, int cgroup_fd, std::uint32_t host_id_base, const protocol::Config& config,
-                        std::stop_token cancellation);
+// Starts the init in `netns` (loopback up already), hands it its config,
+// and waits until it reports the sandbox ready. Throws SandboxError naming
+// the failed step.
+InitProcess launch_init(CloneThread& cloner, int netns, int init_memfd, int cgroup_fd, std::uint32_t host_id_base,
+                        const protocol::Config& config, std::stop_token cancellation);
 
 }  // namespace mayura

@@ -13,6 +13,7 @@
 #include "init_image.hpp"
 #include "lifetimes.hpp"
 #include "mayura/native.hpp"
+#include "mayura/netfilter/netns_pool.hpp"
 #include "mayura/rootfs/image.hpp"
 #include "mayura/validate.hpp"
 #include "native_sandbox.hpp"
@@ -127,7 +128,11 @@ class NativeProvider final : public SandboxProvider {
     // place each command into a cgroup of its own.
     core->cgroup = cgroups::SandboxCgroup(cgroup_root_, name, core->host_id_base, core->host_id_base);
     timer.step("cgroup");
-    core->init = launch_init(init_memfd_.get(), core->cgroup.fd(), core->host_id_base, config, cancellation);
+    UniqueFd netns(netns_pool_.take());
+    if (!netns) fail_step("making the sandbox's network namespace", errno);
+    timer.step("network namespace");
+    core->init = launch_init(cloner_, netns.get(), init_memfd_.get(), core->cgroup.fd(), core->host_id_base, config,
+                             cancellation);
     timer.step("init ready");
 
     reaper_.watch(deadline, core);
@@ -153,6 +158,8 @@ class NativeProvider final : public SandboxProvider {
   NativeOptions options_;
   std::string cgroup_root_;
   UniqueFd init_memfd_;
+  netfilter::NetnsPool netns_pool_{options_.netns_pool};
+  CloneThread cloner_;
   native::LifetimeReaper reaper_;
 };
 

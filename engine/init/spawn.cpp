@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <ctime>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -97,7 +98,14 @@ void report(int fd, std::uint32_t kind, std::int32_t value, std::int64_t extra) 
   } while (n < 0 && errno == EINTR);
 }
 
+static long long now_us() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000LL + t.tv_nsec / 1000;
+}
+
 pid_t spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, const Identity& who) {
+  const long long t0 = now_us();
   const int status = fds[3];
   int error_pipe[2];
   if (::pipe2(error_pipe, O_CLOEXEC) != 0) {
@@ -109,6 +117,7 @@ pid_t spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, con
   args.exit_signal = SIGCHLD;
   args.cgroup = static_cast<std::uint64_t>(fds[4]);
   const pid_t pid = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
+  const long long t1 = now_us();
   if (pid == 0) {
     ::close(error_pipe[0]);
     child(exec, fds, error_pipe[1], who);
@@ -131,7 +140,8 @@ pid_t spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, con
     report(status, protocol::Status::spawn_failed, error);
     return -1;
   }
-  report(status, protocol::Status::started, 0, pid);
+  const long long t2 = now_us();
+  report(status, protocol::Status::started, static_cast<std::int32_t>(t1 - t0), t2 - t1);
   return pid;
 }
 

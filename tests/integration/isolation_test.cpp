@@ -2,7 +2,11 @@
 // read-only image, bounded writable places, a minimal /dev, its own /proc,
 // no host secrets, and a network of loopback only.
 
+#include <pty.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <thread>
 
 #include <filesystem>
 #include <set>
@@ -161,6 +165,40 @@ TEST_F(IsolationTest, NetworkNoneIsLoopbackOnlyAndUp) {
   auto r = s.exec({"python3", "-c", "import socket;socket.create_connection(('192.0.2.1',80),timeout=2)"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.stderr.find("unreachable"), std::string::npos) << r.stderr;
+}
+
+TEST_F(IsolationTest, TheHostsControllingTerminalIsOutOfReach) {
+  // An engine whose process has a terminal (a person running mayura-run):
+  // nothing inside may open it as /dev/tty (TIOCSTI would type into it).
+  int master = -1;
+  const NativeOptions o = options();
+  const pid_t child = ::forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int code = 2;
+    try {
+      auto sbs = create_sandboxes(native_sandboxes(o), {});
+      CreateOptions c;
+      c.lifetime_ms = 60'000;
+      auto s = sbs.create(c);
+      auto r = s.exec({"/bin/sh", "-c", "echo x > /dev/tty; cut -d' ' -f7 /proc/self/stat"});
+      code = (r.exit_code == 0 && r.stdout == "0\n" && r.stderr.find("No such device") != std::string::npos) ? 0 : 1;
+      s.release();
+    } catch (...) {
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  // drain the terminal so the child never blocks on it
+  std::thread drain([master] {
+    char buf[256];
+    while (::read(master, buf, sizeof buf) > 0) {
+    }
+  });
+  ::waitpid(child, &status, 0);
+  ::close(master);
+  drain.join();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 TEST_F(IsolationTest, FeaturesAreHonest) {

@@ -37,6 +37,9 @@ struct NativeOptions {
   std::uint64_t shm_mib = 64;
   std::uint64_t tmpfs_inodes = 262144;
   std::int64_t max_lifetime_ms = 24ll * 3600 * 1000;
+  // Network namespaces kept made ahead (the costliest step of a create).
+  // 0 makes each one during its create.
+  std::size_t netns_pool = 2;
 };
 
 // Creating the provider removes what a dead engine left behind (processes,
