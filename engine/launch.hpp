@@ -1,16 +1,18 @@
 #pragma once
-// Starting a sandbox's init: clone3 into fresh user, mount, pid, net, uts,
-// ipc and cgroup namespaces (straight into the sandbox's cgroup), map its ids
-// to the sandbox's own host range, and exec the init from its memfd. Between
-// clone and exec the child makes raw system calls only: the host process may
-// have many threads, and nothing else is safe there.
+// Starting sandboxes' inits.
+//
+// The engine runs one zygote per provider: its own helper program, started
+// once from the sealed memfd (the only clone the host process ever makes).
+// Each sandbox's init is a fork of the zygote in fresh user, mount, pid, uts,
+// ipc and cgroup namespaces, inside a network namespace the engine made, and
+// straight in the sandbox's cgroup. A fork of a small single-threaded
+// program of our own costs a fraction of an exec, and the host's threads and
+// memory are never copied into a sandbox.
 
 #include <sys/types.h>
 
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
-#include <thread>
 #include <stop_token>
 #include <string>
 
@@ -19,55 +21,57 @@
 
 namespace mayura {
 
-// The one thread that clones inits. It enters each sandbox's (pooled)
-// network namespace for the clone, since setns changes only the calling
-// thread, so no thread of the host process ever changes namespace.
-class CloneThread {
+class Zygote {
  public:
-  CloneThread();
-  ~CloneThread();
-  CloneThread(const CloneThread&) = delete;
-  CloneThread& operator=(const CloneThread&) = delete;
+  Zygote() = default;
+  ~Zygote();
+  // The sealed memfd the zygote runs from; set once, before the first spawn.
+  void use_program(int init_memfd) { memfd_ = init_memfd; }
+  Zygote(const Zygote&) = delete;
+  Zygote& operator=(const Zygote&) = delete;
 
-  // clone3(args) from inside `netns`; the child runs child(arg) and never
-  // returns. The pid, or -1 with errno.
-  long clone_in(int netns, void* args, std::size_t size, void (*child)(const void*), const void* arg);
+  struct Spawned {
+    pid_t pid = -1;
+    UniqueFd pidfd;
+  };
+  // Clones a sandbox's init (restarting the zygote if it died). Throws
+  // SandboxError naming the step.
+  Spawned spawn(const std::string& config, int sandbox_socket, int netns, int cgroup);
 
  private:
-  struct Job;
-  void run();
+  void start();
+  void stop() noexcept;
+  int memfd_ = -1;
   std::mutex mutex_;
-  std::condition_variable changed_;
-  Job* job_ = nullptr;
-  bool stopping_ = false;
-  std::thread thread_;
+  UniqueFd socket_;
+  UniqueFd pidfd_;
 };
 
-// The init process, owned: destroying it kills and reaps it.
+// A sandbox's init, owned: destroying it kills it (the zygote reaps it).
 class InitProcess {
  public:
   InitProcess() = default;
   InitProcess(InitProcess&&) noexcept = default;
   InitProcess& operator=(InitProcess&&) noexcept = default;
-  ~InitProcess() { kill_and_reap(); }
+  ~InitProcess() { kill_and_wait(); }
 
   pid_t pid() const { return pid_; }
-  int pidfd() const { return pidfd_.get(); }
   int control() const { return control_.get(); }
   bool running() const noexcept;
-  void kill_and_reap() noexcept;
+  // SIGKILL, then wait until it (and with it its whole pid namespace) is gone.
+  void kill_and_wait() noexcept;
 
  private:
-  friend InitProcess launch_init(CloneThread&, int, int, int, std::uint32_t, const protocol::Config&, std::stop_token);
+  friend InitProcess launch_init(Zygote&, int, int, std::uint32_t, const protocol::Config&, std::stop_token);
   pid_t pid_ = -1;
   UniqueFd pidfd_;
   UniqueFd control_;
 };
 
-// Starts the init in `netns` (loopback up already), hands it its config,
-// and waits until it reports the sandbox ready. Throws SandboxError naming
-// the failed step.
-InitProcess launch_init(CloneThread& cloner, int netns, int init_memfd, int cgroup_fd, std::uint32_t host_id_base,
+// Starts a sandbox's init in `netns` (loopback up already) and `cgroup_fd`,
+// maps its ids to the host range at `host_id_base`, and waits until it
+// reports the sandbox ready. Throws SandboxError naming the failed step.
+InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t host_id_base,
                         const protocol::Config& config, std::stop_token cancellation);
 
 }  // namespace mayura

@@ -56,6 +56,7 @@ class NativeProvider final : public SandboxProvider {
     cgroup_root_ = cgroups::prepare_root(options_.cgroup_root);
     records::clean_orphans(options_.state_dir, cgroup_root_);
     init_memfd_ = make_init_memfd();
+    zygote_.use_program(init_memfd_.get());
   }
 
   std::string id() const override { return "native"; }
@@ -131,8 +132,7 @@ class NativeProvider final : public SandboxProvider {
     UniqueFd netns(netns_pool_.take());
     if (!netns) fail_step("making the sandbox's network namespace", errno);
     timer.step("network namespace");
-    core->init = launch_init(cloner_, netns.get(), init_memfd_.get(), core->cgroup.fd(), core->host_id_base, config,
-                             cancellation);
+    core->init = launch_init(zygote_, netns.get(), core->cgroup.fd(), core->host_id_base, config, cancellation);
     timer.step("init ready");
 
     reaper_.watch(deadline, core);
@@ -159,7 +159,7 @@ class NativeProvider final : public SandboxProvider {
   std::string cgroup_root_;
   UniqueFd init_memfd_;
   netfilter::NetnsPool netns_pool_{options_.netns_pool};
-  CloneThread cloner_;
+  Zygote zygote_;
   native::LifetimeReaper reaper_;
 };
 

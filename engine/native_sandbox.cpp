@@ -129,9 +129,13 @@ void SandboxCore::end() noexcept {
   std::lock_guard lock(mutex_);
   if (ended_) return;
   ended_ = true;
-  init.kill_and_reap();  // pid 1 dying takes every process of the namespace with it
+  StepTimer timer("release");
+  init.kill_and_wait();  // pid 1 dying takes every process of the namespace with it
+  timer.step("init reaped");
   cgroup.destroy();
+  timer.step("cgroups removed");
   lease.clear();
+  timer.step("record cleared");
 }
 
 bool SandboxCore::alive() const noexcept {

@@ -13,12 +13,20 @@
 namespace mayura::init {
 
 constexpr int kControlFd = 3;
-constexpr int kFirstSourceFd = 4;  // the plan's bind sources, cloned by the engine's child
+constexpr int kFirstSourceFd = 4;  // the plan's bind sources
+constexpr int kParkedFds = 512;    // above every fd the init arranges
 
 struct Identity {
   uid_t uid = 1000;
   gid_t gid = 1000;
 };
+
+// The zygote: serves spawn requests on `engine` until it closes.
+int run_zygote(int engine);
+
+// In a child the zygote cloned into fresh namespaces: becomes the sandbox's
+// init and never returns. `socket` is the sandbox's own socket to the engine.
+[[noreturn]] void sandbox_child(const protocol::Config& config, int socket);
 
 // Writes one status record; errors are ignored (the reader is gone).
 void report(int fd, std::uint32_t kind, std::int32_t value, std::int64_t extra = 0);

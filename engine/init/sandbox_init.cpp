@@ -1,0 +1,224 @@
+// A sandbox's init: the child the zygote cloned into fresh namespaces takes
+// its trees and ids, builds the root, sheds privilege, and becomes pid 1's
+// serve loop: reaping orphans and serving the engine's requests until the
+// engine's socket closes.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <grp.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../capabilities.hpp"
+#include "../fdpass.hpp"
+#include "init.hpp"
+#include "mayura/rootfs/mount_tree.hpp"
+
+namespace mayura::init {
+namespace {
+
+// Setup steps, as reported to the engine (protocol::Status::value).
+enum Step : std::int32_t {
+  kReadConfig = 1,
+  kRootfs = 2,
+  kHostname = 3,
+  kCapabilities = 4,
+  kSignals = 5,
+  kCgroupNs = 6,
+  kFds = 7,
+  kIds = 8,
+};
+
+void close_fds(const std::vector<int>& fds) {
+  for (int fd : fds) ::close(fd);
+}
+
+[[noreturn]] void fail(std::int32_t step, int error, std::int64_t detail = 0) {
+  // detail packs the rootfs op index (high bits) with the errno
+  report(kControlFd, protocol::Status::setup_failed, step, (detail << 16) | (error & 0xffff));
+  ::_exit(1);
+}
+
+// The sequence that turns a fresh set of namespaces into a sandbox.
+Identity contain(const protocol::Config& config) {
+  // Nothing inside may ptrace us or read our memory through /proc.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  ::prctl(PR_SET_NAME, "mayura-init", 0, 0, 0);
+  // Root the cgroup namespace at the sandbox's own cgroup (clone3 roots it at
+  // the engine's), so nothing inside learns the host's cgroup paths.
+  if (::unshare(CLONE_NEWCGROUP) != 0) fail(kCgroupNs, errno);
+  const rootfs::BuildResult built = rootfs::build(config.plan, kFirstSourceFd);
+  if (!built.ok) fail(kRootfs, built.error, built.step);
+  if (::sethostname(config.hostname.data(), config.hostname.size()) != 0) fail(kHostname, errno);
+  if (::chdir(config.workdir.c_str()) != 0) fail(kRootfs, errno, rootfs::kStepPivot);
+  if (caps::drop_bounding_and_inheritable() != 0 || caps::lock_securebits() != 0 || caps::set_no_new_privs() != 0 ||
+      caps::keep_only_init_caps() != 0) {
+    fail(kCapabilities, errno);
+  }
+  return Identity{config.uid, config.gid};
+}
+
+class Server {
+ public:
+  Server(Identity who, int signals) : who_(who), signals_(signals) {}
+
+  [[noreturn]] void run() {
+    for (;;) {
+      pollfd fds[2] = {{kControlFd, POLLIN, 0}, {signals_, POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        shutdown();
+      }
+      if (fds[1].revents & POLLIN) reap();
+      if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) serve_one();
+    }
+  }
+
+ private:
+  void serve_one() {
+    std::string bytes;
+    std::vector<int> fds;
+    const int got = fdpass::receive(kControlFd, bytes, fds);
+    if (got == 0 || (got < 0 && errno != EMSGSIZE && errno != EAGAIN)) shutdown();
+    if (got < 0) return;
+    switch (protocol::kind_of(bytes)) {
+      case protocol::Request::exec: {
+        protocol::Exec exec;
+        if (fds.size() == 5 && protocol::decode(bytes, exec)) {
+          const pid_t pid = spawn_command(exec, fds, who_);
+          if (pid > 0) {
+            // keep only the status pipe: the exit goes there
+            commands_[pid] = ::fcntl(fds[3], F_DUPFD_CLOEXEC, 3);
+          }
+        }
+        break;
+      }
+      case protocol::Request::read:
+      case protocol::Request::write:
+      case protocol::Request::list:
+      case protocol::Request::remove: {
+        protocol::FileRequest request;
+        if (!fds.empty() && protocol::decode(bytes, request)) {
+          serve_file_request(protocol::kind_of(bytes), request, fds, who_);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    close_fds(fds);
+  }
+
+  void reap() {
+    signalfd_siginfo info;
+    while (::read(signals_, &info, sizeof info) == sizeof info) {
+    }
+    for (;;) {
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG | __WALL);
+      if (pid <= 0) break;
+      auto it = commands_.find(pid);
+      if (it != commands_.end()) {
+        report(it->second, protocol::Status::exited, status);
+        ::close(it->second);
+        commands_.erase(it);
+      }
+    }
+  }
+
+  // The engine is gone: so is the sandbox. pid 1 exiting kills every process
+  // in the namespace.
+  [[noreturn]] void shutdown() {
+    ::kill(-1, SIGKILL);
+    ::_exit(0);
+  }
+
+  Identity who_;
+  int signals_;
+  std::map<pid_t, int> commands_;  // pid -> status pipe
+};
+
+int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
+
+}  // namespace
+
+[[noreturn]] void sandbox_child(const protocol::Config& config, int socket) {
+  timespec started{};
+  ::clock_gettime(CLOCK_MONOTONIC, &started);
+  // A session of its own: the engine's terminal, if it has one, is never
+  // reachable as /dev/tty.
+  ::setsid();
+  // The host trees the root binds, cloned while this process is still host
+  // root to the file system (so an image under a root-only directory works),
+  // in this new mount namespace (so the clones carry its locks).
+  const int control = park(socket);
+  if (control < 0) ::_exit(1);
+  std::vector<int> trees;
+  for (std::size_t i = 0; i < config.plan.size(); ++i) {
+    const rootfs::Op& op = config.plan[i];
+    if (op.kind != rootfs::OpKind::bind) continue;
+    int tree = ::open_tree(AT_FDCWD, op.src.c_str(), OPEN_TREE_CLONE | AT_RECURSIVE);
+    if (tree < 0) {
+      if (!(errno == ENOENT && (op.flags & rootfs::kOptional))) {
+        report(control, protocol::Status::setup_failed, kRootfs, (static_cast<std::int64_t>(i) << 16) | errno);
+        ::_exit(1);
+      }
+    } else {
+      mount_attr attr{};
+      attr.attr_set = rootfs::bind_attributes(op.flags);
+      if (::mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0) {
+        report(control, protocol::Status::setup_failed, kRootfs, (static_cast<std::int64_t>(i) << 16) | errno);
+        ::_exit(1);
+      }
+      tree = park(tree);
+    }
+    trees.push_back(tree);
+  }
+  // fds: 0-2 /dev/null (the zygote's), 3 the engine's socket, 4... the trees;
+  // nothing of the zygote's survives.
+  if (::syscall(SYS_close_range, 3, kParkedFds - 1, 0) != 0 || ::dup2(control, kControlFd) < 0) ::_exit(1);
+  for (std::size_t i = 0; i < trees.size(); ++i) {
+    if (trees[i] >= 0 && ::dup2(trees[i], kFirstSourceFd + static_cast<int>(i)) < 0) fail(kFds, errno);
+  }
+  ::syscall(SYS_close_range, kParkedFds, ~0u, 0);
+
+  // The engine writes our id maps, then says go.
+  char go = 0;
+  if (::read(kControlFd, &go, 1) != 1) ::_exit(1);
+  // Root of our user namespace, with no host groups left over.
+  if (::setgroups(0, nullptr) != 0 || ::setresgid(0, 0, 0) != 0 || ::setresuid(0, 0, 0) != 0) fail(kIds, errno);
+
+  const Identity who = contain(config);
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  if (::sigprocmask(SIG_BLOCK, &mask, nullptr) != 0) fail(kSignals, errno);
+  const int signals = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (signals < 0) fail(kSignals, errno);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  protocol::Status ready;
+  ready.kind = protocol::Status::ready;
+  // the init's own start-to-ready time, and when it started, for the engine's trace
+  ready.extra = (now.tv_sec - started.tv_sec) * 1000000 + (now.tv_nsec - started.tv_nsec) / 1000;
+  ready.pad = started.tv_sec * 1000000LL + started.tv_nsec / 1000;
+  [[maybe_unused]] ssize_t n = ::write(kControlFd, &ready, sizeof ready);
+  Server(who, signals).run();
+}
+
+}  // namespace mayura::init
+

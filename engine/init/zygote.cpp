@@ -1,0 +1,109 @@
+// The zygote: clones each sandbox's init on the engine's request, inside the
+// sandbox's network namespace and straight into its cgroup, and hands the
+// engine a pidfd of it. It reaps what it cloned, and exits when the engine's
+// socket closes (the sandboxes live on their own sockets, not on this one).
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include "../fdpass.hpp"
+#include "init.hpp"
+
+namespace mayura::init {
+namespace {
+
+void answer(int engine, std::uint32_t kind, int error, pid_t pid, int pidfd) {
+  protocol::Status s;
+  s.kind = kind;
+  s.value = error;
+  s.extra = pid;
+  std::vector<int> fds;
+  if (pidfd >= 0) fds.push_back(pidfd);
+  fdpass::send(engine, std::string(reinterpret_cast<const char*>(&s), sizeof s), fds);
+}
+
+// fds: the sandbox's socket, its network namespace, its cgroup directory.
+void spawn(int engine, int home_netns, const protocol::Config& config, const std::vector<int>& fds) {
+  if (::setns(fds[1], CLONE_NEWNET) != 0) {
+    answer(engine, protocol::Status::spawn_failed, errno, 0, -1);
+    return;
+  }
+  int pidfd = -1;
+  clone_args args{};
+  args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP |
+               CLONE_INTO_CGROUP | CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  args.cgroup = static_cast<std::uint64_t>(fds[2]);
+  const pid_t pid = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
+  if (pid == 0) sandbox_child(config, fds[0]);
+  const int error = errno;
+  ::setns(home_netns, CLONE_NEWNET);
+  if (pid < 0) {
+    answer(engine, protocol::Status::spawn_failed, error, 0, -1);
+    return;
+  }
+  answer(engine, protocol::Status::started, 0, pid, pidfd);
+  ::close(pidfd);
+}
+
+}  // namespace
+
+int run_zygote(int engine) {
+  ::prctl(PR_SET_NAME, "mayura-zygote", 0, 0, 0);
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  ::signal(SIGPIPE, SIG_IGN);
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &mask, nullptr);
+  const int signals = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  const int home_netns = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  if (signals < 0 || home_netns < 0) return 1;
+
+  for (;;) {
+    pollfd p[2] = {{engine, POLLIN, 0}, {signals, POLLIN, 0}};
+    if (::poll(p, 2, -1) < 0 && errno != EINTR) return 1;
+    if (p[1].revents & POLLIN) {
+      signalfd_siginfo info;
+      while (::read(signals, &info, sizeof info) == sizeof info) {
+      }
+      while (::waitpid(-1, nullptr, WNOHANG | __WALL) > 0) {
+      }
+    }
+    if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    std::string bytes;
+    std::vector<int> fds;
+    const int got = fdpass::receive(engine, bytes, fds);
+    if (got == 0 || (got < 0 && errno != EMSGSIZE)) {
+      // The engine is gone. What it ended is reaped here; a sandbox still
+      // running ends by itself when its own socket closes.
+      while (::waitpid(-1, nullptr, WNOHANG | __WALL) > 0) {
+      }
+      return 0;
+    }
+    if (got < 0) continue;
+    protocol::Config config;
+    if (fds.size() == 3 && protocol::decode(bytes, config)) {
+      spawn(engine, home_netns, config, fds);
+    } else {
+      answer(engine, protocol::Status::spawn_failed, EPROTO, 0, -1);
+    }
+    for (int fd : fds) ::close(fd);
+  }
+}
+
+}  // namespace mayura::init
