@@ -1,5 +1,7 @@
 // Side-by-side timings of the native engine and its anchors, in one run:
-//   (a) library: create + exec /bin/true + release
+//   (a) library: create + exec /bin/true + release, with the default options
+//       (one sandbox of the host image and two network namespaces made
+//       ahead by background threads), and (a0) with nothing made ahead
 //   (b) mayura-run /bin/true
 //   (c) bwrap --ro-bind / / --unshare-all --die-with-parent --cap-drop ALL /bin/true
 //   (d) exec /bin/true in a live sandbox, against (e) a host fork+exec of /bin/true
@@ -111,6 +113,18 @@ int main(int argc, char** argv) {
   });
   row("(a) library create + exec /bin/true + release", a);
 
+  mayura::NativeOptions cold_options;
+  cold_options.prepared = 0;
+  cold_options.netns_pool = 0;
+  auto cold = mayura::create_sandboxes(mayura::native_sandboxes(cold_options), limits);
+  const Stats a0 = measure(n, [&] {
+    auto s = cold.create(create);
+    s.exec({"/bin/true"});
+    s.release();
+  });
+  row("(a0) the same with nothing made ahead", a0);
+  cold.close();
+
   const Stats b = measure(n, [&] { run({runner, "/bin/true"}); });
   row("(b) mayura-run /bin/true", b);
 
@@ -140,7 +154,8 @@ int main(int argc, char** argv) {
   const Stats e = measure(n, [&] { run({"/bin/true"}); });
   row("(e) host fork+exec /bin/true", e);
 
-  std::printf("\nratios (median): a/c = %.2f (aim <= 0.50)   d/e = %.2f (aim <= 2.00)", c.median_ms > 0 ? a.median_ms / c.median_ms : 0.0,
+  std::printf("\nratios (median): a/c = %.2f (aim <= 0.50)   a0/c = %.2f   d/e = %.2f (aim <= 2.00)",
+              c.median_ms > 0 ? a.median_ms / c.median_ms : 0.0, c.median_ms > 0 ? a0.median_ms / c.median_ms : 0.0,
               d.median_ms / e.median_ms);
   if (f.median_ms > 0) std::printf("   a/f = %.2f", a.median_ms / f.median_ms);
   std::printf("\n");

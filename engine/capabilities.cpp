@@ -58,6 +58,18 @@ int become_user(uid_t uid, gid_t gid) {
   return capset_raw(0, 0, 0);
 }
 
+int act_as_user(uid_t uid, gid_t gid) {
+  if (::syscall(SYS_setgroups, 0, nullptr) != 0) return -1;
+  ::syscall(SYS_setfsgid, gid);
+  ::syscall(SYS_setfsuid, uid);
+  // setfs*id report the old id, never an error: ask again to be sure.
+  if (static_cast<uid_t>(::syscall(SYS_setfsuid, -1)) != uid || static_cast<gid_t>(::syscall(SYS_setfsgid, -1)) != gid) {
+    errno = EPERM;
+    return -1;
+  }
+  return capset_raw(0, 0, 0);
+}
+
 int keep_only_init_caps() {
   const std::uint64_t keep = (1ull << CAP_SETUID) | (1ull << CAP_SETGID) | (1ull << CAP_KILL);
   return capset_raw(keep, keep, 0);

@@ -19,6 +19,11 @@ int set_no_new_privs();
 // capability in any set (the uid change clears them; capset makes sure).
 int become_user(uid_t uid, gid_t gid);
 
+// For the init's file helpers: file access as the sandbox user (fsuid,
+// fsgid, no groups) with no capability, while the real and saved ids stay
+// the init's, so nothing the sandbox user runs can signal (stop) a helper.
+int act_as_user(uid_t uid, gid_t gid);
+
 // The init itself: keep only what it needs to start commands as the sandbox
 // user (setuid, setgid) and to kill what it started.
 int keep_only_init_caps();

@@ -117,12 +117,17 @@ SandboxCgroup::SandboxCgroup(const std::string& root, const std::string& name, u
   if (!dir_ || ::fchownat(dir_.get(), "cgroup.procs", owner, group, 0) != 0) {
     const int e = errno;
     destroy();
+    path_.clear();
     fail_step("delegating the sandbox's cgroup", e);
   }
 }
 
 UniqueFd SandboxCgroup::make_command(const std::string& name) const {
-  check_sys(::mkdirat(dir_.get(), name.c_str(), 0755), "making a command's cgroup");
+  if (::mkdirat(dir_.get(), name.c_str(), 0755) != 0) {
+    // the sandbox ended under us: its cgroup is gone
+    if (errno == ENOENT) throw SandboxError(Reason::GONE, "the sandbox has ended");
+    fail_step("making a command's cgroup", errno);
+  }
   UniqueFd fd(::openat(dir_.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd || ::fchownat(fd.get(), "cgroup.procs", owner_, group_, 0) != 0) {
     const int e = errno;
@@ -142,10 +147,9 @@ void SandboxCgroup::remove_command(const std::string& name) const noexcept {
 }
 
 void SandboxCgroup::destroy() noexcept {
-  if (path_.empty()) return;
-  dir_.reset();
+  if (path_.empty() || destroyed_) return;
+  destroyed_ = true;
   kill_and_remove(path_);
-  path_.clear();
 }
 
 bool looks_like_sandbox_cgroup(const std::string& path, const std::string& engine_root) {

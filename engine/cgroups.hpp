@@ -40,11 +40,14 @@ class SandboxCgroup {
   void remove_command(const std::string& name) const noexcept;
 
   // Kills everything in the sandbox, waits until it is gone, removes the tree.
+  // The path and fd stay as they were (a call racing with it fails on the
+  // removed directory instead of touching a reused fd).
   void destroy() noexcept;
 
  private:
   std::string path_;
   UniqueFd dir_;
+  bool destroyed_ = false;
   uid_t owner_ = 0;
   gid_t group_ = 0;
 };

@@ -1,5 +1,6 @@
 #include "fdpass.hpp"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -9,7 +10,7 @@
 
 namespace mayura::fdpass {
 
-int send(int sock, const std::string& bytes, const std::vector<int>& fds) {
+int send(int sock, const std::string& bytes, const std::vector<int>& fds, int timeout_ms) {
   if (fds.size() > kMaxFds || bytes.size() > kMaxMessage) {
     errno = EMSGSIZE;
     return -1;
@@ -28,10 +29,19 @@ int send(int sock, const std::string& bytes, const std::vector<int>& fds) {
     c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
     std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
   }
+  const int flags = MSG_NOSIGNAL | (timeout_ms >= 0 ? MSG_DONTWAIT : 0);
   for (;;) {
-    const ssize_t n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+    const ssize_t n = ::sendmsg(sock, &msg, flags);
     if (n >= 0) return 0;
-    if (errno != EINTR) return -1;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN || timeout_ms < 0) return -1;
+    pollfd p{sock, POLLOUT, 0};
+    const int r = ::poll(&p, 1, timeout_ms);
+    if (r == 0) {
+      errno = ETIMEDOUT;
+      return -1;
+    }
+    if (r < 0 && errno != EINTR) return -1;
   }
 }
 

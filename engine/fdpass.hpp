@@ -10,8 +10,9 @@ namespace mayura::fdpass {
 constexpr std::size_t kMaxMessage = 512 * 1024;
 constexpr std::size_t kMaxFds = 8;
 
-// Sends one message with `fds` attached. 0, or -1 with errno.
-int send(int sock, const std::string& bytes, const std::vector<int>& fds);
+// Sends one message with `fds` attached. 0, or -1 with errno. With a
+// timeout (ms, >= 0) it never blocks longer than that (ETIMEDOUT).
+int send(int sock, const std::string& bytes, const std::vector<int>& fds, int timeout_ms = -1);
 
 // Receives one message; the fds that came with it are owned by the caller
 // (close-on-exec). 1 on a message, 0 on end of stream, -1 with errno.

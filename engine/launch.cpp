@@ -37,8 +37,11 @@ struct ZygoteChild {
 };
 
 [[noreturn]] void zygote_child(const ZygoteChild& a) {
-  // Its own session, no terminal; 0-2 /dev/null, 3 the socket, nothing else.
+  // Its own session, no terminal; 0-2 /dev/null, 3 the socket, nothing else;
+  // no signal blocked (the zygote resets what the host ignores).
   ::syscall(SYS_setsid);
+  const std::uint64_t no_signals = 0;
+  ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &no_signals, nullptr, sizeof no_signals);
   const int exe = static_cast<int>(::syscall(SYS_fcntl, a.memfd, F_DUPFD_CLOEXEC, 10));
   const int socket = static_cast<int>(::syscall(SYS_fcntl, a.socket, F_DUPFD_CLOEXEC, 10));
   if (exe < 0 || socket < 0) ::_exit(120);
@@ -54,10 +57,19 @@ struct ZygoteChild {
   ::_exit(121);
 }
 
-void write_map(pid_t pid, const char* file, std::uint32_t base) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/" + file;
+// /proc/<pid> of the init, checked to be the process `pidfd` names: the
+// zygote reaps at once, so a pid of a dead init could already be another's.
+UniqueFd open_proc(pid_t pid, int pidfd) {
+  UniqueFd dir(::open(("/proc/" + std::to_string(pid)).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir || ::syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) != 0) {
+    throw SandboxError(Reason::INTERNAL, "the sandbox's init ended before it was ready");
+  }
+  return dir;
+}
+
+void write_map(int proc, const char* file, std::uint32_t base) {
   const std::string map = "0 " + std::to_string(base) + " " + std::to_string(kIdCount) + "\n";
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  UniqueFd fd(::openat(proc, file, O_WRONLY | O_CLOEXEC));
   if (!fd || ::write(fd.get(), map.data(), map.size()) != static_cast<ssize_t>(map.size())) {
     fail_step(std::string("writing the sandbox's ") + file, errno);
   }
@@ -142,11 +154,13 @@ Zygote::Spawned Zygote::spawn(const std::string& config, int sandbox_socket, int
   std::lock_guard lock(mutex_);
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!socket_) start();
-    if (fdpass::send(socket_.get(), config, {sandbox_socket, netns, cgroup}) != 0) {
+    if (fdpass::send(socket_.get(), config, {sandbox_socket, netns, cgroup}, kZygoteTimeoutMs) != 0) {
       if (errno != EPIPE && errno != ECONNRESET) fail_step("asking the zygote for a sandbox", errno);
-      stop();  // it died: start another
+      stop();  // it died before it took the request: start another and ask again
       continue;
     }
+    // From here the request may have been carried out: never ask twice with
+    // the same socket (two inits would share it).
     pollfd p{socket_.get(), POLLIN, 0};
     if (::poll(&p, 1, kZygoteTimeoutMs) <= 0) {
       stop();
@@ -158,7 +172,7 @@ Zygote::Spawned Zygote::spawn(const std::string& config, int sandbox_socket, int
     if (got <= 0 || bytes.size() != sizeof(protocol::Status)) {
       for (int fd : fds) ::close(fd);
       stop();
-      continue;
+      throw SandboxError(Reason::INTERNAL, "the zygote failed while starting a sandbox");
     }
     protocol::Status status;
     std::memcpy(&status, bytes.data(), sizeof status);
@@ -210,8 +224,11 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
   init.pidfd_ = std::move(spawned.pidfd);
   timer.step("zygote cloned the init");
 
-  write_map(init.pid_, "uid_map", host_id_base);
-  write_map(init.pid_, "gid_map", host_id_base);
+  {
+    const UniqueFd proc = open_proc(init.pid_, init.pidfd_.get());
+    write_map(proc.get(), "uid_map", host_id_base);
+    write_map(proc.get(), "gid_map", host_id_base);
+  }
   check_sys(fdpass::send(engine_end.get(), "g", {}), "releasing the init");
   const auto released_at = std::chrono::steady_clock::now();
   timer.step("id maps");

@@ -17,6 +17,7 @@
 #include "mayura/rootfs/image.hpp"
 #include "mayura/validate.hpp"
 #include "native_sandbox.hpp"
+#include "prepared.hpp"
 #include "records.hpp"
 #include "sys_error.hpp"
 #include "trace.hpp"
@@ -57,6 +58,7 @@ class NativeProvider final : public SandboxProvider {
     records::clean_orphans(options_.state_dir, cgroup_root_);
     init_memfd_ = make_init_memfd();
     zygote_.use_program(init_memfd_.get());
+    prepared_.start();
   }
 
   std::string id() const override { return "native"; }
@@ -89,11 +91,26 @@ class NativeProvider final : public SandboxProvider {
     }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.lifetime_ms);
 
+    std::shared_ptr<native::SandboxCore> core;
+    if (image.host) core = prepared_.take();
+    timer.step(core ? "prepared sandbox taken" : "no prepared sandbox");
+    if (!core) core = build(image, cancellation);
+    // What is this create's own: its env and its lifetime.
+    core->base_env = base_env(options, core->hostname);
+    reaper_.watch(deadline, core);
+    timer.step("ready");
+    return std::make_unique<native::NativeSandbox>(core);
+  }
+
+ private:
+  // One sandbox, up to a running init: an id range, a record, a cgroup, a
+  // network namespace, the init and its root.
+  std::shared_ptr<native::SandboxCore> build(const rootfs::Image& image, std::stop_token cancellation) {
+    StepTimer timer("build");
     auto core = std::make_shared<native::SandboxCore>();
     const std::string name = random_hex(16);
     core->hostname = "mayura-" + name.substr(0, 8);
     core->workdir = options_.workdir;
-    core->base_env = base_env(options, core->hostname);
 
     rootfs::RootOptions root;
     root.workdir = options_.workdir;
@@ -110,8 +127,8 @@ class NativeProvider final : public SandboxProvider {
     config.workdir = options_.workdir;
     config.uid = options_.uid;
     config.gid = options_.gid;
-
     timer.step("plan");
+
     struct EndOnFailure {
       native::SandboxCore& core;
       bool armed = true;
@@ -134,13 +151,10 @@ class NativeProvider final : public SandboxProvider {
     timer.step("network namespace");
     core->init = launch_init(zygote_, netns.get(), core->cgroup.fd(), core->host_id_base, config, cancellation);
     timer.step("init ready");
-
-    reaper_.watch(deadline, core);
     guard.armed = false;
-    return std::make_unique<native::NativeSandbox>(core);
+    return core;
   }
 
- private:
   std::map<std::string, std::string> base_env(const CreateOptions& options, const std::string& hostname) const {
     std::map<std::string, std::string> env = {
         {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
@@ -161,6 +175,10 @@ class NativeProvider final : public SandboxProvider {
   netfilter::NetnsPool netns_pool_{options_.netns_pool};
   Zygote zygote_;
   native::LifetimeReaper reaper_;
+  // Last: its thread uses everything above, and stops first.
+  native::PreparedPool prepared_{options_.prepared, [this] {
+    return build(rootfs::Image{"host", "/", true}, std::stop_token{});
+  }};
 };
 
 }  // namespace

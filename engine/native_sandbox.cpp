@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +34,10 @@ constexpr auto kDrainAfterExit = std::chrono::milliseconds(250);
 // After a kill, the exit is waited for this long before the sandbox is
 // declared broken.
 constexpr auto kKillGrace = std::chrono::seconds(10);
+// A request the init does not take within this long fails.
+constexpr int kSendTimeoutMs = 5000;
+// A file request whose helper does not finish within this long fails.
+constexpr int kFileTimeoutMs = 120000;
 
 [[noreturn]] void gone() { throw SandboxError(Reason::GONE, "the sandbox has ended"); }
 [[noreturn]] void cancelled() { throw SandboxError(Reason::CANCELLED, "the operation was cancelled"); }
@@ -119,15 +124,24 @@ struct CancelWatch {
 void SandboxCore::send(const std::string& bytes, const std::vector<int>& fds) {
   std::lock_guard lock(mutex_);
   if (ended_) gone();
-  if (fdpass::send(init.control(), bytes, fds) != 0) {
+  // Bounded: an init that stops reading must not hold this lock (and with it
+  // release) for ever.
+  if (fdpass::send(init.control(), bytes, fds, kSendTimeoutMs) != 0) {
     if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN) gone();
+    if (errno == ETIMEDOUT) throw SandboxError(Reason::INTERNAL, "the sandbox's init does not take requests");
     fail_step("sending a request to the sandbox", errno);
   }
 }
 
 void SandboxCore::end() noexcept {
+  // Wake a send blocked on the socket before waiting for its lock. Only the
+  // first end() gets here, and only end() closes the socket, so it is open.
+  if (ending_.exchange(true)) {
+    std::lock_guard lock(mutex_);  // another end() is under way: wait for it
+    return;
+  }
+  if (init.control() >= 0) ::shutdown(init.control(), SHUT_RDWR);
   std::lock_guard lock(mutex_);
-  if (ended_) return;
   ended_ = true;
   StepTimer timer("release");
   init.kill_and_wait();  // pid 1 dying takes every process of the namespace with it
@@ -180,6 +194,9 @@ ExecResult NativeSandbox::exec(const std::vector<std::string>& argv, const ExecO
     devnull.reset(check_sys(::open("/dev/null", O_RDONLY | O_CLOEXEC), "opening /dev/null"));
   }
   const int child_stdin = options.stdin ? in.read.get() : devnull.get();
+  // Everything that can fail is made before the command starts: once it
+  // runs, only the loop below may end it.
+  CancelWatch cancel(options.cancellation);
   core_->send(protocol::encode(request), {child_stdin, out.write.get(), err.write.get(), status.write.get(), cgroup.get()});
   out.write.reset();
   err.write.reset();
@@ -189,9 +206,12 @@ ExecResult NativeSandbox::exec(const std::vector<std::string>& argv, const ExecO
   cgroup.reset();
   timer.step("request sent");
 
-  CancelWatch cancel(options.cancellation);
   const std::size_t limit = options.max_output_bytes.value_or(std::size_t{16} << 20);
-  const auto deadline = options.timeout_ms ? start + std::chrono::milliseconds(*options.timeout_ms) : Clock::time_point::max();
+  // (a timeout beyond a year is no timeout, and must not overflow)
+  const std::int64_t year_ms = 365LL * 24 * 3600 * 1000;
+  const auto deadline = options.timeout_ms && *options.timeout_ms < year_ms
+                            ? start + std::chrono::milliseconds(*options.timeout_ms)
+                            : Clock::time_point::max();
   ExecResult result;
   std::size_t stdin_written = 0;
   bool out_open = true, err_open = true, status_open = true;
@@ -324,11 +344,17 @@ struct FileCall {
 };
 
 // Waits for the status record, honouring cancellation; GONE if the init died.
+[[noreturn]] void file_timeout() {
+  throw SandboxError(Reason::INTERNAL, "the sandbox did not finish a file request in time");
+}
+
 protocol::Status wait_done(SandboxCore& core, int status_fd, const std::stop_token& token) {
   CancelWatch cancel(token);
   for (;;) {
     pollfd p[2] = {{status_fd, POLLIN, 0}, {cancel.event.get(), POLLIN, 0}};
-    if (::poll(p, 2, -1) < 0 && errno != EINTR) fail_step("waiting for a file request", errno);
+    const int r = ::poll(p, 2, kFileTimeoutMs);
+    if (r == 0) file_timeout();
+    if (r < 0 && errno != EINTR) fail_step("waiting for a file request", errno);
     if (p[1].revents & POLLIN) cancelled();
     if (p[0].revents) {
       protocol::Status s;
@@ -348,7 +374,9 @@ std::string read_data(int fd, std::size_t limit, const std::stop_token& token) {
   char buf[65536];
   for (;;) {
     pollfd p[2] = {{fd, POLLIN, 0}, {cancel.event.get(), POLLIN, 0}};
-    if (::poll(p, 2, -1) < 0 && errno != EINTR) fail_step("reading from the sandbox", errno);
+    const int r = ::poll(p, 2, kFileTimeoutMs);
+    if (r == 0) file_timeout();
+    if (r < 0 && errno != EINTR) fail_step("reading from the sandbox", errno);
     if (p[1].revents & POLLIN) cancelled();
     if (!p[0].revents) continue;
     const ssize_t n = ::read(fd, buf, sizeof buf);
@@ -391,7 +419,9 @@ void NativeSandbox::write_file(const std::string& path, std::string_view data, c
     std::size_t written = 0;
     while (written < data.size()) {
       pollfd p[3] = {{call.data.write.get(), POLLOUT, 0}, {cancel.event.get(), POLLIN, 0}, {call.status.read.get(), POLLIN, 0}};
-      if (::poll(p, 3, -1) < 0 && errno != EINTR) fail_step("writing to the sandbox", errno);
+      const int r = ::poll(p, 3, kFileTimeoutMs);
+      if (r == 0) file_timeout();
+      if (r < 0 && errno != EINTR) fail_step("writing to the sandbox", errno);
       if (p[1].revents & POLLIN) cancelled();  // the helper sees a short write and keeps the old file
       if (p[2].revents) break;                 // the helper answered early: it failed
       if (!p[0].revents) continue;

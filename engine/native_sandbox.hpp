@@ -37,6 +37,7 @@ class SandboxCore {
  private:
   mutable std::mutex mutex_;
   bool ended_ = false;
+  std::atomic<bool> ending_{false};
 };
 
 class NativeSandbox final : public SandboxBackend {

@@ -120,6 +120,8 @@ constexpr std::array kHostEtcMasks = {
 Image resolve_image(const std::string& image, const std::string& image_dir) {
   if (image.empty() || image == "host") return Image{"host", "/", true};
   if (image.front() == '/') {
+    // The host's whole root is never an image: `host` is its safe form.
+    if (image.find_first_not_of('/') == std::string::npos) throw ImageError("image / is the host itself; use host");
     if (!is_dir(image)) throw ImageError("image directory " + image + " does not exist");
     if (!is_dir(image + "/bin") && !is_dir(image + "/usr")) {
       throw ImageError("image directory " + image + " holds no root file system (no bin or usr)");

@@ -255,6 +255,8 @@ BuildResult build(const Plan& plan, int first_source_fd) {
     sources[i].reset();
   }
 
+  // Once more, over everything the plan attached: nothing propagates in or out.
+  if (::mount(nullptr, kStaging, nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return {false, kStepPrivate, errno};
   // pivot_root(".", ".") stacks the old root under the new one; detaching it
   // leaves no path to any host file.
   if (::fchdir(root.get()) != 0 || ::syscall(SYS_pivot_root, ".", ".") != 0 || ::umount2(".", MNT_DETACH) != 0 ||

@@ -56,7 +56,13 @@ SandboxesState::~SandboxesState() = default;
 std::size_t SandboxesState::count_live_locked() {
   std::erase_if(live, [](const std::weak_ptr<SandboxState>& weak) {
     auto s = weak.lock();
-    return !s || s->released.load() || Clock::now() >= s->deadline || (s->backend && !s->backend->alive());
+    if (!s || s->released.load() || Clock::now() >= s->deadline) return true;
+    std::shared_ptr<SandboxBackend> backend;
+    {
+      std::lock_guard lock(s->mutex);
+      backend = s->backend;
+    }
+    return !backend || !backend->alive();
   });
   return live.size();
 }

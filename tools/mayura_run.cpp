@@ -157,6 +157,7 @@ mayura::NativeOptions engine_options_from_env() {
   mayura::NativeOptions o;
   // One sandbox per run: a namespace made ahead would only race this one.
   o.netns_pool = 0;
+  o.prepared = 0;
   auto text = [](const char* name, std::string& into) {
     if (const char* v = std::getenv(name); v && *v) into = v;
   };

@@ -1,6 +1,8 @@
-// File requests, each served in a child of the init that has become the
-// sandbox user: what it may touch is exactly what a command may touch, and
-// every path resolves inside the sandbox's own root.
+// File requests, each served in a child of the init that acts as the
+// sandbox user (its file system ids, no capability): what it may touch is
+// exactly what a command may touch, and every path resolves inside the
+// sandbox's own root. Its real ids stay the init's, so the sandbox cannot
+// stop it and stall the engine.
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -256,7 +258,7 @@ void serve_file_request(protocol::Request kind, const protocol::FileRequest& req
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   int error = 0;
   std::int64_t amount = 0;
-  if (caps::become_user(who.uid, who.gid) != 0) {
+  if (caps::act_as_user(who.uid, who.gid) != 0) {
     error = errno;
   } else {
     switch (kind) {

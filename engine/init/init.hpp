@@ -31,9 +31,14 @@ int run_zygote(int engine);
 // Writes one status record; errors are ignored (the reader is gone).
 void report(int fd, std::uint32_t kind, std::int32_t value, std::int64_t extra = 0);
 
-// Starts a command (clone3 into its cgroup) and returns its pid, or -1 after
-// reporting the failure on `status`.
-pid_t spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, const Identity& who);
+// Starts a command (clone3 into its cgroup). On success, the pid and the read
+// end of a pipe that turns readable when the exec has worked (end of file) or
+// failed (an errno); on failure pid -1, the failure reported on `status`.
+struct Spawned {
+  pid_t pid = -1;
+  int error_pipe = -1;
+};
+Spawned spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, const Identity& who);
 
 // Serves one file request in a child that runs as the sandbox user.
 void serve_file_request(protocol::Request kind, const protocol::FileRequest& request, const std::vector<int>& fds,

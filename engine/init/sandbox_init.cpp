@@ -75,11 +75,23 @@ class Server {
   Server(Identity who, int signals) : who_(who), signals_(signals) {}
 
   [[noreturn]] void run() {
+    std::vector<pollfd> fds;
+    std::vector<pid_t> pending;
     for (;;) {
-      pollfd fds[2] = {{kControlFd, POLLIN, 0}, {signals_, POLLIN, 0}};
-      if (::poll(fds, 2, -1) < 0) {
+      fds.assign({{kControlFd, POLLIN, 0}, {signals_, POLLIN, 0}});
+      pending.clear();
+      for (const auto& [pid, command] : commands_) {
+        if (command.error_pipe >= 0) {
+          fds.push_back({command.error_pipe, POLLIN, 0});
+          pending.push_back(pid);
+        }
+      }
+      if (::poll(fds.data(), fds.size(), -1) < 0) {
         if (errno == EINTR) continue;
         shutdown();
+      }
+      for (std::size_t i = 0; i < pending.size(); ++i) {
+        if (fds[i + 2].revents) resolve(pending[i]);
       }
       if (fds[1].revents & POLLIN) reap();
       if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) serve_one();
@@ -97,10 +109,10 @@ class Server {
       case protocol::Request::exec: {
         protocol::Exec exec;
         if (fds.size() == 5 && protocol::decode(bytes, exec)) {
-          const pid_t pid = spawn_command(exec, fds, who_);
-          if (pid > 0) {
-            // keep only the status pipe: the exit goes there
-            commands_[pid] = ::fcntl(fds[3], F_DUPFD_CLOEXEC, 3);
+          const Spawned spawned = spawn_command(exec, fds, who_);
+          if (spawned.pid > 0) {
+            // keep only the status pipe: the start and the exit go there
+            commands_[spawned.pid] = Command{::fcntl(fds[3], F_DUPFD_CLOEXEC, 3), spawned.error_pipe, false};
           }
         }
         break;
@@ -130,11 +142,28 @@ class Server {
       const pid_t pid = ::waitpid(-1, &status, WNOHANG | __WALL);
       if (pid <= 0) break;
       auto it = commands_.find(pid);
-      if (it != commands_.end()) {
-        report(it->second, protocol::Status::exited, status);
-        ::close(it->second);
-        commands_.erase(it);
-      }
+      if (it == commands_.end()) continue;
+      // Dead, so its error pipe has its answer (or its end) by now.
+      if (it->second.error_pipe >= 0) resolve(pid);
+      if (!it->second.failed) report(it->second.status, protocol::Status::exited, status);
+      ::close(it->second.status);
+      commands_.erase(it);
+    }
+  }
+
+  void resolve(pid_t pid) {
+    Command& command = commands_.at(pid);
+    int error = 0;
+    const ssize_t n = ::read(command.error_pipe, &error, sizeof error);
+    if (n < 0 && errno == EAGAIN) return;
+    ::close(command.error_pipe);
+    command.error_pipe = -1;
+    if (n == sizeof error) {
+      // It never ran; its exit is not news.
+      report(command.status, protocol::Status::spawn_failed, error);
+      command.failed = true;
+    } else {
+      report(command.status, protocol::Status::started, 0);
     }
   }
 
@@ -147,7 +176,12 @@ class Server {
 
   Identity who_;
   int signals_;
-  std::map<pid_t, int> commands_;  // pid -> status pipe
+  struct Command {
+    int status;       // the engine's status pipe
+    int error_pipe;   // until the exec is decided; -1 after
+    bool failed;      // the exec failed: its exit is not reported
+  };
+  std::map<pid_t, Command> commands_;
 };
 
 int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
@@ -169,7 +203,9 @@ int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
   for (std::size_t i = 0; i < config.plan.size(); ++i) {
     const rootfs::Op& op = config.plan[i];
     if (op.kind != rootfs::OpKind::bind) continue;
-    int tree = ::open_tree(AT_FDCWD, op.src.c_str(), OPEN_TREE_CLONE | AT_RECURSIVE);
+    // No symlink at the last step: an image entry swapped for a link after
+    // the plan was made must not bind what the link names.
+    int tree = ::open_tree(AT_FDCWD, op.src.c_str(), OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
     if (tree < 0) {
       if (!(errno == ENOENT && (op.flags & rootfs::kOptional))) {
         report(control, protocol::Status::setup_failed, kRootfs, (static_cast<std::int64_t>(i) << 16) | errno);
@@ -178,6 +214,9 @@ int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
     } else {
       mount_attr attr{};
       attr.attr_set = rootfs::bind_attributes(op.flags);
+      // Private: a mount the host makes later under a bound tree (a shared
+      // one, on systemd hosts) must never show up inside.
+      attr.propagation = MS_PRIVATE;
       if (::mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0) {
         report(control, protocol::Status::setup_failed, kRootfs, (static_cast<std::int64_t>(i) << 16) | errno);
         ::_exit(1);

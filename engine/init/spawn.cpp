@@ -11,7 +11,6 @@
 
 #include <cerrno>
 #include <csignal>
-#include <ctime>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -77,8 +76,10 @@ int exec_search(const std::vector<std::string>& argv, const std::vector<std::str
   if (::dup2(fds[0], 0) < 0 || ::dup2(fds[1], 1) < 0 || ::dup2(fds[2], 2) < 0) error = errno;
   // Only 0, 1 and 2 reach the command; the error pipe closes at exec.
   if (!error && ::syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC) != 0) error = errno;
-  if (!error && ::chdir(exec.cwd.c_str()) != 0) error = errno;
+  // The directory is entered as the sandbox user: a path root inside could
+  // enter and the user could not is refused.
   if (!error && caps::become_user(who.uid, who.gid) != 0) error = errno;
+  if (!error && ::chdir(exec.cwd.c_str()) != 0) error = errno;
   if (!error) error = exec_search(exec.argv, exec.env);
   const int message = error;
   [[maybe_unused]] ssize_t n = ::write(error_pipe, &message, sizeof message);
@@ -98,26 +99,18 @@ void report(int fd, std::uint32_t kind, std::int32_t value, std::int64_t extra) 
   } while (n < 0 && errno == EINTR);
 }
 
-static long long now_us() {
-  timespec t{};
-  ::clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1000000LL + t.tv_nsec / 1000;
-}
-
-pid_t spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, const Identity& who) {
-  const long long t0 = now_us();
+Spawned spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, const Identity& who) {
   const int status = fds[3];
   int error_pipe[2];
-  if (::pipe2(error_pipe, O_CLOEXEC) != 0) {
-    report(status, protocol::Status::spawn_failed, errno);
-    return -1;
+  if (::pipe2(error_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    report(status, protocol::Status::spawn_failed, errno, 1);
+    return {};
   }
   clone_args args{};
   args.flags = CLONE_INTO_CGROUP;
   args.exit_signal = SIGCHLD;
   args.cgroup = static_cast<std::uint64_t>(fds[4]);
   const pid_t pid = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
-  const long long t1 = now_us();
   if (pid == 0) {
     ::close(error_pipe[0]);
     child(exec, fds, error_pipe[1], who);
@@ -127,22 +120,12 @@ pid_t spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, con
   if (pid < 0) {
     ::close(error_pipe[0]);
     report(status, protocol::Status::spawn_failed, clone_error, 1);
-    return -1;
+    return {};
   }
-  int error = 0;
-  ssize_t n;
-  do {
-    n = ::read(error_pipe[0], &error, sizeof error);
-  } while (n < 0 && errno == EINTR);
-  ::close(error_pipe[0]);
-  if (n == sizeof error) {
-    // It never ran; it is reaped with the rest, and its exit is not news.
-    report(status, protocol::Status::spawn_failed, error);
-    return -1;
-  }
-  const long long t2 = now_us();
-  report(status, protocol::Status::started, static_cast<std::int32_t>(t1 - t0), t2 - t1);
-  return pid;
+  // Whether the exec worked is read from the error pipe by the serve loop:
+  // waiting here would let a command that stops its own child before exec
+  // freeze the init.
+  return {pid, error_pipe[0]};
 }
 
 }  // namespace mayura::init

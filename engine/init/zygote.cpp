@@ -65,6 +65,11 @@ void spawn(int engine, int home_netns, const protocol::Config& config, const std
 int run_zygote(int engine) {
   ::prctl(PR_SET_NAME, "mayura-zygote", 0, 0, 0);
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  // Whatever the host ignored (SIGCHLD would break reaping) is reset; only
+  // SIGPIPE is ignored, by choice.
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+  }
   ::signal(SIGPIPE, SIG_IGN);
   sigset_t mask;
   sigemptyset(&mask);

@@ -1,6 +1,8 @@
 // exec: results, output, timeouts and cancellation that kill everything a
 // command started, stdin, env, cwd, and many callers at once.
 
+#include <signal.h>
+
 #include <atomic>
 #include <filesystem>
 #include <thread>
@@ -188,6 +190,22 @@ TEST_F(ExecTest, ManyThreadsExecAtOnce) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), 40);
+}
+
+TEST_F(ExecTest, AHostThatIgnoresSigchldStillGetsExitStatuses) {
+  struct sigaction old {};
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGCHLD, &ignore, &old);
+  auto s = create();
+  ExecOptions o;
+  o.timeout_ms = 5000;
+  auto r = s.exec({"/bin/sh", "-c", "exit 3"}, o);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(sh(s, "grep SigIgn /proc/self/status"), "SigIgn:\t0000000000000000\n");
+  s.release();
+  ::sigaction(SIGCHLD, &old, nullptr);
 }
 
 TEST_F(ExecTest, TheInitReapsOrphans) {

@@ -114,5 +114,22 @@ TEST_F(FilesTest, AFullTmpfsKeepsTheOldFile) {
   EXPECT_EQ(sh(s, "ls -A | tr '\\n' ' '"), "keep ");  // no temporary file left
 }
 
+TEST_F(FilesTest, ASandboxThatStopsEverythingItCanCannotStallTheEngine) {
+  auto s = create();
+  // kill -STOP -1 as the sandbox user, over and over
+  sh(s, "setsid sh -c 'while :; do kill -STOP -1 2>/dev/null; done' >/dev/null 2>&1 </dev/null &");
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) {
+    s.write_file("f" + std::to_string(i), std::to_string(i));
+    EXPECT_EQ(s.read_file("f" + std::to_string(i)), std::to_string(i));
+  }
+  EXPECT_EQ(s.list(".").size(), 20u);
+  // a command may be stopped before it runs; the exec still ends at its timeout
+  ExecOptions o;
+  o.timeout_ms = 1000;
+  for (int i = 0; i < 5; ++i) (void)s.exec({"true"}, o);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
 }  // namespace
 }  // namespace mayura::testing

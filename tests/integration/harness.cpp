@@ -26,6 +26,9 @@ NativeOptions isolated_options() {
   o.state_dir = "/run/mayura-test/" + std::to_string(pid);
   o.cgroup_root = cgroups::find_cgroup2_mount() + "/mayura-test-" + std::to_string(pid);
   o.id_slots = 8;
+  // Tests count cgroups and processes: a sandbox made ahead would be one more.
+  // PreparedTest turns it on.
+  o.prepared = 0;
   o.id_base = 0x40000000u + static_cast<std::uint32_t>(pid % 2048) * o.id_slots * 65536u;
   o.image_dir = "/run/mayura-test/" + std::to_string(pid) + "-images";
   ::mkdir("/run/mayura-test", 0700);

@@ -1,7 +1,10 @@
 // Images other than the host's: a directory by path or by name; one that is
 // not there fails INVALID_CONFIG with nothing made.
 
+#include <sys/mount.h>
+
 #include <filesystem>
+#include <fstream>
 
 #include "harness.hpp"
 
@@ -45,6 +48,35 @@ TEST_F(ImagesTest, AMissingImageFailsInvalidConfigAndMakesNothing) {
   int cgroups = 0;
   for (const auto& e : fs::directory_iterator(options().cgroup_root)) cgroups += e.is_directory() ? 1 : 0;
   EXPECT_EQ(cgroups, 0);
+}
+
+TEST_F(ImagesTest, TheHostsWholeRootIsNoImage) {
+  for (const char* image : {"/", "//"}) {
+    CreateOptions c;
+    c.image = image;
+    EXPECT_EQ(reason_of([&] { create(c); }), Reason::INVALID_CONFIG) << image;
+  }
+}
+
+TEST_F(ImagesTest, MountsTheHostMakesLaterNeverPropagateIn) {
+  // An image on a shared mount, as on systemd hosts where / is shared.
+  const std::string shared = options().image_dir + "/shared";
+  fs::create_directories(shared);
+  ASSERT_EQ(::mount("tmpfs", shared.c_str(), "tmpfs", 0, "mode=0755"), 0);
+  ASSERT_EQ(::mount(nullptr, shared.c_str(), nullptr, MS_SHARED, nullptr), 0);
+  const std::string image = make_tiny_image(shared + "/img", {"/bin/ls", "/bin/cat"});
+  fs::create_directories(image + "/usr/src");
+  CreateOptions c;
+  c.image = image;
+  auto s = create(c);
+  // the host mounts something under the image after the sandbox was made
+  ASSERT_EQ(::mount("tmpfs", (image + "/usr/src").c_str(), "tmpfs", 0, "mode=0777"), 0);
+  std::ofstream(image + "/usr/src/planted") << "x";
+  EXPECT_EQ(sh(s, "ls -A /usr/src"), "");
+  EXPECT_EQ(sh(s, "cat /proc/self/mountinfo").find(" /usr/src "), std::string::npos);
+  s.release();
+  ::umount2((image + "/usr/src").c_str(), MNT_DETACH);
+  ::umount2(shared.c_str(), MNT_DETACH);
 }
 
 }  // namespace

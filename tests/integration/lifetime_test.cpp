@@ -154,5 +154,34 @@ TEST_F(LifetimeTest, ManySandboxesAtOnceEachWithItsOwnIds) {
   EXPECT_EQ(reason_of([&] { create(); }), Reason::LIMIT_REACHED);
 }
 
+TEST_F(LifetimeTest, PreparedSandboxesAreHandedOutFreshAndEndedWithTheProvider) {
+  options().prepared = 2;
+  sandboxes();
+  // the pool fills in the background
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (cgroups_under(options().cgroup_root) < 2 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(cgroups_under(options().cgroup_root), 2);
+  EXPECT_EQ(sandboxes().size(), 0u);  // made ahead is not alive for the caller
+  CreateOptions c;
+  c.env = {{"MINE", "a"}};
+  auto a = create(c);
+  c.env = {{"MINE", "b"}};
+  auto b = create(c);
+  EXPECT_EQ(sh(a, "echo $MINE"), "a\n");
+  EXPECT_EQ(sh(b, "echo $MINE"), "b\n");
+  EXPECT_NE(sh(a, "hostname"), sh(b, "hostname"));
+  EXPECT_EQ(sh(a, "ls -A /workspace | wc -l; ls -A /tmp | wc -l"), "0\n0\n");
+  a.write_file("x", "1");
+  EXPECT_EQ(reason_of([&] { b.read_file("x"); }), Reason::NOT_FOUND);
+  // a lifetime starts at create, not when the sandbox was made
+  c.lifetime_ms = 300;
+  auto short_lived = create(c);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(reason_of([&] { short_lived.exec({"true"}); }), Reason::GONE);
+  // closing ends what was made ahead too (checked by the leak check)
+}
+
 }  // namespace
 }  // namespace mayura::testing

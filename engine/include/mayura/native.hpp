@@ -40,6 +40,9 @@ struct NativeOptions {
   // Network namespaces kept made ahead (the costliest step of a create).
   // 0 makes each one during its create.
   std::size_t netns_pool = 2;
+  // Sandboxes of the host image kept made ahead, so a create only hands one
+  // out. 0 builds each one during its create.
+  std::size_t prepared = 1;
 };
 
 // Creating the provider removes what a dead engine left behind (processes,

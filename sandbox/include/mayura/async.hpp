@@ -51,16 +51,19 @@ auto async_run(const boost::asio::any_io_executor& fallback, Token&& token, Fn f
         std::thread([handler = std::move(handler), work = std::move(work), stop,
                      guard = std::move(guard)]() mutable {
           std::exception_ptr error;
-          auto done_slot = asio::get_associated_cancellation_slot(handler);
           if constexpr (std::is_void_v<R>) {
             try {
               work(stop->get_token());
             } catch (...) {
               error = std::current_exception();
             }
-            if (done_slot.is_connected()) done_slot.clear();
             auto ex = guard.get_executor();
-            asio::dispatch(ex, [handler = std::move(handler), error]() mutable { std::move(handler)(error); });
+            // The slot is cleared on the handler's executor, where emit() runs.
+            asio::dispatch(ex, [handler = std::move(handler), error]() mutable {
+              auto done = asio::get_associated_cancellation_slot(handler);
+              if (done.is_connected()) done.clear();
+              std::move(handler)(error);
+            });
           } else {
             std::optional<R> result;
             try {
@@ -68,9 +71,10 @@ auto async_run(const boost::asio::any_io_executor& fallback, Token&& token, Fn f
             } catch (...) {
               error = std::current_exception();
             }
-            if (done_slot.is_connected()) done_slot.clear();
             auto ex = guard.get_executor();
             asio::dispatch(ex, [handler = std::move(handler), error, result = std::move(result)]() mutable {
+              auto done = asio::get_associated_cancellation_slot(handler);
+              if (done.is_connected()) done.clear();
               std::move(handler)(error, result ? std::move(*result) : R{});
             });
           }
