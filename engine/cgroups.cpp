@@ -140,6 +140,18 @@ UniqueFd SandboxCgroup::make_command(const std::string& name) const {
 void SandboxCgroup::kill_command(const std::string& name) const noexcept {
   const std::string path = path_ + "/" + name;
   if (!write_file(path + "/cgroup.kill", "1")) kill_by_listing(path);
+  // Return once every process of it is gone (bounded): a caller told "timed
+  // out" may count on nothing of the command running any more.
+  using namespace std::chrono;
+  const auto give_up = steady_clock::now() + seconds(2);
+  auto pause = microseconds(50);
+  try {
+    while (populated(path) && steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, microseconds(5000));
+    }
+  } catch (...) {
+  }
 }
 
 void SandboxCgroup::remove_command(const std::string& name) const noexcept {

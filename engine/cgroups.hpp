@@ -34,7 +34,8 @@ class SandboxCgroup {
 
   // A command's cgroup, delegated like the sandbox's; its directory fd.
   UniqueFd make_command(const std::string& name) const;
-  // Kills every process of one command (and all it started).
+  // Kills every process of one command (and all it started), and waits
+  // (bounded) until none is left.
   void kill_command(const std::string& name) const noexcept;
   // Removes a command's cgroup if nothing of it runs any more.
   void remove_command(const std::string& name) const noexcept;

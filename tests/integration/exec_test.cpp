@@ -18,10 +18,13 @@ namespace {
 
 using ExecTest = NativeTest;
 
-// pids inside the sandbox other than the init and the shell that asks
+// live pids inside the sandbox other than the init and the shell that asks
+// (a zombie is dead; the init reaps it a moment later)
 int other_processes(const Sandbox& s) {
   const ExecResult r = s.exec({"/bin/sh", "-c",
-                               "n=0; for p in /proc/[0-9]*; do p=${p#/proc/}; [ $p = 1 ] || [ $p = $$ ] || n=$((n+1)); done; echo $n"});
+                               "n=0; for p in /proc/[0-9]*; do p=${p#/proc/}; [ $p = 1 ] || [ $p = $$ ] || "
+                               "[ \"$(cut -d' ' -f3 /proc/$p/stat 2>/dev/null)\" != Z ] || continue; "
+                               "[ $p = 1 ] || [ $p = $$ ] || [ ! -e /proc/$p ] || n=$((n+1)); done; echo $n"});
   // the for-loop's own subshells are gone by the time it prints
   return std::stoi(r.stdout);
 }

@@ -1,6 +1,7 @@
 // Images other than the host's: a directory by path or by name; one that is
 // not there fails INVALID_CONFIG with nothing made.
 
+#include <sched.h>
 #include <sys/mount.h>
 
 #include <filesystem>
@@ -59,7 +60,12 @@ TEST_F(ImagesTest, TheHostsWholeRootIsNoImage) {
 }
 
 TEST_F(ImagesTest, MountsTheHostMakesLaterNeverPropagateIn) {
-  // An image on a shared mount, as on systemd hosts where / is shared.
+  // An image on a shared mount, as on systemd hosts where / is shared. The
+  // test's mounts live in a mount namespace of its own (tests run in
+  // parallel and check the host's mount table); the engine, started after
+  // this, works from that namespace.
+  ASSERT_EQ(::unshare(CLONE_NEWNS), 0);
+  ASSERT_EQ(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0);
   const std::string shared = options().image_dir + "/shared";
   fs::create_directories(shared);
   ASSERT_EQ(::mount("tmpfs", shared.c_str(), "tmpfs", 0, "mode=0755"), 0);
