@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fdpass.hpp"
@@ -95,6 +96,16 @@ std::string setup_step_name(std::int32_t step, std::int64_t detail) {
   }
 }
 
+// A SOCK_SEQPACKET pair: the engine's end (with room for large requests)
+// and the other.
+std::pair<UniqueFd, UniqueFd> seqpacket_pair(const char* what) {
+  int pair[2];
+  check_sys(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), std::string("making ") + what);
+  const int big = 4 << 20;
+  ::setsockopt(pair[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big);
+  return {UniqueFd(pair[0]), UniqueFd(pair[1])};
+}
+
 // Waits (bounded, cancellable) until `fd` is readable.
 bool wait_readable(int fd, int timeout_ms, const std::stop_token& cancellation) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -130,12 +141,7 @@ void Zygote::stop() noexcept {
 }
 
 void Zygote::start() {
-  int pair[2];
-  check_sys(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), "making the zygote's socket");
-  UniqueFd engine_end(pair[0]);
-  UniqueFd zygote_end(pair[1]);
-  const int big = 4 << 20;
-  ::setsockopt(engine_end.get(), SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big);
+  auto [engine_end, zygote_end] = seqpacket_pair("the zygote's socket");
   UniqueFd devnull(check_sys(::open("/dev/null", O_RDWR | O_CLOEXEC), "opening /dev/null"));
   ZygoteChild child{zygote_end.get(), memfd_, devnull.get()};
   int pidfd = -1;
@@ -210,12 +216,7 @@ void InitProcess::kill_and_wait() noexcept {
 InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t host_id_base,
                         const protocol::Config& config, std::stop_token cancellation) {
   StepTimer timer("launch");
-  int pair[2];
-  check_sys(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), "making the control socket");
-  UniqueFd engine_end(pair[0]);
-  UniqueFd init_end(pair[1]);
-  const int big = 4 << 20;
-  ::setsockopt(engine_end.get(), SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big);
+  auto [engine_end, init_end] = seqpacket_pair("the control socket");
 
   Zygote::Spawned spawned = zygote.spawn(protocol::encode(config), init_end.get(), netns, cgroup_fd);
   init_end.reset();

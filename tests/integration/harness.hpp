@@ -13,6 +13,7 @@
 
 #include "mayura/native.hpp"
 #include "mayura/sandbox.hpp"
+#include "../support/reason_of.hpp"
 
 namespace mayura::testing {
 
@@ -54,16 +55,6 @@ class NativeTest : public ::testing::Test {
   std::optional<Sandboxes> sandboxes_;
 };
 
-template <class Fn>
-Reason reason_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const SandboxError& e) {
-    return e.reason();
-  }
-  ADD_FAILURE() << "expected a SandboxError";
-  return Reason::INTERNAL;
-}
 
 // A host file's whole contents ("" if unreadable).
 std::string read_host(const std::string& path);

@@ -6,22 +6,15 @@
 
 #include "fake_provider.hpp"
 #include "mayura/sandbox.hpp"
+#include "../support/reason_of.hpp"
 
 namespace mayura {
 namespace {
 
+using testing::reason_of;
+
 using testing::FakeProvider;
 
-template <class Fn>
-Reason reason_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const SandboxError& e) {
-    return e.reason();
-  }
-  ADD_FAILURE() << "no SandboxError";
-  return Reason::INTERNAL;
-}
 
 struct Fixture : ::testing::Test {
   std::shared_ptr<FakeProvider> provider = std::make_shared<FakeProvider>();

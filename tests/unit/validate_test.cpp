@@ -1,19 +1,13 @@
 #include <gtest/gtest.h>
 
 #include "mayura/sandbox.hpp"
+#include "../support/reason_of.hpp"
 
 namespace mayura {
 namespace {
 
-Reason reason_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const SandboxError& e) {
-    return e.reason();
-  }
-  ADD_FAILURE() << "no SandboxError";
-  return Reason::INTERNAL;
-}
+using testing::reason_of;
+
 
 TEST(Validate, PathsRefuseEmptyNulAndOverlong) {
   EXPECT_NO_THROW(check_path("a/b.txt"));

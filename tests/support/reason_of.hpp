@@ -1,0 +1,22 @@
+#pragma once
+// The reason of the SandboxError a call throws; a test failure if it throws
+// none.
+
+#include <gtest/gtest.h>
+
+#include "mayura/errors.hpp"
+
+namespace mayura::testing {
+
+template <class Fn>
+Reason reason_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const SandboxError& e) {
+    return e.reason();
+  }
+  ADD_FAILURE() << "expected a SandboxError";
+  return Reason::INTERNAL;
+}
+
+}  // namespace mayura::testing
