@@ -285,7 +285,6 @@ ExecResult NativeSandbox::exec(const std::vector<std::string>& argv, const ExecO
           if (s.kind == protocol::Status::started) {
             started = true;
             timer.step("started");
-            if (tracing()) std::fprintf(stderr, "mayura-trace exec   (inside: clone3 %d us, to exec %lld us)\n", s.value, static_cast<long long>(s.extra));
           } else if (s.kind == protocol::Status::spawn_failed) {
             const int e = s.value;
             result.exit_code = (e == ENOENT || e == ENOTDIR) ? 127 : 126;
