@@ -44,6 +44,26 @@ void clean_locked(int fd, const std::string& cgroup_root) {
   }
 }
 
+// Opens and locks the record at `path` without waiting; an fd only if the
+// lock is held on the file that is at the path now.
+UniqueFd lock_record(const std::string& path, bool create) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600));
+    if (!fd) {
+      if (errno == ENOENT && !create) return UniqueFd();
+      fail_step("opening a slot record", errno);
+    }
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return UniqueFd();
+    struct stat held {}, now {};
+    if (::fstat(fd.get(), &held) == 0 && ::stat(path.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+        held.st_dev == now.st_dev && held.st_nlink > 0) {
+      return fd;
+    }
+    if (!create) return UniqueFd();  // removed while we opened it: it was live or cleaned
+  }
+  return UniqueFd();
+}
+
 }  // namespace
 
 SlotLease SlotLease::acquire(const std::string& state_dir, const std::string& cgroup_root, std::uint32_t slots) {
@@ -53,12 +73,12 @@ SlotLease SlotLease::acquire(const std::string& state_dir, const std::string& cg
   for (std::uint32_t i = 0; i < slots; ++i) {
     const std::uint32_t slot = (start + i) % slots;
     const std::string path = slots_dir(state_dir) + "/" + std::to_string(slot);
-    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!fd) fail_step("opening the slot record", errno);
-    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
+    UniqueFd fd = lock_record(path, true);
+    if (!fd) continue;
     clean_locked(fd.get(), cgroup_root);
     SlotLease lease;
     lease.fd_ = std::move(fd);
+    lease.path_ = path;
     lease.slot_ = slot;
     return lease;
   }
@@ -74,7 +94,9 @@ void SlotLease::record(const std::string& cgroup_path) {
 
 void SlotLease::clear() noexcept {
   if (!fd_) return;
-  if (::ftruncate(fd_.get(), 0) != 0) {
+  // Removed while locked, so the directory holds only live and dead
+  // engines' records; a racing opener sees the unlink and tries again.
+  if (::unlink(path_.c_str()) != 0 && ::ftruncate(fd_.get(), 0) != 0) {
     // the next engine cleans it; the cgroup it names is gone already
   }
   fd_.reset();  // closing drops the flock
@@ -87,13 +109,15 @@ int clean_orphans(const std::string& state_dir, const std::string& cgroup_root) 
   if (!dir) return 0;
   while (const dirent* e = ::readdir(dir)) {
     if (e->d_name[0] == '.') continue;
-    UniqueFd fd(::openat(::dirfd(dir), e->d_name, O_RDWR | O_CLOEXEC | O_NOFOLLOW));
-    if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
+    const std::string path = slots_dir(state_dir) + "/" + e->d_name;
+    UniqueFd fd = lock_record(path, false);
+    if (!fd) continue;
     struct stat st {};
     if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) {
       clean_locked(fd.get(), cgroup_root);
       ++removed;
     }
+    ::unlink(path.c_str());
   }
   ::closedir(dir);
   return removed;

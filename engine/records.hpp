@@ -1,9 +1,12 @@
 #pragma once
 // The engine's records of live sandboxes, one lock file per id slot under
-// <state_dir>/slots. A live engine holds the flock of each slot it uses; a
-// slot whose file is unlocked but not empty was left by an engine that died,
-// and whatever it names (the sandbox's cgroup, and with it every process) is
-// removed before the slot is used again.
+// <state_dir>/slots. A live engine holds the flock of each slot it uses and
+// removes the file when the sandbox is gone; a file that is there but
+// unlocked was left by an engine that died, and whatever it names (the
+// sandbox's cgroup, and with it every process) is removed before the slot is
+// used again. A lock counts only if the file is still the one at the path
+// (the classic lock-file check), so removing files never lets two engines
+// hold one slot.
 
 #include <cstdint>
 #include <string>
@@ -31,6 +34,7 @@ class SlotLease {
 
  private:
   UniqueFd fd_;
+  std::string path_;
   std::uint32_t slot_ = 0;
 };
 

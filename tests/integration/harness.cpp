@@ -83,7 +83,7 @@ void expect_nothing_leaked(const NativeOptions& o, const HostSnapshot& before) {
   const std::string slots = o.state_dir + "/slots";
   if (fs::exists(slots)) {
     for (const auto& e : fs::directory_iterator(slots)) {
-      EXPECT_EQ(fs::file_size(e.path()), 0u) << "record left: " << e.path();
+      ADD_FAILURE() << "record left: " << e.path() << " (" << fs::file_size(e.path()) << " bytes)";
     }
   }
   fs::remove_all(o.state_dir);
