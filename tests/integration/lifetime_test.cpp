@@ -147,6 +147,34 @@ TEST_F(LifetimeTest, ManySandboxesAtOnceEachWithItsOwnIds) {
   EXPECT_EQ(reason_of([&] { create(); }), Reason::LIMIT_REACHED);
 }
 
+TEST_F(LifetimeTest, TwoEnginesOnOneHostNeverShareAnIdRange) {
+  // A second engine with the same state directory, as two agent hosts on one
+  // machine would have.
+  SandboxesOptions l;
+  l.max_sandboxes = 8;
+  auto other = create_sandboxes(native_sandboxes(options()), l);
+  limits_.max_sandboxes = 4;
+  sandboxes();
+  std::vector<Sandbox> all(8);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      CreateOptions c;
+      c.lifetime_ms = 60'000;
+      all[static_cast<std::size_t>(i)] = (i % 2 ? other : sandboxes()).create(c);
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::set<std::string> maps;
+  for (auto& s : all) maps.insert(sh(s, "cat /proc/self/uid_map"));
+  EXPECT_EQ(maps.size(), 8u);
+  // every one of the 8 slots is taken now: a ninth fails, it does not share
+  CreateOptions c;
+  c.lifetime_ms = 1000;
+  EXPECT_EQ(reason_of([&] { other.create(c); }), Reason::LIMIT_REACHED);
+  other.close();
+}
+
 TEST_F(LifetimeTest, PreparedSandboxesAreHandedOutFreshAndEndedWithTheProvider) {
   options().prepared = 2;
   sandboxes();
