@@ -204,9 +204,18 @@ void InitProcess::kill_and_wait() noexcept {
   if (!pidfd_) return;
   ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
   // A pidfd turns readable once the process has exited; for a pid namespace's
-  // init that is after every process of the namespace is gone.
+  // init that is after every process of the namespace is gone. Bounded: a
+  // process stuck in the kernel must not hang a release for ever.
   pollfd p{pidfd_.get(), POLLIN, 0};
-  while (::poll(&p, 1, 10000) < 0 && errno == EINTR) {
+  int ready;
+  do {
+    ready = ::poll(&p, 1, 10000);
+  } while (ready < 0 && errno == EINTR);
+  // The init is the engine's child (the zygote clones it with CLONE_PARENT):
+  // reap it here, so nothing of it is left when release returns.
+  siginfo_t info{};
+  const int flags = WEXITED | __WALL | (ready == 1 ? 0 : WNOHANG);
+  while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, flags) != 0 && errno == EINTR) {
   }
   pidfd_.reset();
   control_.reset();

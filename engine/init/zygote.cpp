@@ -1,7 +1,8 @@
 // The zygote: clones each sandbox's init on the engine's request, inside the
-// sandbox's network namespace and straight into its cgroup, and hands the
-// engine a pidfd of it. It reaps what it cloned, and exits when the engine's
-// socket closes (the sandboxes live on their own sockets, not on this one).
+// sandbox's network namespace and straight into its cgroup, as a child of
+// the engine's process, and hands the engine a pidfd of it. It exits when
+// the engine's socket closes (the sandboxes live on their own sockets, not
+// on this one).
 
 #include <fcntl.h>
 #include <linux/sched.h>
@@ -43,10 +44,13 @@ void spawn(int engine, int home_netns, const protocol::Config& config, const std
   }
   int pidfd = -1;
   clone_args args{};
+  // CLONE_PARENT: the init is the engine's child, not ours, so the engine
+  // reaps it itself the moment it releases the sandbox (and, like the
+  // zygote, it sends the engine no SIGCHLD).
   args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP |
-               CLONE_INTO_CGROUP | CLONE_PIDFD;
+               CLONE_INTO_CGROUP | CLONE_PIDFD | CLONE_PARENT;
   args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
-  args.exit_signal = SIGCHLD;
+  args.exit_signal = 0;
   args.cgroup = static_cast<std::uint64_t>(fds[2]);
   const pid_t pid = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
   if (pid == 0) sandbox_child(config, fds[0]);
