@@ -134,25 +134,39 @@ void SandboxCore::send(const std::string& bytes, const std::vector<int>& fds) {
 }
 
 void SandboxCore::end() noexcept {
-  // Wake a send blocked on the socket before waiting for its lock. Only the
-  // first end() gets here, and only end() closes the socket, so it is open.
   if (ending_.exchange(true)) {
-    std::lock_guard lock(mutex_);  // another end() is under way: wait for it
+    wait_ended();  // another end() is under way: return when it is done
     return;
   }
+  // Wake a send blocked on the socket before waiting for its lock. Only the
+  // first end() gets here, and only end() closes the socket, so it is open.
   if (init.control() >= 0) ::shutdown(init.control(), SHUT_RDWR);
-  std::lock_guard lock(mutex_);
-  ended_ = true;
-  StepTimer timer("release");
-  init.kill_and_wait();  // pid 1 dying takes every process of the namespace with it
-  timer.step("init reaped");
-  cgroup.destroy();
-  timer.step("cgroups removed");
-  lease.clear();
-  timer.step("record cleared");
+  {
+    std::lock_guard lock(mutex_);
+    ended_ = true;
+    StepTimer timer("release");
+    init.kill_and_wait();  // pid 1 dying takes every process of the namespace with it
+    timer.step("init reaped");
+    cgroup.destroy();
+    timer.step("cgroups removed");
+    lease.clear();
+    timer.step("record cleared");
+  }
+  finished_.store(true);
+  finished_.notify_all();
+}
+
+void SandboxCore::wait_ended() const noexcept {
+  if (ending_.load()) finished_.wait(false);
+}
+
+void SandboxCore::gone_once_ended() {
+  end();  // if the init died on its own, this removes the rest; else waits
+  gone();
 }
 
 bool SandboxCore::alive() const noexcept {
+  if (ending_.load()) return false;
   std::lock_guard lock(mutex_);
   return !ended_ && init.running();
 }
@@ -314,11 +328,12 @@ ExecResult NativeSandbox::exec(const std::vector<std::string>& argv, const ExecO
   result.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
 
   if (!exited) {
-    // The status pipe closed with no exit: the init, and the sandbox, are gone.
-    if (!core_->alive()) gone();
+    // The status pipe closed with no exit: the init, and the sandbox, are
+    // gone (and GONE is said only once everything of it is removed).
+    if (!core_->alive()) core_->gone_once_ended();
     if (was_cancelled) cancelled();
     if (killed) throw SandboxError(Reason::INTERNAL, "the command could not be stopped");
-    gone();
+    core_->gone_once_ended();
   }
   if (was_cancelled) cancelled();
   if (result.timed_out) {
@@ -358,7 +373,7 @@ protocol::Status wait_done(SandboxCore& core, int status_fd, const std::stop_tok
     if (p[0].revents) {
       protocol::Status s;
       if (!read_status(status_fd, s) || s.kind != protocol::Status::done) {
-        if (!core.alive()) gone();
+        if (!core.alive()) core.gone_once_ended();
         throw SandboxError(Reason::INTERNAL, "the sandbox's file helper failed");
       }
       return s;

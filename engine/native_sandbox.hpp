@@ -30,14 +30,21 @@ class SandboxCore {
 
   // Sends one request to the init; GONE if the sandbox has ended.
   void send(const std::string& bytes, const std::vector<int>& fds);
-  // Ends the sandbox and removes everything of it. Idempotent, thread-safe.
+  // Ends the sandbox and removes everything of it. Idempotent, thread-safe;
+  // every call returns once the removal is done.
   void end() noexcept;
+  // False from the moment an end() starts.
   bool alive() const noexcept;
+  // If an end() has started, waits until it is done.
+  void wait_ended() const noexcept;
+  // Ends the sandbox (or waits for the end() under way) and throws GONE.
+  [[noreturn]] void gone_once_ended();
 
  private:
   mutable std::mutex mutex_;
   bool ended_ = false;
   std::atomic<bool> ending_{false};
+  std::atomic<bool> finished_{false};
 };
 
 class NativeSandbox final : public SandboxBackend {
