@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stop_token>
 
@@ -112,10 +113,14 @@ bool read_status(int fd, protocol::Status& status) {
 
 // Wakes a poll loop when the caller cancels.
 struct CancelWatch {
+  struct Wake {
+    int fd;
+    void operator()() const noexcept { io::signal_eventfd(fd); }
+  };
   UniqueFd event = io::make_eventfd();
-  std::optional<std::stop_callback<std::function<void()>>> callback;
+  std::unique_ptr<std::stop_callback<Wake>> callback;
   explicit CancelWatch(const std::stop_token& token) {
-    if (token.stop_possible()) callback.emplace(token, std::function<void()>([fd = event.get()] { io::signal_eventfd(fd); }));
+    if (token.stop_possible()) callback = std::make_unique<std::stop_callback<Wake>>(token, Wake{event.get()});
   }
 };
 
