@@ -305,10 +305,18 @@ ExecResult NativeSandbox::exec(const std::vector<std::string>& argv, const ExecO
             started = true;
             timer.step("started");
           } else if (s.kind == protocol::Status::spawn_failed) {
+            // Like a shell: 127 for a command not found, 126 for one that
+            // cannot run (or a directory that cannot be entered).
             const int e = s.value;
-            result.exit_code = (e == ENOENT || e == ENOTDIR) ? 127 : 126;
-            if (s.extra == 1) fail_step("starting the command", e);
-            const std::string message = "mayura: cannot run " + argv[0] + ": " + std::strerror(e) + "\n";
+            const auto step = static_cast<protocol::SpawnStep>(s.extra);
+            if (step == protocol::SpawnStep::clone || step == protocol::SpawnStep::setup) {
+              fail_step("starting the command", e);
+            }
+            const bool not_found = step == protocol::SpawnStep::exec && (e == ENOENT || e == ENOTDIR);
+            result.exit_code = not_found ? 127 : 126;
+            const std::string message = step == protocol::SpawnStep::cwd
+                                            ? "mayura: cannot enter " + request.cwd + ": " + std::strerror(e) + "\n"
+                                            : "mayura: cannot run " + argv[0] + ": " + std::strerror(e) + "\n";
             result.stderr += message;
             if (options.on_stderr) options.on_stderr(message);
             exited = true;

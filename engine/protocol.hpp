@@ -44,6 +44,9 @@ struct FileRequest {
   std::uint64_t max_bytes = 0;  // read: a larger file fails EFBIG
 };
 
+// Which step of starting a command failed (Status::extra of spawn_failed).
+enum class SpawnStep : std::int64_t { exec = 0, clone = 1, cwd = 2, setup = 3 };
+
 // One record on a status pipe; 24 bytes, so each write is atomic.
 struct Status {
   enum Kind : std::uint32_t { setup_failed = 1, ready = 2, started = 3, spawn_failed = 4, exited = 5, done = 6 };

@@ -153,14 +153,14 @@ class Server {
 
   void resolve(pid_t pid) {
     Command& command = commands_.at(pid);
-    int error = 0;
-    const ssize_t n = ::read(command.error_pipe, &error, sizeof error);
+    int failure[2] = {0, 0};  // {step, errno}
+    const ssize_t n = ::read(command.error_pipe, failure, sizeof failure);
     if (n < 0 && errno == EAGAIN) return;
     ::close(command.error_pipe);
     command.error_pipe = -1;
-    if (n == sizeof error) {
+    if (n == sizeof failure) {
       // It never ran; its exit is not news.
-      report(command.status, protocol::Status::spawn_failed, error);
+      report(command.status, protocol::Status::spawn_failed, failure[1], failure[0]);
       command.failed = true;
     } else {
       report(command.status, protocol::Status::started, 0);

@@ -72,17 +72,24 @@ int exec_search(const std::vector<std::string>& argv, const std::vector<std::str
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 
-  int error = 0;
+  // {step, errno} of the first failure goes to the error pipe.
+  int message[2] = {static_cast<int>(protocol::SpawnStep::setup), 0};
+  int& error = message[1];
   if (::dup2(fds[0], 0) < 0 || ::dup2(fds[1], 1) < 0 || ::dup2(fds[2], 2) < 0) error = errno;
   // Only 0, 1 and 2 reach the command; the error pipe closes at exec.
   if (!error && ::syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC) != 0) error = errno;
   // The directory is entered as the sandbox user: a path root inside could
   // enter and the user could not is refused.
   if (!error && caps::become_user(who.uid, who.gid) != 0) error = errno;
-  if (!error && ::chdir(exec.cwd.c_str()) != 0) error = errno;
-  if (!error) error = exec_search(exec.argv, exec.env);
-  const int message = error;
-  [[maybe_unused]] ssize_t n = ::write(error_pipe, &message, sizeof message);
+  if (!error && ::chdir(exec.cwd.c_str()) != 0) {
+    message[0] = static_cast<int>(protocol::SpawnStep::cwd);
+    error = errno;
+  }
+  if (!error) {
+    message[0] = static_cast<int>(protocol::SpawnStep::exec);
+    error = exec_search(exec.argv, exec.env);
+  }
+  [[maybe_unused]] ssize_t n = ::write(error_pipe, message, sizeof message);
   ::_exit(127);
 }
 
@@ -103,7 +110,7 @@ Spawned spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, c
   const int status = fds[3];
   int error_pipe[2];
   if (::pipe2(error_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-    report(status, protocol::Status::spawn_failed, errno, 1);
+    report(status, protocol::Status::spawn_failed, errno, static_cast<std::int64_t>(protocol::SpawnStep::clone));
     return {};
   }
   clone_args args{};
@@ -119,7 +126,7 @@ Spawned spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, c
   ::close(error_pipe[1]);
   if (pid < 0) {
     ::close(error_pipe[0]);
-    report(status, protocol::Status::spawn_failed, clone_error, 1);
+    report(status, protocol::Status::spawn_failed, clone_error, static_cast<std::int64_t>(protocol::SpawnStep::clone));
     return {};
   }
   // Whether the exec worked is read from the error pipe by the serve loop:

@@ -147,7 +147,9 @@ TEST_F(ExecTest, StdinEnvAndCwd) {
   o.cwd = "/tmp";
   EXPECT_EQ(sh(s, "pwd", o), "/tmp\n");
   o.cwd = "missing";
-  EXPECT_NE(s.exec({"pwd"}, o).exit_code, 0);
+  auto r = s.exec({"pwd"}, o);
+  EXPECT_EQ(r.exit_code, 126);
+  EXPECT_NE(r.stderr.find("cannot enter /workspace/missing"), std::string::npos) << r.stderr;
   // a big stdin the command does not read does not hang or kill the host
   o = {};
   o.stdin = std::string(4 << 20, 'x');
