@@ -21,6 +21,24 @@ std::string_view reason_name(Reason reason) noexcept {
 SandboxError::SandboxError(Reason reason, const std::string& message)
     : std::runtime_error(message), reason_(reason) {}
 
+SandboxError sandbox_http_failure(int status) {
+  Reason reason = Reason::INTERNAL;
+  switch (status) {
+    case 400:
+    case 409:
+    case 422: reason = Reason::INVALID_INPUT; break;
+    case 401:
+    case 403: reason = Reason::PERMISSION_DENIED; break;
+    case 404:
+    case 410: reason = Reason::GONE; break;
+    case 413:
+    case 429: reason = Reason::LIMIT_REACHED; break;
+    case 501: reason = Reason::UNSUPPORTED; break;
+    default: break;
+  }
+  return SandboxError(reason, "the provider answered HTTP " + std::to_string(status));
+}
+
 std::string_view network_kind_name(NetworkKind kind) noexcept {
   switch (kind) {
     case NetworkKind::none: return "none";

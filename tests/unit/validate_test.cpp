@@ -53,6 +53,16 @@ TEST(Validate, PortsAndLabels) {
   EXPECT_EQ(reason_of([] { check_labels({{"", "x"}}); }), Reason::INVALID_INPUT);
 }
 
+TEST(Errors, HttpFailures) {
+  EXPECT_EQ(sandbox_http_failure(400).reason(), Reason::INVALID_INPUT);
+  EXPECT_EQ(sandbox_http_failure(403).reason(), Reason::PERMISSION_DENIED);
+  EXPECT_EQ(sandbox_http_failure(404).reason(), Reason::GONE);
+  EXPECT_EQ(sandbox_http_failure(429).reason(), Reason::LIMIT_REACHED);
+  EXPECT_EQ(sandbox_http_failure(501).reason(), Reason::UNSUPPORTED);
+  EXPECT_EQ(sandbox_http_failure(503).reason(), Reason::INTERNAL);
+  EXPECT_STREQ(sandbox_http_failure(418).what(), "the provider answered HTTP 418");
+}
+
 TEST(Errors, ReasonNames) {
   EXPECT_EQ(reason_name(Reason::GONE), "GONE");
   EXPECT_EQ(reason_name(Reason::PERMISSION_DENIED), "PERMISSION_DENIED");

@@ -32,4 +32,12 @@ class SandboxError : public std::runtime_error {
   Reason reason_;
 };
 
+// For providers that speak HTTP: the SandboxError for a failed status, with
+// our words only (the seed's sandboxHttpFailure). 400 and 422 INVALID_INPUT,
+// 401 and 403 PERMISSION_DENIED, 404 and 410 GONE (the sandbox is not
+// there), 408 and 504 INTERNAL (a timeout of the provider's), 409
+// INVALID_INPUT, 413 and 429 LIMIT_REACHED, 501 UNSUPPORTED, anything else
+// INTERNAL.
+SandboxError sandbox_http_failure(int status);
+
 }  // namespace mayura
