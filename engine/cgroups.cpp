@@ -106,9 +106,17 @@ std::string prepare_root(const std::string& configured) {
   return root;
 }
 
+void remove_root_if_unused(const std::string& root) noexcept { ::rmdir(root.c_str()); }
+
 SandboxCgroup::SandboxCgroup(const std::string& root, const std::string& name, uid_t owner, gid_t group)
     : path_(root + "/" + name), owner_(owner), group_(group) {
-  if (::mkdir(path_.c_str(), 0755) != 0) {
+  int made = ::mkdir(path_.c_str(), 0755);
+  if (made != 0 && errno == ENOENT) {
+    // Another engine that went away may have removed the unused root just now.
+    ::mkdir(root.c_str(), 0755);
+    made = ::mkdir(path_.c_str(), 0755);
+  }
+  if (made != 0) {
     const int e = errno;
     path_.clear();
     fail_step("making the sandbox's cgroup", e);

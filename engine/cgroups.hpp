@@ -20,6 +20,10 @@ std::string find_cgroup2_mount();
 // Throws SandboxError(UNSUPPORTED) if it cannot be used.
 std::string prepare_root(const std::string& configured);
 
+// Removes the engine's root if no sandbox cgroup is in it (another engine's
+// included); an engine that still uses it makes it again as it needs it.
+void remove_root_if_unused(const std::string& root) noexcept;
+
 class SandboxCgroup {
  public:
   SandboxCgroup() = default;

@@ -55,6 +55,8 @@ class NativeProvider final : public SandboxProvider {
     check_options(options_);
     if (::geteuid() != 0) throw SandboxError(Reason::UNSUPPORTED, "the native provider needs root");
     cgroup_root_ = cgroups::prepare_root(options_.cgroup_root);
+    places_.cgroup_root = cgroup_root_;
+    places_.state_dir = options_.state_dir;
     records::clean_orphans(options_.state_dir, cgroup_root_);
     init_memfd_ = make_init_memfd();
     zygote_.use_program(init_memfd_.get());
@@ -169,6 +171,16 @@ class NativeProvider final : public SandboxProvider {
     return env;
   }
 
+  // First, so it goes last, after every sandbox: the engine's own places
+  // are removed when nothing of any engine is left in them.
+  struct Places {
+    std::string cgroup_root;
+    std::string state_dir;
+    ~Places() {
+      if (!cgroup_root.empty()) cgroups::remove_root_if_unused(cgroup_root);
+      if (!state_dir.empty()) records::remove_state_if_unused(state_dir);
+    }
+  } places_;
   NativeOptions options_;
   std::string cgroup_root_;
   UniqueFd init_memfd_;

@@ -51,6 +51,12 @@ UniqueFd lock_record(const std::string& path, bool create) {
     UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600));
     if (!fd) {
       if (errno == ENOENT && !create) return UniqueFd();
+      if (errno == ENOENT) {
+        // Another engine that went away removed the unused directories just now.
+        const std::string slots = path.substr(0, path.rfind('/'));
+        make_dirs(slots.substr(0, slots.rfind('/')));
+        continue;
+      }
       fail_step("opening a slot record", errno);
     }
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return UniqueFd();
@@ -100,6 +106,10 @@ void SlotLease::clear() noexcept {
     // the next engine cleans it; the cgroup it names is gone already
   }
   fd_.reset();  // closing drops the flock
+}
+
+void remove_state_if_unused(const std::string& state_dir) noexcept {
+  if (::rmdir(slots_dir(state_dir).c_str()) == 0) ::rmdir(state_dir.c_str());
 }
 
 int clean_orphans(const std::string& state_dir, const std::string& cgroup_root) {

@@ -42,4 +42,7 @@ class SlotLease {
 // engine left. Returns how many it removed.
 int clean_orphans(const std::string& state_dir, const std::string& cgroup_root);
 
+// Removes the state directory if it holds no record (of any engine).
+void remove_state_if_unused(const std::string& state_dir) noexcept;
+
 }  // namespace mayura::records

@@ -4,11 +4,9 @@
 set -euo pipefail
 out=$("$1")
 [ "$out" = "0 42" ] || { echo "unexpected output: $out" >&2; exit 1; }
+# The engine removes its own places (cgroup root, state directory) when it
+# goes and nothing is left in them.
 root=$(awk '$9 == "cgroup2" && $4 == "/" {print $5; exit}' /proc/self/mountinfo)/mayura
-if [ -d "$root" ] && find "$root" -mindepth 1 -maxdepth 1 -type d | grep -q .; then
-  echo "cgroups left under $root" >&2; exit 1
-fi
-if [ -d /run/mayura/slots ] && find /run/mayura/slots -type f -size +0 | grep -q .; then
-  echo "records left in /run/mayura/slots" >&2; exit 1
-fi
+if [ -e "$root" ]; then echo "cgroup left: $root" >&2; exit 1; fi
+if [ -e /run/mayura ]; then echo "state directory left: /run/mayura" >&2; exit 1; fi
 echo "1 passed, 0 failed"

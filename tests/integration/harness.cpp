@@ -23,15 +23,14 @@ std::string read_host(const std::string& path) {
 NativeOptions isolated_options() {
   NativeOptions o;
   const pid_t pid = ::getpid();
-  o.state_dir = "/run/mayura-test/" + std::to_string(pid);
+  o.state_dir = "/run/mayura-test-" + std::to_string(pid);
   o.cgroup_root = cgroups::find_cgroup2_mount() + "/mayura-test-" + std::to_string(pid);
   o.id_slots = 8;
   // Tests count cgroups and processes: a sandbox made ahead would be one more.
   // PreparedTest turns it on.
   o.prepared = 0;
   o.id_base = 0x40000000u + static_cast<std::uint32_t>(pid % 2048) * o.id_slots * 65536u;
-  o.image_dir = "/run/mayura-test/" + std::to_string(pid) + "-images";
-  ::mkdir("/run/mayura-test", 0700);
+  o.image_dir = "/run/mayura-test-" + std::to_string(pid) + "-images";
   return o;
 }
 
@@ -74,19 +73,19 @@ void expect_nothing_leaked(const NativeOptions& o, const HostSnapshot& before) {
     ADD_FAILURE() << "a sandbox process is still running: " << pid << " "
                   << read_host("/proc/" + std::to_string(pid) + "/stat");
   }
+  // The engine removes its own places once nothing is in them.
   if (fs::exists(o.cgroup_root)) {
+    ADD_FAILURE() << "cgroup root left: " << o.cgroup_root;
     for (const auto& e : fs::directory_iterator(o.cgroup_root)) {
-      EXPECT_FALSE(e.is_directory()) << "cgroup left: " << e.path();
+      if (e.is_directory()) ADD_FAILURE() << "cgroup left: " << e.path();
     }
     ::rmdir(o.cgroup_root.c_str());
   }
-  const std::string slots = o.state_dir + "/slots";
-  if (fs::exists(slots)) {
-    for (const auto& e : fs::directory_iterator(slots)) {
-      ADD_FAILURE() << "record left: " << e.path() << " (" << fs::file_size(e.path()) << " bytes)";
-    }
+  if (fs::exists(o.state_dir)) {
+    ADD_FAILURE() << "state directory left: " << o.state_dir;
+    for (const auto& e : fs::recursive_directory_iterator(o.state_dir)) ADD_FAILURE() << "left: " << e.path();
+    fs::remove_all(o.state_dir);
   }
-  fs::remove_all(o.state_dir);
   fs::remove_all(o.image_dir);
   EXPECT_EQ(HostSnapshot::take().mounts, before.mounts) << "the host's mounts changed";
 }
