@@ -18,140 +18,145 @@ namespace {
 // A file request whose helper does not finish within this long fails.
 constexpr int kFileTimeoutMs = 120000;
 
-// A file request's common shape: send it with its pipes, move the data,
-// read the answer.
-struct FileCall {
-  io::Pipe data;
-  io::Pipe status = io::make_pipe(false, false);
-};
+enum class Data { none, from_sandbox, to_sandbox };
 
-// Waits for the status record, honouring cancellation; GONE if the init died.
-[[noreturn]] void file_timeout() {
-  throw SandboxError(Reason::INTERNAL, "the sandbox did not finish a file request in time");
-}
+// One file request: sent with the init's ends of its pipes (then closed here,
+// so the helper's end of stream is seen), and waited on with the caller's
+// cancellation and a bound.
+class FileCall {
+ public:
+  FileCall(SandboxCore& core, protocol::Request kind, const protocol::FileRequest& request, Data data,
+           const std::stop_token& cancellation)
+      : core_(core), cancel_(cancellation) {
+    UniqueFd init_data;
+    if (data == Data::from_sandbox) {
+      io::Pipe pipe = io::make_pipe(true, false);
+      data_ = std::move(pipe.read);
+      init_data = std::move(pipe.write);
+    } else if (data == Data::to_sandbox) {
+      io::Pipe pipe = io::make_pipe(false, true);
+      data_ = std::move(pipe.write);
+      init_data = std::move(pipe.read);
+    }
+    io::Pipe status = io::make_pipe(false, false);
+    status_ = std::move(status.read);
+    std::vector<int> fds;
+    if (init_data) fds.push_back(init_data.get());
+    fds.push_back(status.write.get());
+    core.send(protocol::encode(kind, request), fds);
+  }
 
-protocol::Status wait_done(SandboxCore& core, int status_fd, const std::stop_token& token) {
-  CancelWatch cancel(token);
-  for (;;) {
-    pollfd p[2] = {{status_fd, POLLIN, 0}, {cancel.event.get(), POLLIN, 0}};
-    const int r = ::poll(p, 2, kFileTimeoutMs);
-    if (r == 0) file_timeout();
-    if (r < 0 && errno != EINTR) fail_step("waiting for a file request", errno);
-    if (p[1].revents & POLLIN) cancelled();
-    if (p[0].revents) {
-      protocol::Status s;
-      if (!read_status(status_fd, s) || s.kind != protocol::Status::done) {
-        if (!core.alive()) core.gone_once_ended();
-        throw SandboxError(Reason::INTERNAL, "the sandbox's file helper failed");
+  // Everything the helper sends, up to its end (more than `limit` fails).
+  std::string receive(std::size_t limit) {
+    std::string data;
+    char buf[65536];
+    for (;;) {
+      if (!wait(data_.get(), POLLIN)) continue;
+      const ssize_t n = ::read(data_.get(), buf, sizeof buf);
+      if (n == 0) return data;
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EINTR) continue;
+        fail_step("reading from the sandbox", errno);
       }
-      return s;
+      if (data.size() + static_cast<std::size_t>(n) > limit) {
+        throw SandboxError(Reason::LIMIT_REACHED, "the answer is larger than the limit");
+      }
+      data.append(buf, static_cast<std::size_t>(n));
     }
   }
-}
 
-// Reads the data pipe to its end (bounded), honouring cancellation.
-std::string read_data(int fd, std::size_t limit, const std::stop_token& token) {
-  CancelWatch cancel(token);
-  std::string data;
-  char buf[65536];
-  for (;;) {
-    pollfd p[2] = {{fd, POLLIN, 0}, {cancel.event.get(), POLLIN, 0}};
-    const int r = ::poll(p, 2, kFileTimeoutMs);
-    if (r == 0) file_timeout();
-    if (r < 0 && errno != EINTR) fail_step("reading from the sandbox", errno);
-    if (p[1].revents & POLLIN) cancelled();
-    if (!p[0].revents) continue;
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n == 0) return data;
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
-      fail_step("reading from the sandbox", errno);
+  // All of `data`, unless the helper answers first (it failed); then the end
+  // of the stream. A short stream (cancellation) makes the helper keep the
+  // old file.
+  void transmit(std::string_view data) {
+    std::size_t written = 0;
+    while (written < data.size()) {
+      pollfd p[3] = {{data_.get(), POLLOUT, 0}, {cancel_.event.get(), POLLIN, 0}, {status_.get(), POLLIN, 0}};
+      check_poll(::poll(p, 3, kFileTimeoutMs), p[1]);
+      if (p[2].revents) break;
+      if (!p[0].revents) continue;
+      const long n = io::write_no_sigpipe(data_.get(), data.data() + written,
+                                          std::min<std::size_t>(data.size() - written, 1 << 16));
+      if (n > 0) written += static_cast<std::size_t>(n);
+      else if (errno != EAGAIN) break;
     }
-    if (data.size() + static_cast<std::size_t>(n) > limit) {
-      throw SandboxError(Reason::LIMIT_REACHED, "the answer is larger than the limit");
+    data_.reset();
+  }
+
+  // The helper's answer; a failure becomes the SandboxError for `what` `path`.
+  void finish(const char* what, const std::string& path) {
+    while (!wait(status_.get(), POLLIN)) {
     }
-    data.append(buf, static_cast<std::size_t>(n));
+    protocol::Status s;
+    if (!read_status(status_.get(), s) || s.kind != protocol::Status::done) {
+      if (!core_.alive()) core_.gone_once_ended();
+      throw SandboxError(Reason::INTERNAL, "the sandbox's file helper failed");
+    }
+    if (s.value != 0) file_error(what, path, s.value);
+  }
+
+ private:
+  // True once `fd` is ready; throws at cancellation or the bound.
+  bool wait(int fd, short events) {
+    pollfd p[2] = {{fd, events, 0}, {cancel_.event.get(), POLLIN, 0}};
+    check_poll(::poll(p, 2, kFileTimeoutMs), p[1]);
+    return p[0].revents != 0;
+  }
+
+  static void check_poll(int ready, const pollfd& cancel) {
+    if (ready == 0) throw SandboxError(Reason::INTERNAL, "the sandbox did not finish a file request in time");
+    if (ready < 0 && errno != EINTR) fail_step("waiting for a file request", errno);
+    if (cancel.revents & POLLIN) cancelled();
+  }
+
+  SandboxCore& core_;
+  CancelWatch cancel_;
+  UniqueFd data_;    // the engine's end
+  UniqueFd status_;  // the engine's end
+};
+
+FileType type_of(std::uint32_t type) {
+  switch (type) {
+    case protocol::ListEntry::kFile: return FileType::file;
+    case protocol::ListEntry::kDirectory: return FileType::directory;
+    case protocol::ListEntry::kSymlink: return FileType::symlink;
+    default: return FileType::other;
   }
 }
 
 }  // namespace
 
 std::string read(SandboxCore& core, const std::string& absolute, const std::string& path, const ReadOptions& options) {
-  FileCall call;
-  call.data = io::make_pipe(true, false);
-  protocol::FileRequest request{absolute, options.max_bytes.value_or(std::size_t{64} << 20)};
-  core.send(protocol::encode(protocol::Request::read, request), {call.data.write.get(), call.status.write.get()});
-  call.data.write.reset();
-  call.status.write.reset();
-  std::string data = read_data(call.data.read.get(), request.max_bytes + 1, options.cancellation);
-  const protocol::Status s = wait_done(core, call.status.read.get(), options.cancellation);
-  if (s.value != 0) file_error("cannot read", path, s.value);
+  const protocol::FileRequest request{absolute, options.max_bytes.value_or(std::size_t{64} << 20)};
+  FileCall call(core, protocol::Request::read, request, Data::from_sandbox, options.cancellation);
+  std::string data = call.receive(request.max_bytes + 1);
+  call.finish("cannot read", path);
   return data;
 }
 
 void write(SandboxCore& core, const std::string& absolute, const std::string& path, std::string_view data,
            const FileOptions& options) {
-  FileCall call;
-  call.data = io::make_pipe(false, true);
-  protocol::FileRequest request{absolute, data.size()};
-  core.send(protocol::encode(protocol::Request::write, request), {call.data.read.get(), call.status.write.get()});
-  call.data.read.reset();
-  call.status.write.reset();
-  {
-    CancelWatch cancel(options.cancellation);
-    std::size_t written = 0;
-    while (written < data.size()) {
-      pollfd p[3] = {{call.data.write.get(), POLLOUT, 0}, {cancel.event.get(), POLLIN, 0}, {call.status.read.get(), POLLIN, 0}};
-      const int r = ::poll(p, 3, kFileTimeoutMs);
-      if (r == 0) file_timeout();
-      if (r < 0 && errno != EINTR) fail_step("writing to the sandbox", errno);
-      if (p[1].revents & POLLIN) cancelled();  // the helper sees a short write and keeps the old file
-      if (p[2].revents) break;                 // the helper answered early: it failed
-      if (!p[0].revents) continue;
-      const long n = io::write_no_sigpipe(call.data.write.get(), data.data() + written, std::min<std::size_t>(data.size() - written, 1 << 16));
-      if (n > 0) written += static_cast<std::size_t>(n);
-      else if (errno != EAGAIN) break;
-    }
-    call.data.write.reset();
-  }
-  const protocol::Status s = wait_done(core, call.status.read.get(), options.cancellation);
-  if (s.value != 0) file_error("cannot write", path, s.value);
+  FileCall call(core, protocol::Request::write, {absolute, data.size()}, Data::to_sandbox, options.cancellation);
+  call.transmit(data);
+  call.finish("cannot write", path);
 }
 
 std::vector<FileEntry> list(SandboxCore& core, const std::string& absolute, const std::string& path,
                             const FileOptions& options) {
-  FileCall call;
-  call.data = io::make_pipe(true, false);
-  protocol::FileRequest request{absolute, 0};
-  core.send(protocol::encode(protocol::Request::list, request), {call.data.write.get(), call.status.write.get()});
-  call.data.write.reset();
-  call.status.write.reset();
-  const std::string bytes = read_data(call.data.read.get(), std::size_t{64} << 20, options.cancellation);
-  const protocol::Status s = wait_done(core, call.status.read.get(), options.cancellation);
-  if (s.value != 0) file_error("cannot list", path, s.value);
+  FileCall call(core, protocol::Request::list, {absolute, 0}, Data::from_sandbox, options.cancellation);
+  const std::string bytes = call.receive(std::size_t{64} << 20);
+  call.finish("cannot list", path);
   std::vector<protocol::ListEntry> raw;
   if (!protocol::decode_listing(bytes, raw)) throw SandboxError(Reason::INTERNAL, "the sandbox sent a malformed listing");
   std::vector<FileEntry> entries;
   entries.reserve(raw.size());
-  for (auto& e : raw) {
-    FileEntry f;
-    f.name = std::move(e.name);
-    f.type = e.type == 0 ? FileType::file : e.type == 1 ? FileType::directory : e.type == 2 ? FileType::symlink : FileType::other;
-    f.size = e.size;
-    f.mode = e.mode;
-    f.mtime_ms = e.mtime_ms;
-    entries.push_back(std::move(f));
-  }
+  for (auto& e : raw) entries.push_back(FileEntry{std::move(e.name), type_of(e.type), e.size, e.mode, e.mtime_ms});
   return entries;
 }
 
 void remove(SandboxCore& core, const std::string& absolute, const std::string& path, const FileOptions& options) {
-  FileCall call;
-  protocol::FileRequest request{absolute, 0};
-  core.send(protocol::encode(protocol::Request::remove, request), {call.status.write.get()});
-  call.status.write.reset();
-  const protocol::Status s = wait_done(core, call.status.read.get(), options.cancellation);
-  if (s.value != 0) file_error("cannot remove", path, s.value);
+  FileCall call(core, protocol::Request::remove, {absolute, 0}, Data::none, options.cancellation);
+  call.finish("cannot remove", path);
 }
 
 }  // namespace mayura::native::files

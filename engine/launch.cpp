@@ -19,6 +19,7 @@
 
 #include "fdpass.hpp"
 #include "mayura/rootfs/mount_tree.hpp"
+#include "requests.hpp"
 #include "sys_error.hpp"
 #include "trace.hpp"
 
@@ -58,8 +59,8 @@ struct ZygoteChild {
   ::_exit(121);
 }
 
-// /proc/<pid> of the init, checked to be the process `pidfd` names: the
-// zygote reaps at once, so a pid of a dead init could already be another's.
+// /proc/<pid> of the init, which is still alive (its pid cannot be another's
+// before the engine reaps it, so this checks it has not died already).
 UniqueFd open_proc(pid_t pid, int pidfd) {
   UniqueFd dir(::open(("/proc/" + std::to_string(pid)).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir || ::syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) != 0) {
@@ -77,8 +78,9 @@ void write_map(int proc, const char* file, std::uint32_t base) {
 }
 
 std::string setup_step_name(std::int32_t step, std::int64_t detail) {
-  switch (step) {
-    case 2: {
+  using Step = protocol::SetupStep;
+  switch (static_cast<Step>(step)) {
+    case Step::rootfs: {
       const std::int64_t op = detail >> 16;
       if (op == rootfs::kStepPrivate) return "making the mount namespace private";
       if (op == rootfs::kStepRoot) return "mounting the sandbox's root";
@@ -86,14 +88,14 @@ std::string setup_step_name(std::int32_t step, std::int64_t detail) {
       if (op == rootfs::kStepReadOnly) return "making the root read-only";
       return "building the root (step " + std::to_string(op) + ")";
     }
-    case 3: return "setting the hostname";
-    case 4: return "dropping capabilities";
-    case 5: return "setting up the init's signals";
-    case 6: return "entering the sandbox's cgroup namespace";
-    case 7: return "arranging the init's fds";
-    case 8: return "becoming root of the sandbox's user namespace";
-    default: return "setting up the sandbox";
+    case Step::hostname: return "setting the hostname";
+    case Step::capabilities: return "dropping capabilities";
+    case Step::signals: return "setting up the init's signals";
+    case Step::cgroup_ns: return "entering the sandbox's cgroup namespace";
+    case Step::fds: return "arranging the init's fds";
+    case Step::ids: return "becoming root of the sandbox's user namespace";
   }
+  return "setting up the sandbox";
 }
 
 // A SOCK_SEQPACKET pair: the engine's end (with room for large requests)
@@ -108,16 +110,33 @@ std::pair<UniqueFd, UniqueFd> seqpacket_pair(const char* what) {
 
 // Waits (bounded, cancellable) until `fd` is readable.
 bool wait_readable(int fd, int timeout_ms, const std::stop_token& cancellation) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const native::CancelWatch cancel(cancellation);
+  const auto deadline = native::Clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
-    if (cancellation.stop_requested()) throw SandboxError(Reason::CANCELLED, "the create was cancelled");
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) return false;
-    pollfd p{fd, POLLIN, 0};
-    const int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 50)));
+    pollfd p[2] = {{fd, POLLIN, 0}, {cancel.event.get(), POLLIN, 0}};
+    const int r = ::poll(p, 2, native::ms_until(deadline));
     if (r < 0 && errno != EINTR) fail_step("waiting for the sandbox's init", errno);
-    if (r > 0) return true;
+    if (p[1].revents & POLLIN) throw SandboxError(Reason::CANCELLED, "the create was cancelled");
+    if (p[0].revents) return true;
+    if (r == 0 && native::Clock::now() >= deadline) return false;
+  }
+}
+
+// Waits up to `grace_ms` for the process to exit by itself, kills it if it
+// has not, and reaps it (bounded: a process stuck in the kernel must not
+// hang its caller for ever). `pidfd` must name a child of this process.
+void end_child(int pidfd, int grace_ms) noexcept {
+  pollfd p{pidfd, POLLIN, 0};
+  if (grace_ms <= 0 || ::poll(&p, 1, grace_ms) <= 0) ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+  // A pidfd turns readable once the process has exited; for a pid
+  // namespace's init that is after every process of the namespace is gone.
+  int ready;
+  do {
+    ready = ::poll(&p, 1, 10000);
+  } while (ready < 0 && errno == EINTR);
+  siginfo_t info{};
+  const int flags = WEXITED | __WALL | (ready == 1 ? 0 : WNOHANG);
+  while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, flags) != 0 && errno == EINTR) {
   }
 }
 
@@ -129,15 +148,8 @@ Zygote::~Zygote() { stop(); }
 
 void Zygote::stop() noexcept {
   socket_.reset();  // the zygote exits on end of stream
-  if (pidfd_) {
-    pollfd p{pidfd_.get(), POLLIN, 0};
-    if (::poll(&p, 1, 1000) <= 0) ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
-    siginfo_t info{};
-    while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED | __WALL) != 0 &&
-           errno == EINTR) {
-    }
-    pidfd_.reset();
-  }
+  if (pidfd_) end_child(pidfd_.get(), 1000);
+  pidfd_.reset();
 }
 
 void Zygote::start() {
@@ -202,21 +214,9 @@ bool InitProcess::running() const noexcept {
 
 void InitProcess::kill_and_wait() noexcept {
   if (!pidfd_) return;
-  ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
-  // A pidfd turns readable once the process has exited; for a pid namespace's
-  // init that is after every process of the namespace is gone. Bounded: a
-  // process stuck in the kernel must not hang a release for ever.
-  pollfd p{pidfd_.get(), POLLIN, 0};
-  int ready;
-  do {
-    ready = ::poll(&p, 1, 10000);
-  } while (ready < 0 && errno == EINTR);
   // The init is the engine's child (the zygote clones it with CLONE_PARENT):
-  // reap it here, so nothing of it is left when release returns.
-  siginfo_t info{};
-  const int flags = WEXITED | __WALL | (ready == 1 ? 0 : WNOHANG);
-  while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, flags) != 0 && errno == EINTR) {
-  }
+  // reaped here, so nothing of it is left when release returns.
+  end_child(pidfd_.get(), 0);
   pidfd_.reset();
   control_.reset();
   pid_ = -1;
@@ -240,7 +240,6 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
     write_map(proc.get(), "gid_map", host_id_base);
   }
   check_sys(fdpass::send(engine_end.get(), "g", {}), "releasing the init");
-  const auto released_at = std::chrono::steady_clock::now();
   timer.step("id maps");
 
   for (;;) {
@@ -252,17 +251,15 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
     if (n < 0 && errno == EINTR) continue;
     if (n == sizeof status && status.kind == protocol::Status::ready) {
       if (tracing()) {
-        const long long released_us =
-            std::chrono::duration_cast<std::chrono::microseconds>(released_at.time_since_epoch()).count();
-        std::fprintf(stderr, "mayura-trace init   started (since the go)       %8lld us\n",
-                     static_cast<long long>(status.pad) - released_us);
         std::fprintf(stderr, "mayura-trace init   root built, ready (inside)   %8lld us\n", static_cast<long long>(status.extra));
       }
       break;
     }
     if (n == sizeof status && status.kind == protocol::Status::setup_failed) {
       const int err = static_cast<int>(status.extra & 0xffff);
-      const Reason reason = (status.value == 2 && (err == ENOENT || err == EACCES)) ? Reason::INVALID_CONFIG : Reason::INTERNAL;
+      const bool image_unusable = static_cast<protocol::SetupStep>(status.value) == protocol::SetupStep::rootfs &&
+                                  (err == ENOENT || err == EACCES);
+      const Reason reason = image_unusable ? Reason::INVALID_CONFIG : Reason::INTERNAL;
       fail_step(setup_step_name(status.value, status.extra), err, reason);
     }
     throw SandboxError(Reason::INTERNAL, "the sandbox's init ended before it was ready");

@@ -4,7 +4,6 @@
 
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <random>
@@ -15,7 +14,6 @@
 #include "mayura/native.hpp"
 #include "mayura/netfilter/netns_pool.hpp"
 #include "mayura/rootfs/image.hpp"
-#include "mayura/validate.hpp"
 #include "native_sandbox.hpp"
 #include "prepared.hpp"
 #include "records.hpp"
@@ -54,10 +52,9 @@ class NativeProvider final : public SandboxProvider {
   explicit NativeProvider(const NativeOptions& options) : options_(options) {
     check_options(options_);
     if (::geteuid() != 0) throw SandboxError(Reason::UNSUPPORTED, "the native provider needs root");
-    cgroup_root_ = cgroups::prepare_root(options_.cgroup_root);
-    places_.cgroup_root = cgroup_root_;
+    places_.cgroup_root = cgroups::prepare_root(options_.cgroup_root);
     places_.state_dir = options_.state_dir;
-    records::clean_orphans(options_.state_dir, cgroup_root_);
+    records::clean_orphans(options_.state_dir, places_.cgroup_root);
     init_memfd_ = make_init_memfd();
     zygote_.use_program(init_memfd_.get());
     prepared_.start();
@@ -125,10 +122,10 @@ class NativeProvider final : public SandboxProvider {
     root.inodes = options_.tmpfs_inodes;
     protocol::Config config;
     config.plan = rootfs::plan_for(image, root);
-    config.hostname = core->hostname;
-    config.workdir = options_.workdir;
-    config.uid = options_.uid;
-    config.gid = options_.gid;
+    config.hostname = root.hostname;
+    config.workdir = root.workdir;
+    config.uid = root.uid;
+    config.gid = root.gid;
     timer.step("plan");
 
     struct EndOnFailure {
@@ -139,14 +136,14 @@ class NativeProvider final : public SandboxProvider {
       }
     } guard{*core};
 
-    core->lease = records::SlotLease::acquire(options_.state_dir, cgroup_root_, options_.id_slots);
+    core->lease = records::SlotLease::acquire(options_.state_dir, places_.cgroup_root, options_.id_slots);
     core->host_id_base = options_.id_base + core->lease.slot() * 65536u;
-    const std::string cgroup_path = cgroup_root_ + "/" + name;
+    const std::string cgroup_path = places_.cgroup_root + "/" + name;
     core->lease.record(cgroup_path);
     timer.step("slot and record");
     // The init's cgroup.procs belongs to the sandbox's root, so the init can
     // place each command into a cgroup of its own.
-    core->cgroup = cgroups::SandboxCgroup(cgroup_root_, name, core->host_id_base, core->host_id_base);
+    core->cgroup = cgroups::SandboxCgroup(places_.cgroup_root, name, core->host_id_base, core->host_id_base);
     timer.step("cgroup");
     UniqueFd netns(netns_pool_.take());
     if (!netns) fail_step("making the sandbox's network namespace", errno);
@@ -182,7 +179,6 @@ class NativeProvider final : public SandboxProvider {
     }
   } places_;
   NativeOptions options_;
-  std::string cgroup_root_;
   UniqueFd init_memfd_;
   netfilter::NetnsPool netns_pool_{options_.netns_pool};
   Zygote zygote_;

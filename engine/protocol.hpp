@@ -44,6 +44,18 @@ struct FileRequest {
   std::uint64_t max_bytes = 0;  // read: a larger file fails EFBIG
 };
 
+// Which step of making a sandbox failed (Status::value of setup_failed;
+// Status::extra packs the rootfs op index above the errno's 16 bits).
+enum class SetupStep : std::int32_t {
+  rootfs = 2,
+  hostname = 3,
+  capabilities = 4,
+  signals = 5,
+  cgroup_ns = 6,
+  fds = 7,
+  ids = 8,
+};
+
 // Which step of starting a command failed (Status::extra of spawn_failed).
 enum class SpawnStep : std::int64_t { exec = 0, clone = 1, cwd = 2, setup = 3 };
 
@@ -67,7 +79,8 @@ Request kind_of(const std::string& bytes);
 
 // list entries on the data pipe: type u32, mode u32, size u64, mtime_ms u64, name str
 struct ListEntry {
-  std::uint32_t type = 0;  // 0 file, 1 dir, 2 symlink, 3 other
+  enum Type : std::uint32_t { kFile = 0, kDirectory = 1, kSymlink = 2, kOther = 3 };
+  std::uint32_t type = kOther;
   std::uint32_t mode = 0;
   std::uint64_t size = 0;
   std::int64_t mtime_ms = 0;

@@ -31,7 +31,6 @@ struct SandboxesState {
   std::size_t reserved = 0;  // creates under way
   std::vector<std::weak_ptr<SandboxState>> live;
 
-  ~SandboxesState();
   std::size_t count_live_locked();
 };
 
@@ -42,26 +41,23 @@ struct SandboxState {
   std::vector<int> ports;
   Clock::time_point deadline;
 
-  std::mutex mutex;  // guards backend against release while a call starts
+  mutable std::mutex mutex;  // guards backend against release while a call starts
   std::shared_ptr<SandboxBackend> backend;  // null once released
-  std::atomic<bool> released{false};
 
+  std::shared_ptr<SandboxBackend> current() const {
+    std::lock_guard lock(mutex);
+    return backend;
+  }
   std::shared_ptr<SandboxBackend> use();
   void end() noexcept;
   ~SandboxState() { end(); }
 };
 
-SandboxesState::~SandboxesState() = default;
-
 std::size_t SandboxesState::count_live_locked() {
   std::erase_if(live, [](const std::weak_ptr<SandboxState>& weak) {
     auto s = weak.lock();
-    if (!s || s->released.load() || Clock::now() >= s->deadline) return true;
-    std::shared_ptr<SandboxBackend> backend;
-    {
-      std::lock_guard lock(s->mutex);
-      backend = s->backend;
-    }
+    if (!s || Clock::now() >= s->deadline) return true;
+    auto backend = s->current();
     return !backend || !backend->alive();
   });
   return live.size();
@@ -69,12 +65,8 @@ std::size_t SandboxesState::count_live_locked() {
 
 // The backend, if the sandbox may still be used; GONE otherwise.
 std::shared_ptr<SandboxBackend> SandboxState::use() {
-  std::shared_ptr<SandboxBackend> b;
-  {
-    std::lock_guard lock(mutex);
-    b = backend;
-  }
-  if (!b || released.load()) throw SandboxError(Reason::GONE, "sandbox " + id + " was released");
+  auto b = current();
+  if (!b) throw SandboxError(Reason::GONE, "sandbox " + id + " was released");
   if (Clock::now() >= deadline || !b->alive()) {
     end();
     throw SandboxError(Reason::GONE, "sandbox " + id + " reached the end of its lifetime");
@@ -87,9 +79,7 @@ void SandboxState::end() noexcept {
   {
     std::lock_guard lock(mutex);
     b = std::move(backend);
-    backend.reset();
   }
-  released.store(true);
   if (b) b->release();
 }
 
@@ -216,7 +206,7 @@ std::string Sandbox::id() const { return state().id; }
 const std::map<std::string, std::string>& Sandbox::labels() const { return state().labels; }
 Features Sandbox::features() const { return state().owner->features; }
 std::string Sandbox::workdir() const { return state().owner->workdir; }
-bool Sandbox::released() const { return state().released.load(); }
+bool Sandbox::released() const { return !state().current(); }
 
 boost::asio::any_io_executor Sandbox::default_executor() const { return state().owner->executor; }
 

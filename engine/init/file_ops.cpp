@@ -144,10 +144,10 @@ std::int64_t do_write(const protocol::FileRequest& r, int in, int& error) {
 }
 
 std::uint32_t type_of(mode_t mode) {
-  if (S_ISREG(mode)) return 0;
-  if (S_ISDIR(mode)) return 1;
-  if (S_ISLNK(mode)) return 2;
-  return 3;
+  if (S_ISREG(mode)) return protocol::ListEntry::kFile;
+  if (S_ISDIR(mode)) return protocol::ListEntry::kDirectory;
+  if (S_ISLNK(mode)) return protocol::ListEntry::kSymlink;
+  return protocol::ListEntry::kOther;
 }
 
 std::int64_t do_list(const protocol::FileRequest& r, int out, int& error) {

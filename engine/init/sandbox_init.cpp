@@ -29,25 +29,15 @@
 namespace mayura::init {
 namespace {
 
-// Setup steps, as reported to the engine (protocol::Status::value).
-enum Step : std::int32_t {
-  kReadConfig = 1,
-  kRootfs = 2,
-  kHostname = 3,
-  kCapabilities = 4,
-  kSignals = 5,
-  kCgroupNs = 6,
-  kFds = 7,
-  kIds = 8,
-};
+using Step = protocol::SetupStep;
 
 void close_fds(const std::vector<int>& fds) {
   for (int fd : fds) ::close(fd);
 }
 
-[[noreturn]] void fail(std::int32_t step, int error, std::int64_t detail = 0) {
+[[noreturn]] void fail(Step step, int error, std::int64_t detail = 0, int control = kControlFd) {
   // detail packs the rootfs op index (high bits) with the errno
-  report(kControlFd, protocol::Status::setup_failed, step, (detail << 16) | (error & 0xffff));
+  report(control, protocol::Status::setup_failed, static_cast<std::int32_t>(step), (detail << 16) | (error & 0xffff));
   ::_exit(1);
 }
 
@@ -58,14 +48,14 @@ Identity contain(const protocol::Config& config) {
   ::prctl(PR_SET_NAME, "mayura-init", 0, 0, 0);
   // Root the cgroup namespace at the sandbox's own cgroup (clone3 roots it at
   // the engine's), so nothing inside learns the host's cgroup paths.
-  if (::unshare(CLONE_NEWCGROUP) != 0) fail(kCgroupNs, errno);
+  if (::unshare(CLONE_NEWCGROUP) != 0) fail(Step::cgroup_ns, errno);
   const rootfs::BuildResult built = rootfs::build(config.plan, kFirstSourceFd);
-  if (!built.ok) fail(kRootfs, built.error, built.step);
-  if (::sethostname(config.hostname.data(), config.hostname.size()) != 0) fail(kHostname, errno);
-  if (::chdir(config.workdir.c_str()) != 0) fail(kRootfs, errno, rootfs::kStepPivot);
+  if (!built.ok) fail(Step::rootfs, built.error, built.step);
+  if (::sethostname(config.hostname.data(), config.hostname.size()) != 0) fail(Step::hostname, errno);
+  if (::chdir(config.workdir.c_str()) != 0) fail(Step::rootfs, errno, rootfs::kStepPivot);
   if (caps::drop_bounding_and_inheritable() != 0 || caps::lock_securebits() != 0 || caps::set_no_new_privs() != 0 ||
       caps::keep_only_init_caps() != 0) {
-    fail(kCapabilities, errno);
+    fail(Step::capabilities, errno);
   }
   return Identity{config.uid, config.gid};
 }
@@ -207,10 +197,7 @@ int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
     // the plan was made must not bind what the link names.
     int tree = ::open_tree(AT_FDCWD, op.src.c_str(), OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
     if (tree < 0) {
-      if (!(errno == ENOENT && (op.flags & rootfs::kOptional))) {
-        report(control, protocol::Status::setup_failed, kRootfs, (static_cast<std::int64_t>(i) << 16) | errno);
-        ::_exit(1);
-      }
+      if (!(errno == ENOENT && (op.flags & rootfs::kOptional))) fail(Step::rootfs, errno, static_cast<std::int64_t>(i), control);
     } else {
       mount_attr attr{};
       attr.attr_set = rootfs::bind_attributes(op.flags);
@@ -218,8 +205,7 @@ int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
       // one, on systemd hosts) must never show up inside.
       attr.propagation = MS_PRIVATE;
       if (::mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0) {
-        report(control, protocol::Status::setup_failed, kRootfs, (static_cast<std::int64_t>(i) << 16) | errno);
-        ::_exit(1);
+        fail(Step::rootfs, errno, static_cast<std::int64_t>(i), control);
       }
       tree = park(tree);
     }
@@ -229,7 +215,7 @@ int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
   // nothing of the zygote's survives.
   if (::syscall(SYS_close_range, 3, kParkedFds - 1, 0) != 0 || ::dup2(control, kControlFd) < 0) ::_exit(1);
   for (std::size_t i = 0; i < trees.size(); ++i) {
-    if (trees[i] >= 0 && ::dup2(trees[i], kFirstSourceFd + static_cast<int>(i)) < 0) fail(kFds, errno);
+    if (trees[i] >= 0 && ::dup2(trees[i], kFirstSourceFd + static_cast<int>(i)) < 0) fail(Step::fds, errno);
   }
   ::syscall(SYS_close_range, kParkedFds, ~0u, 0);
 
@@ -237,24 +223,23 @@ int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
   char go = 0;
   if (::read(kControlFd, &go, 1) != 1) ::_exit(1);
   // Root of our user namespace, with no host groups left over.
-  if (::setgroups(0, nullptr) != 0 || ::setresgid(0, 0, 0) != 0 || ::setresuid(0, 0, 0) != 0) fail(kIds, errno);
+  if (::setgroups(0, nullptr) != 0 || ::setresgid(0, 0, 0) != 0 || ::setresuid(0, 0, 0) != 0) fail(Step::ids, errno);
 
   const Identity who = contain(config);
   sigset_t mask;
   sigemptyset(&mask);
   sigaddset(&mask, SIGCHLD);
-  if (::sigprocmask(SIG_BLOCK, &mask, nullptr) != 0) fail(kSignals, errno);
+  if (::sigprocmask(SIG_BLOCK, &mask, nullptr) != 0) fail(Step::signals, errno);
   const int signals = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-  if (signals < 0) fail(kSignals, errno);
+  if (signals < 0) fail(Step::signals, errno);
   ::signal(SIGPIPE, SIG_IGN);
 
   timespec now{};
   ::clock_gettime(CLOCK_MONOTONIC, &now);
   protocol::Status ready;
   ready.kind = protocol::Status::ready;
-  // the init's own start-to-ready time, and when it started, for the engine's trace
+  // the init's own start-to-ready time, for the engine's trace
   ready.extra = (now.tv_sec - started.tv_sec) * 1000000 + (now.tv_nsec - started.tv_nsec) / 1000;
-  ready.pad = started.tv_sec * 1000000LL + started.tv_nsec / 1000;
   [[maybe_unused]] ssize_t n = ::write(kControlFd, &ready, sizeof ready);
   Server(who, signals).run();
 }

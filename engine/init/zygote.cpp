@@ -6,14 +6,11 @@
 
 #include <fcntl.h>
 #include <linux/sched.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -75,35 +72,17 @@ int run_zygote(int engine) {
     if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
   }
   ::signal(SIGPIPE, SIG_IGN);
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGCHLD);
-  ::sigprocmask(SIG_BLOCK, &mask, nullptr);
-  const int signals = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   const int home_netns = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (signals < 0 || home_netns < 0) return 1;
+  if (home_netns < 0) return 1;
 
+  // It has no children to reap: what it clones is the engine's (CLONE_PARENT).
   for (;;) {
-    pollfd p[2] = {{engine, POLLIN, 0}, {signals, POLLIN, 0}};
-    if (::poll(p, 2, -1) < 0 && errno != EINTR) return 1;
-    if (p[1].revents & POLLIN) {
-      signalfd_siginfo info;
-      while (::read(signals, &info, sizeof info) == sizeof info) {
-      }
-      while (::waitpid(-1, nullptr, WNOHANG | __WALL) > 0) {
-      }
-    }
-    if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     std::string bytes;
     std::vector<int> fds;
     const int got = fdpass::receive(engine, bytes, fds);
-    if (got == 0 || (got < 0 && errno != EMSGSIZE)) {
-      // The engine is gone. What it ended is reaped here; a sandbox still
-      // running ends by itself when its own socket closes.
-      while (::waitpid(-1, nullptr, WNOHANG | __WALL) > 0) {
-      }
-      return 0;
-    }
+    // The engine is gone: a sandbox still running ends by itself when its own
+    // socket closes.
+    if (got == 0 || (got < 0 && errno != EMSGSIZE)) return 0;
     if (got < 0) continue;
     protocol::Config config;
     if (fds.size() == 3 && protocol::decode(bytes, config)) {
