@@ -10,10 +10,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
+#include <string>
 #include <chrono>
 #include <cstring>
 #include <map>
 
+#include "protocol.hpp"
 #include "requests.hpp"
 #include "sys_error.hpp"
 #include "trace.hpp"
@@ -29,6 +32,21 @@ constexpr auto kDrainAfterExit = std::chrono::milliseconds(250);
 constexpr auto kKillGrace = std::chrono::seconds(10);
 // A timeout beyond a year is no timeout (and must not overflow).
 constexpr std::int64_t kYearMs = 365LL * 24 * 3600 * 1000;
+
+// Reads what is there; false at end of stream.
+bool drain(int fd, std::string& sink, std::size_t limit, bool& truncated, const OutputCallback& callback) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) return false;
+    if (n < 0) return errno == EAGAIN || errno == EINTR;
+    const std::string_view chunk(buf, static_cast<std::size_t>(n));
+    if (callback) callback(chunk);
+    const std::size_t room = sink.size() < limit ? limit - sink.size() : 0;
+    if (chunk.size() > room) truncated = true;
+    sink.append(chunk.substr(0, std::min(room, chunk.size())));
+  }
+}
 
 class CommandRun {
  public:

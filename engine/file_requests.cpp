@@ -8,7 +8,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
+#include <string>
 
+#include "protocol.hpp"
 #include "requests.hpp"
 #include "sys_error.hpp"
 
@@ -17,6 +20,50 @@ namespace {
 
 // A file request whose helper does not finish within this long fails.
 constexpr int kFileTimeoutMs = 120000;
+
+Reason reason_for(int error) {
+  switch (error) {
+    case ENOENT: return Reason::NOT_FOUND;
+    case EACCES:
+    case EPERM:
+    case EROFS:
+    case EBUSY: return Reason::PERMISSION_DENIED;
+    case EFBIG:
+    case ENOSPC:
+    case EDQUOT:
+    case EMFILE:
+    case ENFILE: return Reason::LIMIT_REACHED;
+    case EISDIR:
+    case ENOTDIR:
+    case EINVAL:
+    case ENAMETOOLONG:
+    case ELOOP:
+    case ENOTEMPTY:
+    case EEXIST: return Reason::INVALID_INPUT;
+    default: return Reason::INTERNAL;
+  }
+}
+
+[[noreturn]] void file_error(const char* what, const std::string& path, int error) {
+  std::string message = std::string(what) + " " + path + ": ";
+  switch (error) {
+    case EFBIG: message += "the file is larger than the limit"; break;
+    case EINVAL: message += "not a regular file"; break;
+    default: message += std::strerror(error); break;
+  }
+  throw SandboxError(reason_for(error), message);
+}
+
+// Reads one status record (the pipe blocks); false at end of stream (the
+// init is gone).
+bool read_status(int fd, protocol::Status& status) {
+  for (;;) {
+    const ssize_t n = ::read(fd, &status, sizeof status);
+    if (n == sizeof status) return true;
+    if (n < 0 && errno == EINTR) continue;
+    return false;
+  }
+}
 
 enum class Data { none, from_sandbox, to_sandbox };
 
