@@ -64,6 +64,27 @@ void kill_by_listing(const std::string& path) {
   write_file(path + "/cgroup.freeze", "0");
 }
 
+// Kills every process in the tree at `path` and waits, up to `bound`, until
+// none is left. True if it is empty.
+bool kill_tree(const std::string& path, std::chrono::milliseconds bound) noexcept {
+  try {
+    const bool has_kill = write_file(path + "/cgroup.kill", "1");
+    if (!has_kill) kill_by_listing(path);
+    using namespace std::chrono;
+    const auto give_up = steady_clock::now() + bound;
+    auto pause = microseconds(50);
+    while (populated(path)) {
+      if (steady_clock::now() >= give_up) return false;
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, microseconds(5000));
+      if (!has_kill) kill_by_listing(path);  // what was forked meanwhile
+    }
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
 bool remove_tree(const std::string& path) {
   for (const auto& child : children(path)) remove_tree(child);
   return ::rmdir(path.c_str()) == 0 || errno == ENOENT;
@@ -146,20 +167,9 @@ UniqueFd SandboxCgroup::make_command(const std::string& name) const {
 }
 
 void SandboxCgroup::kill_command(const std::string& name) const noexcept {
-  const std::string path = path_ + "/" + name;
-  if (!write_file(path + "/cgroup.kill", "1")) kill_by_listing(path);
-  // Return once every process of it is gone (bounded): a caller told "timed
+  // Returns once every process of it is gone (bounded): a caller told "timed
   // out" may count on nothing of the command running any more.
-  using namespace std::chrono;
-  const auto give_up = steady_clock::now() + seconds(2);
-  auto pause = microseconds(50);
-  try {
-    while (populated(path) && steady_clock::now() < give_up) {
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, microseconds(5000));
-    }
-  } catch (...) {
-  }
+  kill_tree(path_ + "/" + name, std::chrono::seconds(2));
 }
 
 void SandboxCgroup::remove_command(const std::string& name) const noexcept {
@@ -182,17 +192,9 @@ bool looks_like_sandbox_cgroup(const std::string& path, const std::string& engin
 }
 
 bool kill_and_remove(const std::string& path) noexcept {
+  if (::access(path.c_str(), F_OK) != 0) return true;
+  kill_tree(path, std::chrono::seconds(10));
   try {
-    if (::access(path.c_str(), F_OK) != 0) return true;
-    const bool has_kill = write_file(path + "/cgroup.kill", "1");
-    using namespace std::chrono;
-    const auto give_up = steady_clock::now() + seconds(10);
-    auto pause = microseconds(50);
-    while (populated(path) && steady_clock::now() < give_up) {
-      if (!has_kill) kill_by_listing(path);
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, microseconds(20000));
-    }
     return remove_tree(path);
   } catch (...) {
     return false;

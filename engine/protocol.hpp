@@ -68,6 +68,7 @@ struct Status {
   std::int64_t pad = 0;
 };
 static_assert(sizeof(Status) == 24);
+static_assert(sizeof(Status) <= 512, "a status write must be atomic (PIPE_BUF)");
 
 std::string encode(const Config& c);
 std::string encode(const Exec& e);

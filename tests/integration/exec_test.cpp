@@ -50,7 +50,6 @@ TEST_F(ExecTest, TimeoutKillsEverythingTheCommandStarted) {
   auto s = create();
   ExecOptions o;
   o.timeout_ms = 300;
-  const auto start = std::chrono::steady_clock::now();
   auto r = s.exec({"/bin/sh", "-c",
                    "sleep 1000 & "                                      // a child
                    "setsid sleep 1000 & "                               // a new session
@@ -62,7 +61,6 @@ TEST_F(ExecTest, TimeoutKillsEverythingTheCommandStarted) {
   EXPECT_TRUE(r.timed_out);
   EXPECT_FALSE(r.exit_code.has_value());
   EXPECT_EQ(r.stdout, "started\n");
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_EQ(other_processes(s), 0);
 }
 
@@ -73,12 +71,11 @@ TEST_F(ExecTest, ACommandThatExitsLeavesWhatItStartedWithSetsidRunning) {
   const std::string pid = r.stdout.substr(0, r.stdout.size() - 1);
   // (it may still be between fork and exec for a moment)
   EXPECT_EQ(sh(s, "for i in $(seq 100); do [ \"$(cat /proc/" + pid + "/comm)\" = sleep ] && break; sleep 0.01; done; cat /proc/" + pid + "/comm"), "sleep\n");
-  // output held open by a child does not hang the exec
-  const auto start = std::chrono::steady_clock::now();
-  auto held = s.exec({"/bin/sh", "-c", "sleep 1000 & echo done"});
+  // Output a child holds open does not keep the exec waiting: what the child
+  // writes after the command exited is not part of the result.
+  auto held = s.exec({"/bin/sh", "-c", "(sleep 2; echo late) & echo done"});
   EXPECT_EQ(held.exit_code, 0);
   EXPECT_EQ(held.stdout, "done\n");
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
 }
 
 TEST_F(ExecTest, CancellationKillsAndFailsCancelled) {

@@ -12,6 +12,7 @@
 
 #include "fake_provider.hpp"
 #include "mayura/sandbox.hpp"
+#include "../support/reason_of.hpp"
 
 namespace asio = boost::asio;
 
@@ -34,12 +35,7 @@ TEST(Async, FutureCompletesWithTheResult) {
   EXPECT_EQ(sb.async_read_file("f", asio::use_future).get(), "hello");
   sb.async_release(asio::use_future).get();
   auto gone = sb.async_exec({"echo"}, {}, asio::use_future);
-  try {
-    gone.get();
-    FAIL();
-  } catch (const SandboxError& e) {
-    EXPECT_EQ(e.reason(), Reason::GONE);
-  }
+  EXPECT_EQ(testing::reason_of([&] { gone.get(); }), Reason::GONE);
 }
 
 TEST(Async, CallbackRunsOnTheConfiguredExecutor) {
@@ -73,12 +69,7 @@ TEST(Async, CancellationSlotEndsTheOperationWithCancelled) {
   auto f = sb.async_exec({"sleep"}, {}, asio::bind_cancellation_slot(signal.slot(), asio::use_future));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   signal.emit(asio::cancellation_type::terminal);
-  try {
-    f.get();
-    FAIL();
-  } catch (const SandboxError& e) {
-    EXPECT_EQ(e.reason(), Reason::CANCELLED);
-  }
+  EXPECT_EQ(testing::reason_of([&] { f.get(); }), Reason::CANCELLED);
 }
 
 TEST(Async, Coroutines) {

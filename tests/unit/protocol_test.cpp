@@ -81,7 +81,6 @@ TEST(Protocol, Listing) {
   EXPECT_FALSE(decode_listing(encode(a).substr(0, 10), out));
 }
 
-TEST(Protocol, StatusRecordIsAtomicSized) { EXPECT_LE(sizeof(Status), 512u); }
 
 }  // namespace
 }  // namespace mayura::protocol
