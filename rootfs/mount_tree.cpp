@@ -1,5 +1,6 @@
-// The sandbox's root, step by step: clone every host source first (so that
-// mounting the new root can hide none of them), make the new root a tmpfs,
+// The sandbox's root, step by step: clone every host source first
+// (clone_sources, so that mounting the new root can hide none of them), make
+// the new root a tmpfs,
 // carry out the plan with every target resolved inside the new root (so a
 // symlink in an image can never point a mount at a host path), then
 // pivot_root into it, detach the old root, and make the root read-only.
@@ -21,36 +22,7 @@
 namespace mayura::rootfs {
 namespace {
 
-// An owned fd; the init is small and single-threaded, but an early return
-// must still close what it opened.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = o.release();
-    }
-    return *this;
-  }
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  explicit operator bool() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
+using Fd = UniqueFd;
 
 constexpr const char* kStaging = "/tmp";
 
@@ -117,17 +89,10 @@ int mount_fs(const char* type, int target, unsigned long flags, const std::strin
   return ::mount(type, fd_path(target).c_str(), type, flags, data.empty() ? nullptr : data.c_str());
 }
 
-int write_all(int fd, const std::string& data) {
-  std::size_t off = 0;
-  while (off < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  return 0;
+int write_string(int fd, const std::string& data) {
+  const int error = write_all(fd, data.data(), data.size());
+  errno = error;
+  return error == 0 ? 0 : -1;
 }
 
 // A file with `data`, made in the root tmpfs under a hidden name and cloned
@@ -136,7 +101,7 @@ int write_all(int fd, const std::string& data) {
 Fd staged_file(int root, const std::string& name, const std::string& data, mode_t mode) {
   Fd file(::openat(root, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, mode));
   if (!file) return Fd();
-  if (write_all(file.get(), data) != 0 || ::fchmod(file.get(), mode) != 0) {
+  if (write_string(file.get(), data) != 0 || ::fchmod(file.get(), mode) != 0) {
     ::unlinkat(root, name.c_str(), 0);
     return Fd();
   }
@@ -173,7 +138,7 @@ int run_op(int root, const Op& op, std::size_t index, Fd& source) {
       if (!parent) return -1;
       Fd file(::openat(parent.get(), base_of(op.dst).c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, op.mode));
       if (!file) return -1;
-      return write_all(file.get(), op.data) == 0 ? ::fchmod(file.get(), op.mode) : -1;
+      return write_string(file.get(), op.data) == 0 ? ::fchmod(file.get(), op.mode) : -1;
     }
     case OpKind::tmpfs: {
       Fd target = ensure_dir(root, op.dst, 0755);
@@ -231,18 +196,36 @@ std::uint64_t bind_attributes(std::uint32_t flags) {
   return attrs;
 }
 
-BuildResult build(const Plan& plan, int first_source_fd) {
+BuildResult clone_sources(const Plan& plan, std::vector<UniqueFd>& trees) {
+  trees.clear();
+  trees.resize(plan.size());
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    const Op& op = plan[i];
+    if (op.kind != OpKind::bind) continue;
+    // No symlink at the last step: an image entry swapped for a link after
+    // the plan was made must not bind what the link names.
+    Fd tree(::open_tree(AT_FDCWD, op.src.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW));
+    if (!tree) {
+      if (errno == ENOENT && (op.flags & kOptional)) continue;
+      return {false, static_cast<std::uint32_t>(i), errno};
+    }
+    mount_attr attr{};
+    attr.attr_set = bind_attributes(op.flags);
+    // Private: a mount the host makes later under a bound tree (a shared
+    // one, on systemd hosts) must never show up inside.
+    attr.propagation = MS_PRIVATE;
+    if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0) {
+      return {false, static_cast<std::uint32_t>(i), errno};
+    }
+    trees[i] = std::move(tree);
+  }
+  return {};
+}
+
+BuildResult build(const Plan& plan, std::vector<UniqueFd>& sources) {
   // Nothing we mount may propagate back to the host.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return {false, kStepPrivate, errno};
-
-  std::vector<Fd> sources(plan.size());
-  int next_source = first_source_fd;
-  for (std::size_t i = 0; i < plan.size(); ++i) {
-    if (plan[i].kind != OpKind::bind) continue;
-    const int fd = next_source++;
-    struct stat st {};
-    if (::fstat(fd, &st) == 0) sources[i] = Fd(fd);
-  }
+  sources.resize(plan.size());
 
   if (::mount("tmpfs", kStaging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m,nr_inodes=4096") != 0) {
     return {false, kStepRoot, errno};

@@ -19,23 +19,11 @@
 #include <vector>
 
 #include "../capabilities.hpp"
+#include "mayura/rootfs/unique_fd.hpp"
 #include "init.hpp"
 
 namespace mayura::init {
 namespace {
-
-int write_all(int fd, const char* data, std::size_t size) {
-  std::size_t off = 0;
-  while (off < size) {
-    const ssize_t n = ::write(fd, data + off, size - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  return 0;
-}
 
 // Never opens anything but a regular file: the path is first opened with
 // O_PATH (which opens nothing), checked, then reopened through that same
@@ -60,11 +48,12 @@ int open_regular(const std::string& path, int flags, int& fd) {
 }
 
 std::int64_t do_read(const protocol::FileRequest& r, int out, int& error) {
-  int fd = -1;
-  error = open_regular(r.path, O_RDONLY, fd);
+  int opened = -1;
+  error = open_regular(r.path, O_RDONLY, opened);
+  const UniqueFd fd(opened);
   if (error) return 0;
   struct stat st {};
-  ::fstat(fd, &st);
+  ::fstat(fd.get(), &st);
   if (static_cast<std::uint64_t>(st.st_size) > r.max_bytes) {
     error = EFBIG;
     return 0;
@@ -72,7 +61,7 @@ std::int64_t do_read(const protocol::FileRequest& r, int out, int& error) {
   std::int64_t total = 0;
   char buf[65536];
   for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;

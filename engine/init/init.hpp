@@ -13,8 +13,7 @@
 namespace mayura::init {
 
 constexpr int kControlFd = 3;
-constexpr int kFirstSourceFd = 4;  // the plan's bind sources
-constexpr int kParkedFds = 512;    // above every fd the init arranges
+constexpr int kParkedFds = 512;  // above every fd the zygote had
 
 struct Identity {
   uid_t uid = 1000;

@@ -42,14 +42,14 @@ void close_fds(const std::vector<int>& fds) {
 }
 
 // The sequence that turns a fresh set of namespaces into a sandbox.
-Identity contain(const protocol::Config& config) {
+Identity contain(const protocol::Config& config, std::vector<UniqueFd>& trees) {
   // Nothing inside may ptrace us or read our memory through /proc.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   ::prctl(PR_SET_NAME, "mayura-init", 0, 0, 0);
   // Root the cgroup namespace at the sandbox's own cgroup (clone3 roots it at
   // the engine's), so nothing inside learns the host's cgroup paths.
   if (::unshare(CLONE_NEWCGROUP) != 0) fail(Step::cgroup_ns, errno);
-  const rootfs::BuildResult built = rootfs::build(config.plan, kFirstSourceFd);
+  const rootfs::BuildResult built = rootfs::build(config.plan, trees);
   if (!built.ok) fail(Step::rootfs, built.error, built.step);
   if (::sethostname(config.hostname.data(), config.hostname.size()) != 0) fail(Step::hostname, errno);
   if (::chdir(config.workdir.c_str()) != 0) fail(Step::rootfs, errno, rootfs::kStepPivot);
@@ -185,39 +185,19 @@ int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
   // reachable as /dev/tty.
   ::setsid();
   // The host trees the root binds, cloned while this process is still host
-  // root to the file system (so an image under a root-only directory works),
-  // in this new mount namespace (so the clones carry its locks).
+  // root to the file system, in this new mount namespace (so the clones
+  // carry its locks). They and the sandbox's socket are parked above every
+  // fd the zygote had; those are closed, the socket becomes fd 3.
   const int control = park(socket);
   if (control < 0) ::_exit(1);
-  std::vector<int> trees;
-  for (std::size_t i = 0; i < config.plan.size(); ++i) {
-    const rootfs::Op& op = config.plan[i];
-    if (op.kind != rootfs::OpKind::bind) continue;
-    // No symlink at the last step: an image entry swapped for a link after
-    // the plan was made must not bind what the link names.
-    int tree = ::open_tree(AT_FDCWD, op.src.c_str(), OPEN_TREE_CLONE | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
-    if (tree < 0) {
-      if (!(errno == ENOENT && (op.flags & rootfs::kOptional))) fail(Step::rootfs, errno, static_cast<std::int64_t>(i), control);
-    } else {
-      mount_attr attr{};
-      attr.attr_set = rootfs::bind_attributes(op.flags);
-      // Private: a mount the host makes later under a bound tree (a shared
-      // one, on systemd hosts) must never show up inside.
-      attr.propagation = MS_PRIVATE;
-      if (::mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0) {
-        fail(Step::rootfs, errno, static_cast<std::int64_t>(i), control);
-      }
-      tree = park(tree);
-    }
-    trees.push_back(tree);
+  std::vector<UniqueFd> trees;
+  const rootfs::BuildResult cloned = rootfs::clone_sources(config.plan, trees);
+  if (!cloned.ok) fail(Step::rootfs, cloned.error, cloned.step, control);
+  for (auto& tree : trees) {
+    if (tree) tree = UniqueFd(park(tree.get()));
   }
-  // fds: 0-2 /dev/null (the zygote's), 3 the engine's socket, 4... the trees;
-  // nothing of the zygote's survives.
   if (::syscall(SYS_close_range, 3, kParkedFds - 1, 0) != 0 || ::dup2(control, kControlFd) < 0) ::_exit(1);
-  for (std::size_t i = 0; i < trees.size(); ++i) {
-    if (trees[i] >= 0 && ::dup2(trees[i], kFirstSourceFd + static_cast<int>(i)) < 0) fail(Step::fds, errno);
-  }
-  ::syscall(SYS_close_range, kParkedFds, ~0u, 0);
+  ::close(control);
 
   // The engine writes our id maps, then says go.
   char go = 0;
@@ -225,7 +205,7 @@ int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
   // Root of our user namespace, with no host groups left over.
   if (::setgroups(0, nullptr) != 0 || ::setresgid(0, 0, 0) != 0 || ::setresuid(0, 0, 0) != 0) fail(Step::ids, errno);
 
-  const Identity who = contain(config);
+  const Identity who = contain(config, trees);
   sigset_t mask;
   sigemptyset(&mask);
   sigaddset(&mask, SIGCHLD);

@@ -5,7 +5,10 @@
 
 #include <cstdint>
 
+#include <vector>
+
 #include "mayura/rootfs/plan.hpp"
+#include "mayura/rootfs/unique_fd.hpp"
 
 namespace mayura::rootfs {
 
@@ -20,11 +23,14 @@ constexpr std::uint32_t kStepRoot = 100001;
 constexpr std::uint32_t kStepPivot = 100002;
 constexpr std::uint32_t kStepReadOnly = 100003;
 
-// The host trees a plan binds are cloned by the engine's child before it
-// becomes the sandbox's root user (so an image in a directory only host root
-// may enter still works), and reach the init as fds: the i-th bind op's tree
-// is fd `first_source_fd + i`, or closed if an optional source was missing.
-BuildResult build(const Plan& plan, int first_source_fd);
+// Clones (detached, private, with the op's flags) the host tree of every
+// bind op: trees[i] for op i, empty for other ops and for an optional source
+// that is not there. Done before the process becomes root of its user
+// namespace, so an image under a directory only host root may enter works.
+BuildResult clone_sources(const Plan& plan, std::vector<UniqueFd>& trees);
+
+// Builds the root from the plan and the cloned trees, and enters it.
+BuildResult build(const Plan& plan, std::vector<UniqueFd>& sources);
 
 // The mount attributes (MOUNT_ATTR_*) a bind op's clone gets.
 std::uint64_t bind_attributes(std::uint32_t op_flags);
