@@ -137,18 +137,18 @@ class NativeProvider final : public SandboxProvider {
     } guard{*core};
 
     core->lease = records::SlotLease::acquire(options_.state_dir, places_.cgroup_root, options_.id_slots);
-    core->host_id_base = options_.id_base + core->lease.slot() * 65536u;
+    const std::uint32_t id_base = options_.id_base + core->lease.slot() * 65536u;
     const std::string cgroup_path = places_.cgroup_root + "/" + name;
     core->lease.record(cgroup_path);
     timer.step("slot and record");
     // The init's cgroup.procs belongs to the sandbox's root, so the init can
     // place each command into a cgroup of its own.
-    core->cgroup = cgroups::SandboxCgroup(places_.cgroup_root, name, core->host_id_base, core->host_id_base);
+    core->cgroup = cgroups::SandboxCgroup(places_.cgroup_root, name, id_base, id_base);
     timer.step("cgroup");
     UniqueFd netns(netns_pool_.take());
     if (!netns) fail_step("making the sandbox's network namespace", errno);
     timer.step("network namespace");
-    core->init = launch_init(zygote_, netns.get(), core->cgroup.fd(), core->host_id_base, config, cancellation);
+    core->init = launch_init(zygote_, netns.get(), core->cgroup.fd(), id_base, config, cancellation);
     timer.step("init ready");
     guard.armed = false;
     return core;

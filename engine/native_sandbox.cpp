@@ -18,7 +18,7 @@ namespace mayura::native {
 
 void SandboxCore::send(const std::string& bytes, const std::vector<int>& fds) {
   std::lock_guard lock(mutex_);
-  if (ended_) gone();
+  if (ending_.load()) gone();
   // Bounded: an init that stops reading must not hold this lock (and with it
   // release) for ever.
   if (fdpass::send(init.control(), bytes, fds, kSendTimeoutMs) != 0) {
@@ -38,7 +38,6 @@ void SandboxCore::end() noexcept {
   if (init.control() >= 0) ::shutdown(init.control(), SHUT_RDWR);
   {
     std::lock_guard lock(mutex_);
-    ended_ = true;
     StepTimer timer("release");
     init.kill_and_wait();  // pid 1 dying takes every process of the namespace with it
     timer.step("init reaped");
@@ -63,7 +62,7 @@ void SandboxCore::gone_once_ended() {
 bool SandboxCore::alive() const noexcept {
   if (ending_.load()) return false;
   std::lock_guard lock(mutex_);
-  return !ended_ && init.running();
+  return init.running();
 }
 
 std::string NativeSandbox::absolute(const std::string& path) const {

@@ -26,7 +26,6 @@ class SandboxCore {
   std::string hostname;
   std::string workdir;
   std::map<std::string, std::string> base_env;  // every command's, before the exec's own
-  std::uint32_t host_id_base = 0;
 
   // Sends one request to the init; GONE if the sandbox has ended.
   void send(const std::string& bytes, const std::vector<int>& fds);
@@ -41,9 +40,8 @@ class SandboxCore {
   [[noreturn]] void gone_once_ended();
 
  private:
-  mutable std::mutex mutex_;
-  bool ended_ = false;
-  std::atomic<bool> ending_{false};
+  mutable std::mutex mutex_;         // held by a send, and by end() while it removes
+  std::atomic<bool> ending_{false};  // set as an end() starts
   std::atomic<bool> finished_{false};
 };
 
