@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/mount.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -90,7 +91,27 @@ bool remove_tree(const std::string& path) {
   return ::rmdir(path.c_str()) == 0 || errno == ENOENT;
 }
 
+// A legacy host has no cgroup2: mount one (with no controllers, all of them
+// being on v1) to track and kill processes with.
+std::string mount_own_cgroup2(const std::string& state_dir) {
+  const std::string path = state_dir + "/cgroup2";
+  if (::mkdir(state_dir.c_str(), 0700) != 0 && errno != EEXIST) fail_step("making " + state_dir, errno, Reason::UNSUPPORTED);
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) fail_step("making " + path, errno, Reason::UNSUPPORTED);
+  struct statfs fs {};
+  if (::statfs(path.c_str(), &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC) return path;
+  if (::mount("cgroup2", path.c_str(), "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    fail_step("mounting a cgroup2 hierarchy on this cgroup v1 host", errno, Reason::UNSUPPORTED);
+  }
+  return path;
+}
+
 }  // namespace
+
+void remove_orphan(const Places& places, const std::string& path) noexcept {
+  if (!looks_like_sandbox_cgroup(path, places.root)) return;
+  kill_and_remove(path);
+  remove_v1(places.host, places.root_name(), path.substr(path.rfind('/') + 1));
+}
 
 std::string find_cgroup2_mount() {
   std::ifstream in("/proc/self/mountinfo");
@@ -111,11 +132,11 @@ std::string find_cgroup2_mount() {
   return {};
 }
 
-std::string prepare_root(const std::string& configured) {
+std::string prepare_root(const std::string& configured, const Host& host, const std::string& state_dir) {
   std::string root = configured;
   if (root.empty()) {
-    const std::string mount = find_cgroup2_mount();
-    if (mount.empty()) throw SandboxError(Reason::UNSUPPORTED, "no cgroup2 hierarchy is mounted on this host");
+    std::string mount = host.v2;
+    if (mount.empty()) mount = mount_own_cgroup2(state_dir);
     root = mount + "/mayura";
   }
   if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -127,14 +148,18 @@ std::string prepare_root(const std::string& configured) {
   return root;
 }
 
-void remove_root_if_unused(const std::string& root) noexcept { ::rmdir(root.c_str()); }
+void remove_root_if_unused(const Places& places) noexcept {
+  if (places.root.empty()) return;
+  ::rmdir(places.root.c_str());
+  remove_v1_roots_if_unused(places.host, places.root_name());
+}
 
-SandboxCgroup::SandboxCgroup(const std::string& root, const std::string& name, uid_t owner, gid_t group)
-    : path_(root + "/" + name), owner_(owner), group_(group) {
+SandboxCgroup::SandboxCgroup(const Places& places, const std::string& name, uid_t owner, gid_t group)
+    : host_(places.host), path_(places.root + "/" + name), owner_(owner), group_(group) {
   int made = ::mkdir(path_.c_str(), 0755);
   if (made != 0 && errno == ENOENT) {
     // Another engine that went away may have removed the unused root just now.
-    ::mkdir(root.c_str(), 0755);
+    ::mkdir(places.root.c_str(), 0755);
     made = ::mkdir(path_.c_str(), 0755);
   }
   if (made != 0) {
@@ -142,44 +167,63 @@ SandboxCgroup::SandboxCgroup(const std::string& root, const std::string& name, u
     path_.clear();
     fail_step("making the sandbox's cgroup", e);
   }
-  dir_.reset(::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir_ || ::fchownat(dir_.get(), "cgroup.procs", owner, group, 0) != 0) {
-    const int e = errno;
+  try {
+    dir_.reset(::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir_ || ::fchownat(dir_.get(), "cgroup.procs", owner, group, 0) != 0) {
+      fail_step("delegating the sandbox's cgroup", errno);
+    }
+    enable_v2_command_limits(dir_.get(), host_);
+    commands_ = make_delegated(dir_.get(), "commands", "making the commands' cgroup");
+    v1_ = V1Groups(host_, places.root_name(), name);
+  } catch (...) {
     destroy();
-    path_.clear();
-    fail_step("delegating the sandbox's cgroup", e);
+    throw;
   }
 }
 
-UniqueFd SandboxCgroup::make_command(const std::string& name) const {
-  if (::mkdirat(dir_.get(), name.c_str(), 0755) != 0) {
+UniqueFd SandboxCgroup::make_delegated(int parent, const std::string& name, const char* step) const {
+  if (::mkdirat(parent, name.c_str(), 0755) != 0) {
     // the sandbox ended under us: its cgroup is gone
     if (errno == ENOENT) throw SandboxError(Reason::GONE, "the sandbox has ended");
-    fail_step("making a command's cgroup", errno);
+    fail_step(step, errno);
   }
-  UniqueFd fd(::openat(dir_.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd fd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd || ::fchownat(fd.get(), "cgroup.procs", owner_, group_, 0) != 0) {
     const int e = errno;
-    ::unlinkat(dir_.get(), name.c_str(), AT_REMOVEDIR);
-    fail_step("delegating a command's cgroup", e);
+    ::unlinkat(parent, name.c_str(), AT_REMOVEDIR);
+    fail_step(step, e);
   }
   return fd;
+}
+
+UniqueFd SandboxCgroup::make_command(const std::string& name) const {
+  return make_delegated(commands_.get(), name, "making a command's cgroup");
 }
 
 void SandboxCgroup::kill_command(const std::string& name) const noexcept {
   // Returns once every process of it is gone (bounded): a caller told "timed
   // out" may count on nothing of the command running any more.
-  kill_tree(path_ + "/" + name, std::chrono::seconds(2));
+  kill_tree(path_ + "/commands/" + name, std::chrono::seconds(2));
 }
 
 void SandboxCgroup::remove_command(const std::string& name) const noexcept {
-  ::unlinkat(dir_.get(), name.c_str(), AT_REMOVEDIR);
+  ::unlinkat(commands_.get(), name.c_str(), AT_REMOVEDIR);
+}
+
+void SandboxCgroup::apply(const Limits& limits) const {
+  apply_v2(dir_.get(), commands_.get(), host_, limits);
+  v1_.apply(limits);
+}
+
+std::uint64_t SandboxCgroup::oom_kills() const {
+  return host_.memory.v2 ? v2_oom_kills(dir_.get()) : v1_.oom_kills();
 }
 
 void SandboxCgroup::destroy() noexcept {
   if (path_.empty() || destroyed_) return;
   destroyed_ = true;
   kill_and_remove(path_);
+  v1_.destroy();  // empty now: everything in it was in the cgroup2 tree
 }
 
 bool looks_like_sandbox_cgroup(const std::string& path, const std::string& engine_root) {

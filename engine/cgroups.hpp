@@ -9,6 +9,8 @@
 
 #include <string>
 
+#include "cgroup_host.hpp"
+#include "cgroup_limits.hpp"
 #include "fd.hpp"
 
 namespace mayura::cgroups {
@@ -16,25 +18,44 @@ namespace mayura::cgroups {
 // The cgroup2 mount point, from /proc/self/mountinfo; empty if none.
 std::string find_cgroup2_mount();
 
-// The engine's root directory for sandbox cgroups; made if missing.
-// Throws SandboxError(UNSUPPORTED) if it cannot be used.
-std::string prepare_root(const std::string& configured);
+// The engine's root directory for sandbox cgroups (cgroup2); made if
+// missing. On a legacy host, where no cgroup2 is mounted, it mounts one of
+// its own under `state_dir` first. Throws SandboxError(UNSUPPORTED) if it
+// cannot be used.
+std::string prepare_root(const std::string& configured, const Host& host, const std::string& state_dir);
 
-// Removes the engine's root if no sandbox cgroup is in it (another engine's
-// included); an engine that still uses it makes it again as it needs it.
-void remove_root_if_unused(const std::string& root) noexcept;
+// The engine's places: its cgroup2 root, and its roots on the v1 hierarchies.
+struct Places {
+  Host host;  // as usable from the root
+  std::string root;
+  std::string root_name() const { return root.substr(root.rfind('/') + 1); }
+};
+
+// Removes the engine's roots if no sandbox cgroup is in them (another
+// engine's included); an engine that still uses them makes them again.
+void remove_root_if_unused(const Places& places) noexcept;
 
 class SandboxCgroup {
  public:
   SandboxCgroup() = default;
-  // mkdir <root>/<name>, delegated to `owner`. Throws on failure.
-  SandboxCgroup(const std::string& root, const std::string& name, uid_t owner, gid_t group);
+  // mkdir <root>/<name> and <root>/<name>/commands, delegated to `owner`,
+  // and the sandbox's groups on v1. Throws on failure.
+  SandboxCgroup(const Places& places, const std::string& name, uid_t owner, gid_t group);
   SandboxCgroup(SandboxCgroup&&) noexcept = default;
   SandboxCgroup& operator=(SandboxCgroup&&) noexcept = default;
   ~SandboxCgroup() { destroy(); }
 
   const std::string& path() const { return path_; }
   int fd() const { return dir_.get(); }
+
+  // Puts the init into the sandbox's v1 groups, before it runs anything.
+  void place_init(pid_t pid) const { v1_.place(pid); }
+  // Sets (or changes) the sandbox's limits.
+  void apply(const Limits& limits) const;
+  // How many of the sandbox's processes the OOM killer has killed so far.
+  std::uint64_t oom_kills() const;
+  // For a command to join the v1 process limit before it runs; -1 if none.
+  int commands_procs() const { return v1_.commands_procs(); }
 
   // A command's cgroup, delegated like the sandbox's; its directory fd.
   UniqueFd make_command(const std::string& name) const;
@@ -50,8 +71,12 @@ class SandboxCgroup {
   void destroy() noexcept;
 
  private:
+  UniqueFd make_delegated(int parent, const std::string& name, const char* step) const;
+
+  Host host_;
   std::string path_;
-  UniqueFd dir_;
+  UniqueFd dir_, commands_;
+  V1Groups v1_;
   bool destroyed_ = false;
   uid_t owner_ = 0;
   gid_t group_ = 0;
@@ -62,8 +87,11 @@ class SandboxCgroup {
 bool looks_like_sandbox_cgroup(const std::string& path, const std::string& engine_root);
 
 // Kills all processes in the cgroup tree at `path`, waits (bounded) until it
-// is empty and removes it, deepest first. Used for sandboxes and for what a
-// dead engine left. True if the tree is gone.
+// is empty and removes it, deepest first. True if the tree is gone.
 bool kill_and_remove(const std::string& path) noexcept;
+
+// Removes a sandbox a dead engine left: its cgroup2 tree at `path` (with
+// every process in it), then its v1 groups.
+void remove_orphan(const Places& places, const std::string& path) noexcept;
 
 }  // namespace mayura::cgroups

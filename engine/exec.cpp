@@ -95,7 +95,10 @@ class CommandRun {
     deadline_ = options_.timeout_ms && *options_.timeout_ms < kYearMs
                     ? start_ + std::chrono::milliseconds(*options_.timeout_ms)
                     : Clock::time_point::max();
-    core_.send(protocol::encode(request), {child_stdin, out_.write.get(), err_.write.get(), status_.write.get(), cgroup.get()});
+    std::vector<int> fds = {child_stdin, out_.write.get(), err_.write.get(), status_.write.get(), cgroup.get()};
+    if (core_.cgroup.commands_procs() >= 0) fds.push_back(core_.cgroup.commands_procs());
+    oom_kills_before_ = core_.cgroup.oom_kills();
+    core_.send(protocol::encode(request), fds);
     // The child's ends live on in the init and the command only.
     out_.write.reset();
     err_.write.reset();
@@ -191,6 +194,8 @@ class CommandRun {
   void not_started(const protocol::Status& s) {
     const int e = s.value;
     const auto step = static_cast<protocol::SpawnStep>(s.extra);
+    if (step == protocol::SpawnStep::limits) fail_step("putting the command under the sandbox's process limit", e);
+    if (step == protocol::SpawnStep::seccomp) fail_step("installing the command's seccomp filter", e);
     if (step == protocol::SpawnStep::clone || step == protocol::SpawnStep::setup) fail_step("starting the command", e);
     const bool not_found = step == protocol::SpawnStep::exec && (e == ENOENT || e == ENOTDIR);
     result_.exit_code = not_found ? 127 : 126;
@@ -232,6 +237,9 @@ class CommandRun {
       else if (WIFSIGNALED(wait_status_)) result_.exit_code = 128 + WTERMSIG(wait_status_);
       else result_.exit_code = 255;
     }
+    // 137 is SIGKILL, straight or passed on by a shell; the OOM killer's if
+    // it killed in the sandbox while the command ran.
+    result_.oom_killed = result_.exit_code == 137 && core_.cgroup.oom_kills() > oom_kills_before_;
     return result_;
   }
 
@@ -253,6 +261,7 @@ class CommandRun {
   bool out_open_ = true, err_open_ = true, status_open_ = true;
   bool exited_ = false, killed_ = false, cancelled_ = false;
   int wait_status_ = 0;
+  std::uint64_t oom_kills_before_ = 0;
   Clock::time_point exit_time_{}, kill_time_{};
 };
 

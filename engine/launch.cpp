@@ -94,6 +94,7 @@ std::string setup_step_name(std::int32_t step, std::int64_t detail) {
     case Step::cgroup_ns: return "entering the sandbox's cgroup namespace";
     case Step::fds: return "arranging the init's fds";
     case Step::ids: return "becoming root of the sandbox's user namespace";
+    case Step::rlimits: return "setting the sandbox's resource limits";
   }
   return "setting up the sandbox";
 }
@@ -223,7 +224,8 @@ void InitProcess::kill_and_wait() noexcept {
 }
 
 InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t host_id_base,
-                        const protocol::Config& config, std::stop_token cancellation) {
+                        const protocol::Config& config, const std::function<void(pid_t)>& place,
+                        std::stop_token cancellation) {
   StepTimer timer("launch");
   auto [engine_end, init_end] = seqpacket_pair("the control socket");
 
@@ -239,6 +241,7 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
     write_map(proc.get(), "uid_map", host_id_base);
     write_map(proc.get(), "gid_map", host_id_base);
   }
+  place(init.pid_);
   check_sys(fdpass::send(engine_end.get(), "g", {}), "releasing the init");
   timer.step("id maps");
 

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <stop_token>
 #include <string>
@@ -62,16 +63,19 @@ class InitProcess {
   void kill_and_wait() noexcept;
 
  private:
-  friend InitProcess launch_init(Zygote&, int, int, std::uint32_t, const protocol::Config&, std::stop_token);
+  friend InitProcess launch_init(Zygote&, int, int, std::uint32_t, const protocol::Config&,
+                                 const std::function<void(pid_t)>&, std::stop_token);
   pid_t pid_ = -1;
   UniqueFd pidfd_;
   UniqueFd control_;
 };
 
 // Starts a sandbox's init in `netns` (loopback up already) and `cgroup_fd`,
-// maps its ids to the host range at `host_id_base`, and waits until it
-// reports the sandbox ready. Throws SandboxError naming the failed step.
+// maps its ids to the host range at `host_id_base`, calls `place` with its
+// host pid (before it runs anything of its own), and waits until it reports
+// the sandbox ready. Throws SandboxError naming the failed step.
 InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t host_id_base,
-                        const protocol::Config& config, std::stop_token cancellation);
+                        const protocol::Config& config, const std::function<void(pid_t)>& place,
+                        std::stop_token cancellation);
 
 }  // namespace mayura

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "cgroups.hpp"
+#include "mayura/seccomp/profile.hpp"
 #include "init_image.hpp"
 #include "lifetimes.hpp"
 #include "mayura/native.hpp"
@@ -32,6 +33,9 @@ std::string random_hex(int digits) {
   return s;
 }
 
+// Less cannot run a shell and the sandbox's own helpers.
+constexpr std::int64_t kMinMemoryMib = 16;
+
 void check_options(const NativeOptions& o) {
   auto invalid = [](const std::string& m) { throw SandboxError(Reason::INVALID_CONFIG, m); };
   if (o.workdir.size() < 2 || o.workdir.front() != '/' || o.workdir.find('/', 1) != std::string::npos ||
@@ -45,16 +49,28 @@ void check_options(const NativeOptions& o) {
   }
   if (o.workdir_mib == 0 || o.tmp_mib == 0 || o.shm_mib == 0 || o.tmpfs_inodes == 0) invalid("tmpfs sizes must be positive");
   if (o.state_dir.empty() || o.state_dir.front() != '/') invalid("state_dir must be an absolute path");
+  if (!(o.default_cpus >= 0 && o.default_cpus <= 1024)) invalid("default_cpus must be between 0 (every cpu) and 1024");
+  if (o.default_memory_mib != 0 && (o.default_memory_mib < kMinMemoryMib || o.default_memory_mib > (1ll << 30))) {
+    invalid("default_memory_mib must be 0 (no bound) or between 16 and 2^30");
+  }
+  if (o.default_pids < 0 || o.default_pids > (1ll << 22)) invalid("default_pids must be 0 (no bound) or at most 2^22");
 }
+
+// The parent directory of a cgroup path.
+std::string parent_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
 
 class NativeProvider final : public SandboxProvider {
  public:
   explicit NativeProvider(const NativeOptions& options) : options_(options) {
     check_options(options_);
     if (::geteuid() != 0) throw SandboxError(Reason::UNSUPPORTED, "the native provider needs root");
-    places_.cgroup_root = cgroups::prepare_root(options_.cgroup_root);
+    cgroups::Places& cg = places_.cgroups;
+    cg.host = cgroups::detect_host();
+    cg.root = cgroups::prepare_root(options_.cgroup_root, cg.host, options_.state_dir);
+    cg.host = cgroups::enable_v2_controllers(cg.host, parent_of(cg.root), cg.root);
     places_.state_dir = options_.state_dir;
-    records::clean_orphans(options_.state_dir, places_.cgroup_root);
+    records::clean_orphans(options_.state_dir, cg);
+    default_seccomp_ = seccomp::compile_default();
     init_memfd_ = make_init_memfd();
     zygote_.use_program(init_memfd_.get());
     prepared_.start();
@@ -66,6 +82,10 @@ class NativeProvider final : public SandboxProvider {
     Features f;
     f.stdin = true;
     f.network = {NetworkKind::none};
+    f.cpus = places_.cgroups.host.cpu.available();
+    f.memory = places_.cgroups.host.memory.available();
+    f.pids = places_.cgroups.host.pids.available();
+    f.seccomp = true;
     return f;
   }
 
@@ -78,10 +98,9 @@ class NativeProvider final : public SandboxProvider {
     if (options.network.kind != NetworkKind::none) {
       throw SandboxError(Reason::INVALID_INPUT, "the native provider supports only network none for now");
     }
-    if (options.cpus || options.memory_mib) {
-      throw SandboxError(Reason::INVALID_INPUT, "cpus and memory_mib are not enforced yet, so they are refused");
-    }
     if (!options.ports.empty()) throw SandboxError(Reason::INVALID_INPUT, "ports are not served yet");
+    const cgroups::Limits limits = limits_for(options);
+    const seccomp::Program program = seccomp_for(options);
     rootfs::Image image;
     try {
       image = rootfs::resolve_image(options.image, options_.image_dir);
@@ -91,10 +110,18 @@ class NativeProvider final : public SandboxProvider {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.lifetime_ms);
 
     std::shared_ptr<native::SandboxCore> core;
-    if (image.host) core = prepared_.take();
+    // Sandboxes made ahead run the default filter (it is fixed at their start).
+    if (image.host && !options.seccomp_profile) core = prepared_.take();
     timer.step(core ? "prepared sandbox taken" : "no prepared sandbox");
-    if (!core) core = build(image, cancellation);
-    // What is this create's own: its env and its lifetime.
+    if (!core) core = build(image, program, cancellation);
+    // What is this create's own: its limits, its env and its lifetime.
+    try {
+      core->cgroup.apply(limits);
+    } catch (...) {
+      core->end();
+      throw;
+    }
+    timer.step("limits");
     core->base_env = base_env(options, core->hostname);
     reaper_.watch(deadline, core);
     timer.step("ready");
@@ -104,7 +131,8 @@ class NativeProvider final : public SandboxProvider {
  private:
   // One sandbox, up to a running init: an id range, a record, a cgroup, a
   // network namespace, the init and its root.
-  std::shared_ptr<native::SandboxCore> build(const rootfs::Image& image, std::stop_token cancellation) {
+  std::shared_ptr<native::SandboxCore> build(const rootfs::Image& image, const seccomp::Program& program,
+                                             std::stop_token cancellation) {
     StepTimer timer("build");
     auto core = std::make_shared<native::SandboxCore>();
     const std::string name = random_hex(16);
@@ -126,6 +154,7 @@ class NativeProvider final : public SandboxProvider {
     config.workdir = root.workdir;
     config.uid = root.uid;
     config.gid = root.gid;
+    config.seccomp = program;
     timer.step("plan");
 
     struct EndOnFailure {
@@ -136,22 +165,50 @@ class NativeProvider final : public SandboxProvider {
       }
     } guard{*core};
 
-    core->lease = records::SlotLease::acquire(options_.state_dir, places_.cgroup_root, options_.id_slots);
+    core->lease = records::SlotLease::acquire(options_.state_dir, places_.cgroups, options_.id_slots);
     const std::uint32_t id_base = options_.id_base + core->lease.slot() * 65536u;
-    const std::string cgroup_path = places_.cgroup_root + "/" + name;
+    const std::string cgroup_path = places_.cgroups.root + "/" + name;
     core->lease.record(cgroup_path);
     timer.step("slot and record");
     // The init's cgroup.procs belongs to the sandbox's root, so the init can
     // place each command into a cgroup of its own.
-    core->cgroup = cgroups::SandboxCgroup(places_.cgroup_root, name, id_base, id_base);
+    core->cgroup = cgroups::SandboxCgroup(places_.cgroups, name, id_base, id_base);
     timer.step("cgroup");
     UniqueFd netns(netns_pool_.take());
     if (!netns) fail_step("making the sandbox's network namespace", errno);
     timer.step("network namespace");
-    core->init = launch_init(zygote_, netns.get(), core->cgroup.fd(), id_base, config, cancellation);
+    const cgroups::SandboxCgroup& cgroup = core->cgroup;
+    core->init = launch_init(
+        zygote_, netns.get(), cgroup.fd(), id_base, config, [&cgroup](pid_t pid) { cgroup.place_init(pid); },
+        cancellation);
     timer.step("init ready");
     guard.armed = false;
     return core;
+  }
+
+  // The create's limits, or the engine's defaults where it sets none (and
+  // the host can enforce them).
+  cgroups::Limits limits_for(const CreateOptions& options) const {
+    if (options.memory_mib && *options.memory_mib < kMinMemoryMib) {
+      throw SandboxError(Reason::INVALID_INPUT, "memory_mib must be at least 16");
+    }
+    cgroups::Limits limits;
+    const double cpus = options.cpus.value_or(options_.default_cpus);
+    if (cpus > 0) limits.cpus = cpus;
+    const std::int64_t memory = options.memory_mib.value_or(options_.default_memory_mib);
+    if (memory > 0) limits.memory_bytes = static_cast<std::uint64_t>(memory) << 20;
+    const std::int64_t pids = options.pids.value_or(options_.default_pids);
+    if (pids > 0) limits.pids = static_cast<std::uint64_t>(pids);
+    return limits;
+  }
+
+  seccomp::Program seccomp_for(const CreateOptions& options) const {
+    if (!options.seccomp_profile) return default_seccomp_;
+    try {
+      return seccomp::compile_oci(*options.seccomp_profile);
+    } catch (const seccomp::ProfileError& e) {
+      throw SandboxError(Reason::INVALID_INPUT, std::string("the seccomp profile is not usable: ") + e.what());
+    }
   }
 
   std::map<std::string, std::string> base_env(const CreateOptions& options, const std::string& hostname) const {
@@ -171,25 +228,28 @@ class NativeProvider final : public SandboxProvider {
   // First, so it goes last, after every sandbox: the engine's own places
   // are removed when nothing of any engine is left in them.
   struct Places {
-    std::string cgroup_root;
+    cgroups::Places cgroups;
     std::string state_dir;
     ~Places() {
-      if (!cgroup_root.empty()) cgroups::remove_root_if_unused(cgroup_root);
+      cgroups::remove_root_if_unused(cgroups);
       if (!state_dir.empty()) records::remove_state_if_unused(state_dir);
     }
   } places_;
   NativeOptions options_;
+  seccomp::Program default_seccomp_;
   UniqueFd init_memfd_;
   netfilter::NetnsPool netns_pool_{options_.netns_pool};
   Zygote zygote_;
   native::LifetimeReaper reaper_;
   // Last: its thread uses everything above, and stops first.
   native::PreparedPool prepared_{options_.prepared, [this] {
-    return build(rootfs::Image{"host", "/", true}, std::stop_token{});
+    return build(rootfs::Image{"host", "/", true}, default_seccomp_, std::stop_token{});
   }};
 };
 
 }  // namespace
+
+std::string describe_native_host() { return cgroups::detect_host().describe(); }
 
 std::shared_ptr<SandboxProvider> native_sandboxes(const NativeOptions& options) {
   return std::make_shared<NativeProvider>(options);

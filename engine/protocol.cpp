@@ -49,6 +49,7 @@ std::string encode(const Config& c) {
   w.str(c.workdir);
   w.u32(c.uid);
   w.u32(c.gid);
+  w.str(c.seccomp);
   return w.bytes();
 }
 
@@ -62,7 +63,8 @@ bool decode(const std::string& bytes, Config& out) {
   out.workdir = r.str();
   out.uid = r.u32();
   out.gid = r.u32();
-  return r.ok() && r.at_end();
+  out.seccomp = r.str();
+  return r.ok() && r.at_end() && out.seccomp.size() % 8 == 0;
 }
 
 std::string encode(const Exec& e) {

@@ -19,7 +19,9 @@ enum class Request : std::uint32_t { config = 1, exec = 2, read = 3, write = 4, 
 
 // fds that come with each request, in this order
 //   config: none
-//   exec:   stdin, stdout, stderr, status, cgroup directory
+//   exec:   stdin, stdout, stderr, status, cgroup directory, and on a host
+//           with the process limit on cgroup v1 the commands' v1
+//           cgroup.procs (the command joins it before it runs)
 //   read:   data (write end), status
 //   write:  data (read end), status
 //   list:   data (write end), status
@@ -31,6 +33,9 @@ struct Config {
   std::string workdir;
   std::uint32_t uid = 1000;  // the sandbox user, inside
   std::uint32_t gid = 1000;
+  // The seccomp filter every command runs under: a classic BPF program (the
+  // bytes of its struct sock_filter array); empty: none.
+  std::string seccomp;
 };
 
 struct Exec {
@@ -54,10 +59,11 @@ enum class SetupStep : std::int32_t {
   cgroup_ns = 6,
   fds = 7,
   ids = 8,
+  rlimits = 9,
 };
 
 // Which step of starting a command failed (Status::extra of spawn_failed).
-enum class SpawnStep : std::int64_t { exec = 0, clone = 1, cwd = 2, setup = 3 };
+enum class SpawnStep : std::int64_t { exec = 0, clone = 1, cwd = 2, setup = 3, limits = 4, seccomp = 5 };
 
 // One record on a status pipe; 24 bytes, so each write is atomic.
 struct Status {

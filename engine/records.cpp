@@ -33,12 +33,12 @@ std::string read_all(int fd) {
 }
 
 // The slot is ours (locked): remove what its record names, then empty it.
-void clean_locked(int fd, const std::string& cgroup_root) {
+void clean_locked(int fd, const cgroups::Places& places) {
   std::string cgroup = read_all(fd);
   while (!cgroup.empty() && (cgroup.back() == '\n' || cgroup.back() == '\0')) cgroup.pop_back();
   // Only ever a sandbox cgroup of an engine: a cgroup2 directory under this
   // engine's root or another's. The record is trusted no further than that.
-  if (cgroups::looks_like_sandbox_cgroup(cgroup, cgroup_root)) cgroups::kill_and_remove(cgroup);
+  cgroups::remove_orphan(places, cgroup);
   if (::ftruncate(fd, 0) != 0) {
     // an unreadable record is cleaned again next time
   }
@@ -72,7 +72,7 @@ UniqueFd lock_record(const std::string& path, bool create) {
 
 }  // namespace
 
-SlotLease SlotLease::acquire(const std::string& state_dir, const std::string& cgroup_root, std::uint32_t slots) {
+SlotLease SlotLease::acquire(const std::string& state_dir, const cgroups::Places& places, std::uint32_t slots) {
   make_dirs(state_dir);
   thread_local std::mt19937 rng{std::random_device{}()};
   const std::uint32_t start = std::uniform_int_distribution<std::uint32_t>(0, slots - 1)(rng);
@@ -81,7 +81,7 @@ SlotLease SlotLease::acquire(const std::string& state_dir, const std::string& cg
     const std::string path = slots_dir(state_dir) + "/" + std::to_string(slot);
     UniqueFd fd = lock_record(path, true);
     if (!fd) continue;
-    clean_locked(fd.get(), cgroup_root);
+    clean_locked(fd.get(), places);
     SlotLease lease;
     lease.fd_ = std::move(fd);
     lease.path_ = path;
@@ -112,7 +112,7 @@ void remove_state_if_unused(const std::string& state_dir) noexcept {
   if (::rmdir(slots_dir(state_dir).c_str()) == 0) ::rmdir(state_dir.c_str());
 }
 
-int clean_orphans(const std::string& state_dir, const std::string& cgroup_root) {
+int clean_orphans(const std::string& state_dir, const cgroups::Places& places) {
   make_dirs(state_dir);
   int removed = 0;
   DIR* dir = ::opendir(slots_dir(state_dir).c_str());
@@ -124,7 +124,7 @@ int clean_orphans(const std::string& state_dir, const std::string& cgroup_root) 
     if (!fd) continue;
     struct stat st {};
     if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) {
-      clean_locked(fd.get(), cgroup_root);
+      clean_locked(fd.get(), places);
       ++removed;
     }
     ::unlink(path.c_str());

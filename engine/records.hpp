@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cgroups.hpp"
 #include "fd.hpp"
 
 namespace mayura::records {
@@ -24,7 +25,7 @@ class SlotLease {
 
   // A free slot (cleaning it first if a dead engine left it). Throws
   // SandboxError(LIMIT_REACHED) when every slot is taken.
-  static SlotLease acquire(const std::string& state_dir, const std::string& cgroup_root, std::uint32_t slots);
+  static SlotLease acquire(const std::string& state_dir, const cgroups::Places& places, std::uint32_t slots);
 
   std::uint32_t slot() const { return slot_; }
   // Says which cgroup is this slot's, before the cgroup is made.
@@ -40,7 +41,7 @@ class SlotLease {
 
 // Makes the state directory (0700) and removes every sandbox that a dead
 // engine left. Returns how many it removed.
-int clean_orphans(const std::string& state_dir, const std::string& cgroup_root);
+int clean_orphans(const std::string& state_dir, const cgroups::Places& places);
 
 // Removes the state directory if it holds no record (of any engine).
 void remove_state_if_unused(const std::string& state_dir) noexcept;

@@ -71,6 +71,14 @@ void add_entry(Plan& plan, const std::string& host_path, const std::string& dst)
   }
 }
 
+constexpr std::array kProcMasks = {
+    "kcore", "keys", "key-users", "kallsyms", "timer_list", "timer_stats", "sched_debug", "latency_stats",
+    "interrupts", "kmsg", "kpagecount", "kpageflags", "kpagecgroup", "sysrq-trigger", "acpi", "asound",
+    "scsi", "firmware", "driver", "dma", "iomem", "ioports", "modules", "vmallocinfo", "slabinfo",
+    "pagetypeinfo", "buddyinfo", "zoneinfo", "mtrr", "config.gz", "lockdep", "lock_stat",
+};
+constexpr std::array kProcReadOnly = {"sys", "bus", "fs", "irq", "tty", "sysvipc"};
+
 // What every sandbox gets, whatever its image: the writable places, a
 // minimal /dev, its own /proc.
 void add_common(Plan& plan, const RootOptions& o) {
@@ -78,8 +86,10 @@ void add_common(Plan& plan, const RootOptions& o) {
   plan.push_back(tmpfs("/tmp", o.tmp_bytes, o.inodes, 01777, 0, 0));
 
   plan.push_back(tmpfs("/dev", 1 << 20, 256, 0755, 0, 0, kNoExec));
+  // Read-only binds: a device is written through its node whatever the
+  // mount says, and no mount that can be written may carry devices.
   for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
-    plan.push_back(bind(std::string("/dev/") + node, std::string("/dev/") + node, kWritable | kAllowDevices | kNoExec));
+    plan.push_back(bind(std::string("/dev/") + node, std::string("/dev/") + node, kAllowDevices | kNoExec));
   }
   plan.push_back(simple(OpKind::devpts, "/dev/pts"));
   plan.push_back(simple(OpKind::symlink, "/dev/ptmx", "pts/ptmx"));
@@ -89,6 +99,15 @@ void add_common(Plan& plan, const RootOptions& o) {
   plan.push_back(simple(OpKind::symlink, "/dev/stdout", "/proc/self/fd/1"));
   plan.push_back(simple(OpKind::symlink, "/dev/stderr", "/proc/self/fd/2"));
   plan.push_back(simple(OpKind::proc, "/proc"));
+  // The kernel's own files, as Docker hides them: what leaks host memory,
+  // keys, timers and hardware is masked; what could change the kernel is
+  // read-only.
+  for (const char* hidden : kProcMasks) {
+    plan.push_back(simple(OpKind::mask, std::string("/proc/") + hidden, {}, 0, kOptional));
+  }
+  for (const char* fixed : kProcReadOnly) {
+    plan.push_back(simple(OpKind::read_only, std::string("/proc/") + fixed, {}, 0, kOptional));
+  }
 }
 
 std::string passwd_for(const RootOptions& o) {

@@ -159,7 +159,16 @@ int run_op(int root, const Op& op, std::size_t index, Fd& source) {
     case OpKind::devpts: {
       Fd target = ensure_dir(root, op.dst, 0755);
       if (!target) return -1;
-      return mount_fs("devpts", target.get(), MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5");
+      // Read-only: ptys are made through /dev/ptmx all the same, and no writable
+      // mount may carry devices.
+      return mount_fs("devpts", target.get(), MS_RDONLY | MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5");
+    }
+    case OpKind::read_only: {
+      Fd target(openat2_in_root(root, relative(op.dst), O_PATH));
+      if (!target) return (errno == ENOENT && (op.flags & kOptional)) ? 0 : -1;
+      Fd tree(::open_tree(target.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+      if (!tree || set_attrs(tree.get(), kNoExec, true) != 0) return -1;
+      return attach(tree.get(), target.get());
     }
     case OpKind::override_file:
     case OpKind::mask: {

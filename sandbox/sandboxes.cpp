@@ -165,7 +165,21 @@ void check_create(const SandboxesOptions& limits, const Features& features, std:
   }
   if (o.memory_mib) {
     if (!features.memory) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound memory");
-    if (*o.memory_mib <= 0) throw SandboxError(Reason::INVALID_INPUT, "memory_mib must be positive");
+    if (*o.memory_mib <= 0 || *o.memory_mib > (std::int64_t{1} << 30)) {
+      throw SandboxError(Reason::INVALID_INPUT, "memory_mib must be positive and at most 2^30");
+    }
+  }
+  if (o.pids) {
+    if (!features.pids) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound processes");
+    if (*o.pids <= 0 || *o.pids > (std::int64_t{1} << 22)) {
+      throw SandboxError(Reason::INVALID_INPUT, "pids must be positive and at most 2^22");
+    }
+  }
+  if (o.seccomp_profile) {
+    if (!features.seccomp) throw SandboxError(Reason::INVALID_INPUT, "the provider does not take seccomp profiles");
+    if (o.seccomp_profile->size() > kMaxSeccompProfileBytes) {
+      throw SandboxError(Reason::INVALID_INPUT, "the seccomp profile is larger than 1 MiB");
+    }
   }
   check_env(o.env);
   check_labels(o.labels);

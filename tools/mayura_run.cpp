@@ -39,10 +39,17 @@ Options:
   --cwd PATH             the command's directory (default: the workdir)
   --copy-in HOST:PATH    copy a host file into the sandbox first (repeatable)
   --stdin                pass this process's standard input to the command
+  --cpus N               bound the sandbox to N cpus (may be fractional)
+  --memory MIB           bound its memory to MIB mebibytes, no swap; a command
+                         the kernel kills for it exits 137
+  --pids N               bound its commands to N processes and threads
+  --seccomp FILE         an OCI/Docker JSON seccomp profile instead of the
+                         built-in one (unknown syscall names are skipped)
   --json                 print one JSON object: exitCode, stdout, stderr,
-                         truncated, durationMs, timedOut
+                         truncated, durationMs, timedOut, oomKilled
   --help                 this text
-  --version              the version
+  --version              the version, and what this host's cgroups enforce
+  doctor                 (as the only argument) the same report as --version
 
 Environment (where the engine keeps its state; defaults suit most hosts):
   MAYURA_IMAGE_DIR       where images are found by name (/var/lib/mayura/images)
@@ -57,6 +64,26 @@ be made, the input was bad, or the sandbox's lifetime ended under the command.
 [[noreturn]] void usage_error(const std::string& message) {
   std::fprintf(stderr, "mayura-run: INVALID_INPUT: %s\n(see mayura-run --help)\n", message.c_str());
   std::exit(kSandboxFailed);
+}
+
+double parse_number(const std::string& flag, const std::string& value, double max, const char* what) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(value.c_str(), &end);
+  if (errno != 0 || end == value.c_str() || *end != '\0' || !(v > 0) || v > max) {
+    usage_error(flag + " takes " + what + ", not '" + value + "'");
+  }
+  return v;
+}
+
+std::int64_t parse_count(const std::string& flag, const std::string& value, std::int64_t max, const char* what) {
+  const double v = parse_number(flag, value, static_cast<double>(max), what);
+  if (v != static_cast<double>(static_cast<std::int64_t>(v))) usage_error(flag + " takes " + what + ", not '" + value + "'");
+  return static_cast<std::int64_t>(v);
+}
+
+void print_version() {
+  std::printf("mayura-run %s\n%s\n", MAYURA_VERSION, mayura::describe_native_host().c_str());
 }
 
 double parse_seconds(const std::string& flag, const std::string& value) {
@@ -79,11 +106,19 @@ struct Args {
   std::vector<std::pair<std::string, std::string>> copy_in;
   bool stdin_on = false;
   bool json = false;
+  std::optional<double> cpus;
+  std::optional<std::int64_t> memory_mib;
+  std::optional<std::int64_t> pids;
+  std::optional<std::string> seccomp_file;
   std::vector<std::string> command;
 };
 
 Args parse(int argc, char** argv) {
   Args a;
+  if (argc == 2 && std::string(argv[1]) == "doctor") {
+    print_version();
+    std::exit(0);
+  }
   int i = 1;
   auto value = [&](const std::string& flag) -> std::string {
     if (i + 1 >= argc) usage_error(flag + " needs a value");
@@ -100,8 +135,16 @@ Args parse(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     } else if (arg == "--version") {
-      std::printf("mayura-run %s\n", MAYURA_VERSION);
+      print_version();
       std::exit(0);
+    } else if (arg == "--cpus") {
+      a.cpus = parse_number(arg, value(arg), 1024, "a positive number of cpus");
+    } else if (arg == "--memory") {
+      a.memory_mib = parse_count(arg, value(arg), std::int64_t{1} << 30, "a whole number of MiB");
+    } else if (arg == "--pids") {
+      a.pids = parse_count(arg, value(arg), std::int64_t{1} << 22, "a whole number of processes");
+    } else if (arg == "--seccomp") {
+      a.seccomp_file = value(arg);
     } else if (arg == "--image") {
       a.image = value(arg);
     } else if (arg == "--network") {
@@ -208,6 +251,8 @@ int main(int argc, char** argv) {
     if (args.stdin_on) input.assign(std::istreambuf_iterator<char>(std::cin), {});
     std::vector<std::pair<std::string, std::string>> files;
     for (const auto& [host, path] : args.copy_in) files.emplace_back(path, read_host_file(host));
+    std::optional<std::string> profile;
+    if (args.seccomp_file) profile = read_host_file(*args.seccomp_file);
 
     mayura::SandboxesOptions limits;
     limits.max_sandboxes = 1;
@@ -219,6 +264,10 @@ int main(int argc, char** argv) {
     create.lifetime_ms = args.lifetime_ms;
     create.network = args.network;
     create.image = args.image;
+    create.cpus = args.cpus;
+    create.memory_mib = args.memory_mib;
+    create.pids = args.pids;
+    create.seccomp_profile = profile;
     sandbox = sandboxes.create(create, stop.get_token());
     for (const auto& [path, data] : files) sandbox->write_file(path, data);
 
@@ -244,6 +293,7 @@ int main(int argc, char** argv) {
       j["truncated"] = result.truncated;
       j["durationMs"] = result.duration_ms;
       j["timedOut"] = result.timed_out;
+      j["oomKilled"] = result.oom_killed;
       std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
     }
     if (result.timed_out) return kTimedOut;

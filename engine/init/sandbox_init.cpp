@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -31,6 +32,8 @@ namespace {
 
 using Step = protocol::SetupStep;
 
+constexpr rlim_t kMaxOpenFiles = 65536;
+
 void close_fds(const std::vector<int>& fds) {
   for (int fd : fds) ::close(fd);
 }
@@ -39,6 +42,19 @@ void close_fds(const std::vector<int>& fds) {
   // detail packs the rootfs op index (high bits) with the errno
   report(control, protocol::Status::setup_failed, static_cast<std::int32_t>(step), (detail << 16) | (error & 0xffff));
   ::_exit(1);
+}
+
+// Inherited by everything the sandbox runs: no core dumps (a dump of a
+// process holding secrets, written where the sandbox can read it), and a
+// bound on open files (lowered only: raising needs the host's privilege).
+int set_rlimits() {
+  const rlimit no_core{0, 0};
+  if (::setrlimit(RLIMIT_CORE, &no_core) != 0) return -1;
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0) return -1;
+  const rlim_t bound = files.rlim_max < kMaxOpenFiles ? files.rlim_max : kMaxOpenFiles;
+  files = {bound, bound};
+  return ::setrlimit(RLIMIT_NOFILE, &files);
 }
 
 // The sequence that turns a fresh set of namespaces into a sandbox.
@@ -52,6 +68,7 @@ Identity contain(const protocol::Config& config, std::vector<UniqueFd>& trees) {
   const rootfs::BuildResult built = rootfs::build(config.plan, trees);
   if (!built.ok) fail(Step::rootfs, built.error, built.step);
   if (::sethostname(config.hostname.data(), config.hostname.size()) != 0) fail(Step::hostname, errno);
+  if (set_rlimits() != 0) fail(Step::rlimits, errno);
   if (::chdir(config.workdir.c_str()) != 0) fail(Step::rootfs, errno, rootfs::kStepPivot);
   if (caps::drop_bounding_and_inheritable() != 0 || caps::lock_securebits() != 0 || caps::set_no_new_privs() != 0 ||
       caps::keep_only_init_caps() != 0) {
@@ -62,7 +79,7 @@ Identity contain(const protocol::Config& config, std::vector<UniqueFd>& trees) {
 
 class Server {
  public:
-  Server(Identity who, int signals) : who_(who), signals_(signals) {}
+  Server(Identity who, std::string seccomp, int signals) : who_(who), seccomp_(std::move(seccomp)), signals_(signals) {}
 
   [[noreturn]] void run() {
     std::vector<pollfd> fds;
@@ -98,8 +115,8 @@ class Server {
     switch (protocol::kind_of(bytes)) {
       case protocol::Request::exec: {
         protocol::Exec exec;
-        if (fds.size() == 5 && protocol::decode(bytes, exec)) {
-          const Spawned spawned = spawn_command(exec, fds, who_);
+        if ((fds.size() == 5 || fds.size() == 6) && protocol::decode(bytes, exec)) {
+          const Spawned spawned = spawn_command(exec, fds, who_, seccomp_);
           if (spawned.pid > 0) {
             // keep only the status pipe: the start and the exit go there
             commands_[spawned.pid] = Command{::fcntl(fds[3], F_DUPFD_CLOEXEC, 3), spawned.error_pipe, false};
@@ -165,6 +182,7 @@ class Server {
   }
 
   Identity who_;
+  std::string seccomp_;  // every command's filter
   int signals_;
   struct Command {
     int status;       // the engine's status pipe
@@ -221,7 +239,7 @@ int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
   // the init's own start-to-ready time, for the engine's trace
   ready.extra = (now.tv_sec - started.tv_sec) * 1000000 + (now.tv_nsec - started.tv_nsec) / 1000;
   [[maybe_unused]] ssize_t n = ::write(kControlFd, &ready, sizeof ready);
-  Server(who, signals).run();
+  Server(who, config.seccomp, signals).run();
 }
 
 }  // namespace mayura::init

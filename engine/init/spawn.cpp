@@ -17,6 +17,7 @@
 
 #include "../capabilities.hpp"
 #include "init.hpp"
+#include "mayura/seccomp/profile.hpp"
 
 namespace mayura::init {
 namespace {
@@ -63,7 +64,8 @@ int exec_search(const std::vector<std::string>& argv, const std::vector<std::str
   return result;
 }
 
-[[noreturn]] void child(const protocol::Exec& exec, const std::vector<int>& fds, int error_pipe, const Identity& who) {
+[[noreturn]] void child(const protocol::Exec& exec, const std::vector<int>& fds, int error_pipe, const Identity& who,
+                        const std::string& seccomp) {
   // A fresh process group, default signal handling, nothing blocked. exec
   // resets caught signals; SIGPIPE is the only one the init ignores.
   ::setpgid(0, 0);
@@ -78,11 +80,23 @@ int exec_search(const std::vector<std::string>& argv, const std::vector<std::str
   if (::dup2(fds[0], 0) < 0 || ::dup2(fds[1], 1) < 0 || ::dup2(fds[2], 2) < 0) error = errno;
   // Only 0, 1 and 2 reach the command; the error pipe closes at exec.
   if (!error && ::syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC) != 0) error = errno;
+  // Into the process limit that is on cgroup v1 (on cgroup2 the clone put it
+  // there), before it can fork.
+  if (!error && fds.size() > kExecCgroupFd + 1 && ::write(fds[kExecCgroupFd + 1], "0", 1) != 1) {
+    message[0] = static_cast<int>(protocol::SpawnStep::limits);
+    error = errno;
+  }
   // The directory is entered as the sandbox user: a path root inside could
   // enter and the user could not is refused.
   if (!error && caps::become_user(who.uid, who.gid) != 0) error = errno;
   if (!error && ::chdir(exec.cwd.c_str()) != 0) {
     message[0] = static_cast<int>(protocol::SpawnStep::cwd);
+    error = errno;
+  }
+  // Last before the exec: from here on, the filter decides what it may ask
+  // of the kernel (no_new_privs is set already, in the init).
+  if (!error && !seccomp.empty() && seccomp::install(seccomp.data(), seccomp.size()) != 0) {
+    message[0] = static_cast<int>(protocol::SpawnStep::seccomp);
     error = errno;
   }
   if (!error) {
@@ -106,7 +120,8 @@ void report(int fd, std::uint32_t kind, std::int32_t value, std::int64_t extra) 
   } while (n < 0 && errno == EINTR);
 }
 
-Spawned spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, const Identity& who) {
+Spawned spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, const Identity& who,
+                      const std::string& seccomp) {
   const int status = fds[3];
   int error_pipe[2];
   if (::pipe2(error_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -116,11 +131,11 @@ Spawned spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, c
   clone_args args{};
   args.flags = CLONE_INTO_CGROUP;
   args.exit_signal = SIGCHLD;
-  args.cgroup = static_cast<std::uint64_t>(fds[4]);
+  args.cgroup = static_cast<std::uint64_t>(fds[kExecCgroupFd]);
   const pid_t pid = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
   if (pid == 0) {
     ::close(error_pipe[0]);
-    child(exec, fds, error_pipe[1], who);
+    child(exec, fds, error_pipe[1], who, seccomp);
   }
   const int clone_error = errno;
   ::close(error_pipe[1]);

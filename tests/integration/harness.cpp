@@ -81,6 +81,19 @@ void expect_nothing_leaked(const NativeOptions& o, const HostSnapshot& before) {
     }
     ::rmdir(o.cgroup_root.c_str());
   }
+  // ... and its roots on the v1 hierarchies that carry limits
+  const std::string root_name = fs::path(o.cgroup_root).filename();
+  const cgroups::Host host = cgroups::detect_host();
+  for (const cgroups::Controller* c : {&host.memory, &host.cpu, &host.pids}) {
+    if (c->v1.empty()) continue;
+    const std::string v1_root = c->v1 + "/" + root_name;
+    if (fs::exists(v1_root)) {
+      ADD_FAILURE() << "v1 cgroup root left: " << v1_root;
+      for (const auto& e : fs::directory_iterator(v1_root)) {
+        if (e.is_directory()) ADD_FAILURE() << "v1 cgroup left: " << e.path();
+      }
+    }
+  }
   if (fs::exists(o.state_dir)) {
     ADD_FAILURE() << "state directory left: " << o.state_dir;
     for (const auto& e : fs::recursive_directory_iterator(o.state_dir)) ADD_FAILURE() << "left: " << e.path();

@@ -64,8 +64,12 @@ TEST_F(MayuraRunTest, BadInputAndMissingImagesAre125WithTheReason) {
   EXPECT_EQ(r.err.rfind("mayura-run: INVALID_INPUT: ", 0), 0u) << r.err;
   r = run("--network all -- true");
   EXPECT_EQ(r.status, 125);
-  r = run("--cpus 2 -- true");  // not accepted before it is enforced
-  EXPECT_EQ(r.status, 125);
+  for (const char* bad : {"--cpus 0 -- true", "--cpus x -- true", "--memory 1.5 -- true", "--memory 8 -- true",
+                          "--pids 0 -- true", "--seccomp /nonexistent -- true"}) {
+    r = run(bad);
+    EXPECT_EQ(r.status, 125) << bad;
+    EXPECT_EQ(r.err.rfind("mayura-run: INVALID_INPUT: ", 0), 0u) << bad << ": " << r.err;
+  }
   r = run("");
   EXPECT_EQ(r.status, 125);
 }

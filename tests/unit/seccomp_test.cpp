@@ -179,24 +179,29 @@ long int80_getpid() {
 }
 
 TEST(SeccompDefault, OtherArchesSyscallsAreEperm) {
-  // Without a filter, int $0x80 may be unavailable (no IA32 emulation).
-  int unfiltered = run_under(Program{}, [] { return 0; });
-  ASSERT_EQ(unfiltered, kInstallFailed);  // an empty program is refused
+  EXPECT_EQ(run_under(Program{}, [] { return 0; }), kInstallFailed);  // an empty program is refused
+  const Program& p = default_program();
+  // x32: the same entry point, with the x32 bit in the number.
+  EXPECT_EQ(run_under(p, [] { return errno_of(SYS_getpid | 0x40000000L); }), EPERM);
+  // i386 through int $0x80. A kernel built without IA32 emulation (as some
+  // VM kernels are) has no such entry at all: the instruction faults
+  // (SIGSEGV) with or without a filter. Either way the call never runs.
   pid_t probe = ::fork();
   if (probe == 0) ::_exit(int80_getpid() == ::getpid() ? 0 : 1);
   int status = 0;
   ASSERT_EQ(::waitpid(probe, &status, 0), probe);
-  const Program& p = default_program();
-  EXPECT_EQ(run_under(p, [] { return errno_of(SYS_getpid | 0x40000000L); }), EPERM);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) GTEST_SKIP() << "int $0x80 unavailable (no IA32 emulation)";
-  EXPECT_EQ(run_under(p, [] { return int80_getpid() == -EPERM ? 0 : 1; }), 0);
+  const bool has_ia32 = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (!has_ia32) {
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << status;
+  }
+  const int filtered = run_under(p, [] { return int80_getpid() == -EPERM ? 0 : 1; });
+  EXPECT_EQ(filtered, has_ia32 ? 0 : 1000 + SIGSEGV);
 }
 #endif
 
 TEST(SeccompDefault, OrdinaryProgramsRun) {
   const Program& p = default_program();
   EXPECT_EQ(run_under(p, [] { return exec({"/bin/sh", "-c", "echo ok >/dev/null; ls / >/dev/null; cat /proc/self/status >/dev/null"}); }), 0);
-  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
   EXPECT_EQ(run_under(p, [] {
               return exec({"/usr/bin/python3", "-c",
                            "import threading, subprocess, socket, os, tempfile\n"

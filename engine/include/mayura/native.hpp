@@ -37,6 +37,12 @@ struct NativeOptions {
   std::uint64_t shm_mib = 64;
   std::uint64_t tmpfs_inodes = 262144;
   std::int64_t max_lifetime_ms = 24ll * 3600 * 1000;
+  // Limits of a sandbox whose create options do not set them. cpus 0: every
+  // cpu. Memory is never stretched by swap; pids counts its commands'
+  // processes and threads.
+  double default_cpus = 0;
+  std::int64_t default_memory_mib = 4096;
+  std::int64_t default_pids = 4096;
   // Network namespaces kept made ahead (the costliest step of a create).
   // 0 makes each one during its create.
   std::size_t netns_pool = 2;
@@ -44,6 +50,10 @@ struct NativeOptions {
   // out. 0 builds each one during its create.
   std::size_t prepared = 1;
 };
+
+// One line on the cgroups of this host: which kind it is (unified, hybrid or
+// legacy) and which limits it can enforce.
+std::string describe_native_host();
 
 // Creating the provider removes what a dead engine left behind (processes,
 // cgroups, records). Throws SandboxError(UNSUPPORTED) on a host it cannot

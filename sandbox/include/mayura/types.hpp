@@ -36,6 +36,8 @@ struct Features {
   bool desktop = false;
   bool cpus = false;        // honours CreateOptions::cpus
   bool memory = false;      // honours CreateOptions::memory_mib
+  bool pids = false;        // honours CreateOptions::pids
+  bool seccomp = false;     // honours CreateOptions::seccomp_profile
   std::vector<NetworkKind> network;  // the kinds it can enforce
 };
 
@@ -44,8 +46,14 @@ struct CreateOptions {
   Network network;
   std::map<std::string, std::string> env;  // every command sees these
   std::vector<int> ports;
-  std::optional<double> cpus;
-  std::optional<std::int64_t> memory_mib;
+  std::optional<double> cpus;               // none: the provider's default
+  std::optional<std::int64_t> memory_mib;   // none: the provider's default; never any swap
+  // How many processes and threads its commands may have at once; none: the
+  // provider's default.
+  std::optional<std::int64_t> pids;
+  // An OCI/Docker JSON seccomp profile (the text); none: the provider's
+  // default profile. Unknown syscall names in it are skipped.
+  std::optional<std::string> seccomp_profile;
   std::string image;  // empty: the provider's default
   std::map<std::string, std::string> labels;
 };
@@ -70,6 +78,9 @@ struct ExecResult {
   bool truncated = false;
   std::int64_t duration_ms = 0;
   bool timed_out = false;
+  // The command ended because the sandbox ran out of memory and the kernel
+  // killed it (its exit code is then 137).
+  bool oom_killed = false;
 };
 
 enum class FileType { file, directory, symlink, other };

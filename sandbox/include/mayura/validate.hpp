@@ -16,6 +16,7 @@ constexpr std::size_t kMaxPathBytes = 4096;
 constexpr std::size_t kMaxCommandBytes = 128 * 1024;  // argv and env of one exec together
 constexpr std::size_t kMaxEnvEntries = 1024;
 constexpr std::size_t kMaxLabelBytes = 256;
+constexpr std::size_t kMaxSeccompProfileBytes = 1 << 20;
 
 // Each throws SandboxError(INVALID_INPUT) naming what is wrong.
 void check_path(std::string_view path, std::string_view what = "path");

@@ -19,6 +19,7 @@ enum class OpKind : std::uint32_t {
   devpts = 7,         // a private devpts on dst
   override_file = 8,  // a read-only file with contents data over the existing dst
   mask = 9,           // hide the existing dst: an empty read-only file or directory over it
+  read_only = 10,     // the existing dst (and all below it) made read-only, noexec, nosuid, nodev
 };
 
 enum OpFlags : std::uint32_t {

@@ -1,0 +1,55 @@
+#pragma once
+// What kind of cgroup host this is, found the way the runtimes do it (statfs
+// of /sys/fs/cgroup, then of /sys/fs/cgroup/unified, then the mount table),
+// and where each limit can be enforced on it.
+//
+//   unified: cgroup2 only, at /sys/fs/cgroup. Processes are tracked and
+//            killed there, and limits set there.
+//   hybrid:  cgroup2 (usually /sys/fs/cgroup/unified) with few or no
+//            controllers; memory, cpu and pids on cgroup v1 hierarchies.
+//            Processes are tracked and killed on cgroup2, limited on v1.
+//   legacy:  v1 only. The engine mounts a cgroup2 hierarchy of its own (with
+//            no controllers) to track and kill processes; limits are on v1.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace mayura::cgroups {
+
+enum class Layout { unified, hybrid, legacy };
+
+// Where one kind of limit is enforced: on cgroup2, on a v1 hierarchy (its
+// mount point), or nowhere.
+struct Controller {
+  bool v2 = false;
+  std::string v1;
+  bool available() const { return v2 || !v1.empty(); }
+};
+
+struct Host {
+  Layout layout = Layout::legacy;
+  std::string v2;  // the cgroup2 mount point; empty on a legacy host
+  Controller memory, cpu, pids;
+  bool swap_limit = false;  // swap can be held at zero (memsw on v1; swap.max on v2)
+
+  // One line: which kind of host, and what it can enforce.
+  std::string describe() const;
+};
+
+// What detection looks at, so that every kind of host can be tested from a
+// description of it.
+struct Probe {
+  std::string mountinfo;                                     // /proc/self/mountinfo
+  std::function<std::int64_t(const std::string&)> fs_type;   // statfs f_type; 0 if none
+  std::function<bool(const std::string&)> exists;            // a file exists
+  std::function<std::string(const std::string&)> read;       // a small file's contents
+};
+
+Host detect(const Probe& probe);
+// This machine.
+Host detect_host();
+
+std::string_view layout_name(Layout layout);
+
+}  // namespace mayura::cgroups

@@ -1,0 +1,86 @@
+#pragma once
+// A sandbox's resource limits, and how each kind of cgroup carries them.
+//
+// Memory and cpu bound the whole sandbox (its init and file helpers
+// included). The process count bounds its commands only: they live in a
+// `commands` cgroup below the sandbox's, so a fork bomb that fills it still
+// leaves the init room to serve file requests and kill it.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "cgroup_host.hpp"
+#include "fd.hpp"
+
+namespace mayura::cgroups {
+
+struct Limits {
+  std::optional<double> cpus;                // none: every cpu
+  std::optional<std::uint64_t> memory_bytes; // none: no bound; swap is never allowed
+  std::optional<std::uint64_t> pids;         // none: no bound
+};
+
+constexpr std::uint64_t kCpuPeriodUs = 100000;
+
+// The quota (µs per period) that gives `cpus` cpus.
+std::uint64_t cpu_quota_us(double cpus);
+
+// --- cgroup2 ------------------------------------------------------------
+
+// Turns on, in `parent` and in `root`, the controllers the host has on
+// cgroup2 (a cgroup can only use what its parent hands down). Returns the
+// host as it is usable from `root`: a controller that could not be turned on
+// is not there.
+Host enable_v2_controllers(const Host& host, const std::string& parent, const std::string& root);
+
+// Lets the sandbox's `commands` cgroup have a process limit of its own
+// (pids is a threaded controller, so the init may stay in the sandbox's).
+void enable_v2_command_limits(int sandbox_dir, const Host& host);
+
+// Writes `limits` into a sandbox's cgroup2 directories. Throws SandboxError
+// naming the file that could not be written.
+void apply_v2(int sandbox_dir, int commands_dir, const Host& host, const Limits& limits);
+
+// How many processes the OOM killer has killed in the sandbox's cgroup.
+std::uint64_t v2_oom_kills(int sandbox_dir);
+
+// --- cgroup v1 ----------------------------------------------------------
+
+// A sandbox's groups on the v1 hierarchies that carry its limits:
+// <mount>/<root_name>/<name> for each, and <pids mount>/<root_name>/<name>/commands.
+class V1Groups {
+ public:
+  V1Groups() = default;
+  // Makes the groups (none if the host has nothing on v1). Throws on failure.
+  V1Groups(const Host& host, const std::string& root_name, const std::string& name);
+  V1Groups(V1Groups&&) noexcept = default;
+  V1Groups& operator=(V1Groups&&) noexcept = default;
+  ~V1Groups() { destroy(); }
+
+  bool empty() const { return !memory_ && !cpu_ && !pids_; }
+  // Puts a process (the init, before it runs anything) into every group.
+  void place(pid_t pid) const;
+  void apply(const Limits& limits) const;
+  // The commands group's cgroup.procs, open for writing: a command writes
+  // "0" to it to join before it runs; -1 if pids is not on v1.
+  int commands_procs() const { return commands_procs_.get(); }
+  std::uint64_t oom_kills() const;
+  // Removes the groups (their processes must be gone). Bounded.
+  void destroy() noexcept;
+
+ private:
+  std::string memory_path_, cpu_path_, pids_path_;
+  UniqueFd memory_, cpu_, pids_, commands_, commands_procs_;
+  bool destroyed_ = false;
+};
+
+// Removes what a sandbox named `name` had on v1, for a sandbox a dead engine
+// left. Its processes must be gone.
+void remove_v1(const Host& host, const std::string& root_name, const std::string& name) noexcept;
+// Removes the engine's v1 roots if no sandbox of any engine uses them.
+void remove_v1_roots_if_unused(const Host& host, const std::string& root_name) noexcept;
+
+}  // namespace mayura::cgroups

@@ -1,0 +1,300 @@
+// Cgroup host detection, for every kind of host, from descriptions of them;
+// and the cgroup2 limit code against scratch directories laid out like
+// cgroupfs (this machine's own cgroup2 has no controllers to try it on).
+
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "cgroup_host.hpp"
+#include "cgroup_limits.hpp"
+#include "mayura/errors.hpp"
+
+namespace mayura::cgroups {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A described host: which paths are cgroup2, the mount table, the files.
+struct FakeHost {
+  std::set<std::string> cgroup2_paths;
+  std::string mountinfo;
+  std::map<std::string, std::string> files;
+
+  Probe probe() const {
+    Probe p;
+    p.mountinfo = mountinfo;
+    p.fs_type = [this](const std::string& path) -> std::int64_t {
+      return cgroup2_paths.count(path) ? CGROUP2_SUPER_MAGIC : TMPFS_MAGIC;
+    };
+    p.exists = [this](const std::string& path) { return files.count(path) > 0; };
+    p.read = [this](const std::string& path) {
+      auto it = files.find(path);
+      return it == files.end() ? std::string() : it->second;
+    };
+    return p;
+  }
+};
+
+std::string v1_line(int id, const std::string& dir, const std::string& options) {
+  return std::to_string(id) + " 31 0:" + std::to_string(id) + " / /sys/fs/cgroup/" + dir +
+         " rw,relatime - cgroup cgroup rw," + options + "\n";
+}
+
+// This machine's kind: cgroup2 at /sys/fs/cgroup/unified with only hugetlb,
+// every other controller on its own v1 hierarchy.
+FakeHost hybrid_host() {
+  FakeHost h;
+  h.cgroup2_paths = {"/sys/fs/cgroup/unified"};
+  h.mountinfo = "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n" + v1_line(32, "cpu", "cpu") +
+                v1_line(33, "cpuacct", "cpuacct") + v1_line(34, "cpuset", "cpuset") + v1_line(35, "memory", "memory") +
+                v1_line(39, "pids", "pids") +
+                "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+  h.files["/sys/fs/cgroup/unified/cgroup.controllers"] = "hugetlb\n";
+  h.files["/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"] = "";
+  return h;
+}
+
+TEST(CgroupHost, UnifiedHostEnforcesEverythingOnCgroup2) {
+  FakeHost h;
+  h.cgroup2_paths = {"/sys/fs/cgroup"};
+  h.mountinfo = "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n";
+  h.files["/sys/fs/cgroup/cgroup.controllers"] = "cpuset cpu io memory hugetlb pids rdma misc\n";
+  const Host host = detect(h.probe());
+  EXPECT_EQ(host.layout, Layout::unified);
+  EXPECT_EQ(host.v2, "/sys/fs/cgroup");
+  EXPECT_TRUE(host.memory.v2 && host.cpu.v2 && host.pids.v2);
+  EXPECT_TRUE(host.memory.v1.empty() && host.cpu.v1.empty() && host.pids.v1.empty());
+  EXPECT_TRUE(host.swap_limit);
+  const std::string line = host.describe();
+  EXPECT_EQ(line.rfind("cgroups: unified (cgroup2 at /sys/fs/cgroup)", 0), 0u) << line;
+  EXPECT_NE(line.find("enforces cpus [cgroup2], memory (no swap) [cgroup2], pids [cgroup2]"), std::string::npos) << line;
+  EXPECT_EQ(line.find("cannot"), std::string::npos) << line;
+}
+
+TEST(CgroupHost, UnifiedHostWithoutAControllerSaysWhatItCannotEnforce) {
+  FakeHost h;
+  h.cgroup2_paths = {"/sys/fs/cgroup"};
+  h.files["/sys/fs/cgroup/cgroup.controllers"] = "cpu memory\n";
+  const Host host = detect(h.probe());
+  EXPECT_FALSE(host.pids.available());
+  EXPECT_NE(host.describe().find("cannot enforce pids"), std::string::npos) << host.describe();
+}
+
+TEST(CgroupHost, HybridHostLikeThisOneLimitsOnV1) {
+  const Host host = detect(hybrid_host().probe());
+  EXPECT_EQ(host.layout, Layout::hybrid);
+  EXPECT_EQ(host.v2, "/sys/fs/cgroup/unified");
+  EXPECT_FALSE(host.memory.v2);
+  EXPECT_EQ(host.memory.v1, "/sys/fs/cgroup/memory");
+  EXPECT_EQ(host.cpu.v1, "/sys/fs/cgroup/cpu");  // not cpuset or cpuacct
+  EXPECT_EQ(host.pids.v1, "/sys/fs/cgroup/pids");
+  EXPECT_TRUE(host.swap_limit);
+  EXPECT_NE(host.describe().find("hybrid"), std::string::npos);
+}
+
+TEST(CgroupHost, ControllersOnCgroup2WinOverNone) {
+  FakeHost h = hybrid_host();
+  // a hybrid host whose cgroup2 has pids (and no v1 pids hierarchy)
+  h.mountinfo.erase(h.mountinfo.find(v1_line(39, "pids", "pids")), v1_line(39, "pids", "pids").size());
+  h.files["/sys/fs/cgroup/unified/cgroup.controllers"] = "hugetlb pids\n";
+  const Host host = detect(h.probe());
+  EXPECT_TRUE(host.pids.v2);
+  EXPECT_TRUE(host.pids.v1.empty());
+  EXPECT_EQ(host.memory.v1, "/sys/fs/cgroup/memory");
+}
+
+TEST(CgroupHost, ComountedCpuHierarchyIsFoundByItsOptions) {
+  FakeHost h;
+  h.mountinfo = v1_line(32, "cpu,cpuacct", "cpu,cpuacct") + v1_line(34, "cpuset", "cpuset");
+  const Host host = detect(h.probe());
+  EXPECT_EQ(host.cpu.v1, "/sys/fs/cgroup/cpu,cpuacct");
+}
+
+TEST(CgroupHost, LegacyHostHasNoCgroup2AndSaysTheEngineMountsOne) {
+  FakeHost h = hybrid_host();
+  h.cgroup2_paths.clear();
+  h.mountinfo.erase(h.mountinfo.find("41 31"));
+  h.files.erase("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes");  // no swap accounting
+  const Host host = detect(h.probe());
+  EXPECT_EQ(host.layout, Layout::legacy);
+  EXPECT_TRUE(host.v2.empty());
+  EXPECT_EQ(host.memory.v1, "/sys/fs/cgroup/memory");
+  EXPECT_FALSE(host.swap_limit);
+  EXPECT_NE(host.describe().find("mounts a cgroup2 of its own"), std::string::npos) << host.describe();
+  EXPECT_NE(host.describe().find("memory [v1"), std::string::npos) << host.describe();
+}
+
+TEST(CgroupHost, Cgroup2MountedElsewhereMakesAHybridHost) {
+  FakeHost h = hybrid_host();
+  h.cgroup2_paths.clear();
+  h.mountinfo.replace(h.mountinfo.find("/sys/fs/cgroup/unified"), 22, "/run/cg2");
+  const Host host = detect(h.probe());
+  EXPECT_EQ(host.layout, Layout::hybrid);
+  EXPECT_EQ(host.v2, "/run/cg2");
+}
+
+TEST(CgroupHost, AV1HierarchyMountedBelowItsRootIsNotUsed) {
+  FakeHost h;
+  // a container's view: the host's hierarchy from one of its cgroups down
+  h.mountinfo = "35 31 0:32 /docker/abc /sys/fs/cgroup/memory ro,relatime - cgroup cgroup rw,memory\n";
+  const Host host = detect(h.probe());
+  EXPECT_FALSE(host.memory.available());
+  EXPECT_NE(host.describe().find("cannot enforce cpus, memory, pids"), std::string::npos) << host.describe();
+}
+
+TEST(CgroupHost, ThisMachineIsDetected) {
+  const Host host = detect_host();
+  EXPECT_FALSE(host.describe().empty());
+  if (host.layout != Layout::legacy) {
+    EXPECT_FALSE(host.v2.empty());
+  }
+}
+
+// --- cgroup2 limits on a scratch cgroupfs --------------------------------
+
+class ScratchCgroupfs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/mayura-scratch-cgroupfs-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    root_ = dir;
+    // what the kernel shows for a sandbox's cgroup with every controller on
+    sandbox_ = root_ / "mayura" / "0123456789abcdef";
+    commands_ = sandbox_ / "commands";
+    fs::create_directories(commands_);
+    for (const char* f : {"cgroup.procs", "cgroup.subtree_control", "memory.max", "memory.swap.max", "cpu.max",
+                          "memory.events"}) {
+      write(sandbox_ / f, "");
+    }
+    for (const char* f : {"cgroup.procs", "pids.max"}) write(commands_ / f, "");
+    for (const fs::path& d : {root_, root_ / "mayura"}) write(d / "cgroup.subtree_control", "");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  static void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+  static std::string read(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  static int open_dir(const fs::path& p) { return ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); }
+
+  static Host v2_host() {
+    Host h;
+    h.layout = Layout::unified;
+    h.v2 = "/sys/fs/cgroup";
+    h.memory.v2 = h.cpu.v2 = h.pids.v2 = true;
+    h.swap_limit = true;
+    return h;
+  }
+
+  fs::path root_, sandbox_, commands_;
+};
+
+TEST_F(ScratchCgroupfs, LimitsAreWrittenWhereCgroup2WantsThem) {
+  const UniqueFd sandbox(open_dir(sandbox_)), commands(open_dir(commands_));
+  Limits limits;
+  limits.cpus = 1.5;
+  limits.memory_bytes = 64ull << 20;
+  limits.pids = 100;
+  apply_v2(sandbox.get(), commands.get(), v2_host(), limits);
+  EXPECT_EQ(read(sandbox_ / "memory.max"), "67108864");
+  EXPECT_EQ(read(sandbox_ / "memory.swap.max"), "0");
+  EXPECT_EQ(read(sandbox_ / "cpu.max"), "150000 100000");
+  // the process bound is on the commands' cgroup, not on the init's
+  EXPECT_EQ(read(commands_ / "pids.max"), "100");
+  EXPECT_EQ(read(sandbox_ / "cgroup.procs"), "");
+}
+
+TEST_F(ScratchCgroupfs, NoLimitIsWrittenAsMax) {
+  const UniqueFd sandbox(open_dir(sandbox_)), commands(open_dir(commands_));
+  apply_v2(sandbox.get(), commands.get(), v2_host(), Limits{});
+  EXPECT_EQ(read(sandbox_ / "memory.max"), "max");
+  EXPECT_EQ(read(sandbox_ / "cpu.max"), "max 100000");
+  EXPECT_EQ(read(commands_ / "pids.max"), "max");
+  EXPECT_EQ(read(sandbox_ / "memory.swap.max"), "0");  // never swap
+}
+
+TEST_F(ScratchCgroupfs, OnlyControllersOnCgroup2AreTouched) {
+  const UniqueFd sandbox(open_dir(sandbox_)), commands(open_dir(commands_));
+  Host host = v2_host();
+  host.memory.v2 = false;
+  host.memory.v1 = "/sys/fs/cgroup/memory";
+  Limits limits;
+  limits.memory_bytes = 1 << 20;
+  apply_v2(sandbox.get(), commands.get(), host, limits);
+  EXPECT_EQ(read(sandbox_ / "memory.max"), "");
+}
+
+TEST_F(ScratchCgroupfs, AKernelWithoutSwapAccountingNeedsNoSwapFile) {
+  fs::remove(sandbox_ / "memory.swap.max");
+  const UniqueFd sandbox(open_dir(sandbox_)), commands(open_dir(commands_));
+  Limits limits;
+  limits.memory_bytes = 1 << 24;
+  EXPECT_NO_THROW(apply_v2(sandbox.get(), commands.get(), v2_host(), limits));
+  EXPECT_EQ(read(sandbox_ / "memory.max"), "16777216");
+}
+
+TEST_F(ScratchCgroupfs, AMissingLimitFileIsAnErrorNamingIt) {
+  fs::remove(sandbox_ / "cpu.max");
+  const UniqueFd sandbox(open_dir(sandbox_)), commands(open_dir(commands_));
+  try {
+    apply_v2(sandbox.get(), commands.get(), v2_host(), Limits{});
+    FAIL() << "no error";
+  } catch (const SandboxError& e) {
+    EXPECT_NE(std::string(e.what()).find("cpu.max"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ScratchCgroupfs, ControllersAreHandedDownToTheEngineRoot) {
+  const Host usable = enable_v2_controllers(v2_host(), root_, root_ / "mayura");
+  EXPECT_TRUE(usable.memory.v2 && usable.cpu.v2 && usable.pids.v2);
+  // each controller is a write of its own, at offset 0 of a plain file here:
+  // "+memory", then "+cpu", then "+pids" over them leaves "+pidsry"
+  EXPECT_EQ(read(root_ / "mayura" / "cgroup.subtree_control"), "+pidsry");
+  EXPECT_EQ(read(root_ / "cgroup.subtree_control"), "+pidsry");
+}
+
+TEST_F(ScratchCgroupfs, AParentThatRefusesControllersLeavesThemUnusable) {
+  // As a parent with processes of its own refuses (EBUSY), a parent whose
+  // subtree_control cannot be written leaves the controllers off.
+  fs::remove(root_ / "cgroup.subtree_control");
+  fs::create_directory(root_ / "cgroup.subtree_control");
+  const Host usable = enable_v2_controllers(v2_host(), root_, root_ / "mayura");
+  EXPECT_FALSE(usable.memory.available());
+  EXPECT_FALSE(usable.cpu.available());
+  EXPECT_FALSE(usable.pids.available());
+  EXPECT_FALSE(usable.swap_limit);
+}
+
+TEST_F(ScratchCgroupfs, CommandsGetAProcessLimitOfTheirOwn) {
+  const UniqueFd sandbox(open_dir(sandbox_));
+  enable_v2_command_limits(sandbox.get(), v2_host());
+  EXPECT_EQ(read(sandbox_ / "cgroup.subtree_control"), "+pids");
+}
+
+TEST_F(ScratchCgroupfs, OomKillsAreReadFromMemoryEvents) {
+  write(sandbox_ / "memory.events", "low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n");
+  const UniqueFd sandbox(open_dir(sandbox_));
+  EXPECT_EQ(v2_oom_kills(sandbox.get()), 2u);
+}
+
+TEST(CgroupLimits, CpuQuotaIsPerPeriodWithTheKernelsMinimum) {
+  EXPECT_EQ(cpu_quota_us(1.5), 150000u);
+  EXPECT_EQ(cpu_quota_us(2), 200000u);
+  EXPECT_EQ(cpu_quota_us(0.001), 1000u);
+}
+
+}  // namespace
+}  // namespace mayura::cgroups
