@@ -5,6 +5,8 @@
 //   (b) mayura-run /bin/true
 //   (c) bwrap --ro-bind / / --unshare-all --die-with-parent --cap-drop ALL /bin/true
 //   (d) exec /bin/true in a live sandbox, against (e) a host fork+exec of /bin/true
+//   (g) (a) with no resource limit at all, against (h) (a) with cpus 1,
+//       memory 512 MiB and 256 processes set by each create
 // and, when crun is installed and runs on this host, (f) crun run of /bin/true
 // on a prepared bundle.
 // Prints median and p95 of each and the ratios the issue sets as aims.
@@ -156,6 +158,29 @@ int main(int argc, char** argv) {
     run({"rm", "-rf", bundle});
   }
 
+  mayura::NativeOptions unlimited_options;
+  unlimited_options.default_cpus = 0;
+  unlimited_options.default_memory_mib = 0;
+  unlimited_options.default_pids = 0;
+  auto unlimited = mayura::create_sandboxes(mayura::native_sandboxes(unlimited_options), limits);
+  const Stats g = measure(n, [&] {
+    auto s = unlimited.create(create);
+    s.exec({"/bin/true"});
+    s.release();
+  });
+  row("(g) (a) with no resource limit", g);
+  mayura::CreateOptions limited = create;
+  limited.cpus = 1;
+  limited.memory_mib = 512;
+  limited.pids = 256;
+  const Stats h = measure(n, [&] {
+    auto s = unlimited.create(limited);
+    s.exec({"/bin/true"});
+    s.release();
+  });
+  row("(h) (a) with cpus 1, memory 512 MiB, pids 256 per create", h);
+  unlimited.close();
+
   auto live = sandboxes.create(create);
   const Stats d = measure(n, [&] { live.exec({"/bin/true"}); });
   row("(d) exec /bin/true in a live sandbox", d);
@@ -167,6 +192,8 @@ int main(int argc, char** argv) {
               c.median_ms > 0 ? a.median_ms / c.median_ms : 0.0, c.median_ms > 0 ? a0.median_ms / c.median_ms : 0.0,
               d.median_ms / e.median_ms);
   if (f.median_ms > 0) std::printf("   a/f = %.2f", a.median_ms / f.median_ms);
+  std::printf("\nlimits: h - g = %+.3f ms per create (h/g = %.2f)", h.median_ms - g.median_ms,
+              g.median_ms > 0 ? h.median_ms / g.median_ms : 0.0);
   std::printf("\n");
   return 0;
 }

@@ -210,9 +210,12 @@ void SandboxCgroup::remove_command(const std::string& name) const noexcept {
   ::unlinkat(commands_.get(), name.c_str(), AT_REMOVEDIR);
 }
 
-void SandboxCgroup::apply(const Limits& limits) const {
+void SandboxCgroup::apply(const Limits& limits) {
+  if (limits == applied_) return;
+  applied_ = Limits{};  // unknown until every write is done
   apply_v2(dir_.get(), commands_.get(), host_, limits);
   v1_.apply(limits);
+  applied_ = limits;
 }
 
 std::uint64_t SandboxCgroup::oom_kills() const {

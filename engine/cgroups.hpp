@@ -50,8 +50,9 @@ class SandboxCgroup {
 
   // Puts the init into the sandbox's v1 groups, before it runs anything.
   void place_init(pid_t pid) const { v1_.place(pid); }
-  // Sets (or changes) the sandbox's limits.
-  void apply(const Limits& limits) const;
+  // Sets (or changes) the sandbox's limits; writes nothing if they are the
+  // ones it has.
+  void apply(const Limits& limits);
   // How many of the sandbox's processes the OOM killer has killed so far.
   std::uint64_t oom_kills() const;
   // For a command to join the v1 process limit before it runs; -1 if none.
@@ -77,6 +78,7 @@ class SandboxCgroup {
   std::string path_;
   UniqueFd dir_, commands_;
   V1Groups v1_;
+  Limits applied_;  // a new cgroup bounds nothing
   bool destroyed_ = false;
   uid_t owner_ = 0;
   gid_t group_ = 0;

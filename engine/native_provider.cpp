@@ -70,7 +70,7 @@ class NativeProvider final : public SandboxProvider {
     cg.host = cgroups::enable_v2_controllers(cg.host, parent_of(cg.root), cg.root);
     places_.state_dir = options_.state_dir;
     records::clean_orphans(options_.state_dir, cg);
-    default_seccomp_ = seccomp::compile_default();
+    default_seccomp_ = seccomp::default_program();
     init_memfd_ = make_init_memfd();
     zygote_.use_program(init_memfd_.get());
     prepared_.start();
@@ -113,7 +113,10 @@ class NativeProvider final : public SandboxProvider {
     // Sandboxes made ahead run the default filter (it is fixed at their start).
     if (image.host && !options.seccomp_profile) core = prepared_.take();
     timer.step(core ? "prepared sandbox taken" : "no prepared sandbox");
-    if (!core) core = build(image, program, cancellation);
+    if (!core) {
+      core = build(image, program, cancellation);
+      timer.step("built");
+    }
     // What is this create's own: its limits, its env and its lifetime.
     try {
       core->cgroup.apply(limits);

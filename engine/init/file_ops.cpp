@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -247,7 +248,10 @@ void serve_file_request(protocol::Request kind, const protocol::FileRequest& req
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   int error = 0;
   std::int64_t amount = 0;
-  if (caps::act_as_user(who.uid, who.gid) != 0) {
+  // Changing the file system ids resets dumpability to the host's
+  // fs.suid_dumpable, which may be 1: nothing inside may ptrace or read
+  // this helper, whatever the host says.
+  if (caps::act_as_user(who.uid, who.gid) != 0 || ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
     error = errno;
   } else {
     switch (kind) {

@@ -6,6 +6,7 @@
 #include <linux/close_range.h>
 #include <linux/sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -89,6 +90,10 @@ int exec_search(const std::vector<std::string>& argv, const std::vector<std::str
   // The directory is entered as the sandbox user: a path root inside could
   // enter and the user could not is refused.
   if (!error && caps::become_user(who.uid, who.gid) != 0) error = errno;
+  // Changing ids makes the process dumpable if the host's fs.suid_dumpable
+  // says so; until the exec it is still the engine's program holding the
+  // engine's fds, which nothing inside may ptrace or open.
+  if (!error && ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) error = errno;
   if (!error && ::chdir(exec.cwd.c_str()) != 0) {
     message[0] = static_cast<int>(protocol::SpawnStep::cwd);
     error = errno;

@@ -55,13 +55,13 @@ int exec(const std::vector<std::string>& argv) {
   return kExecFailed;
 }
 
-const Program& default_program() {
+const Program& compiled_default() {
   static const Program p = compile_default();
   return p;
 }
 
 TEST(SeccompDefault, IsWholeBpfInstructions) {
-  const Program& p = default_program();
+  const Program& p = compiled_default();
   ASSERT_FALSE(p.empty());
   EXPECT_EQ(p.size() % sizeof(sock_filter), 0U);
   EXPECT_LE(p.size() / sizeof(sock_filter), std::size_t{BPF_MAXINSNS});
@@ -75,7 +75,7 @@ TEST(SeccompDefault, InstallRejectsMalformedPrograms) {
 }
 
 TEST(SeccompDefault, DeniesContainmentEscapesWithEperm) {
-  const Program& p = default_program();
+  const Program& p = compiled_default();
   // Arguments that would fail differently (or harmlessly succeed) unfiltered.
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_mount, "none", "/nonexistent", "tmpfs", 0UL, nullptr); }), EPERM);
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_umount2, "/nonexistent", 0); }), EPERM);
@@ -96,7 +96,7 @@ TEST(SeccompDefault, DeniesContainmentEscapesWithEperm) {
 }
 
 TEST(SeccompDefault, AllowsModernEverydaySyscalls) {
-  const Program& p = default_program();
+  const Program& p = compiled_default();
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_memfd_create, "x", 0U); }), 0);
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_pidfd_open, ::getpid(), 0U); }), 0);
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_close_range, 1000U, 2000U, 0U); }), 0);
@@ -112,7 +112,7 @@ TEST(SeccompDefault, AllowsModernEverydaySyscalls) {
 }
 
 TEST(SeccompDefault, CloneWithNamespaceFlagsIsDeniedPlainForkWorks) {
-  const Program& p = default_program();
+  const Program& p = compiled_default();
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0); }), EPERM);
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_clone, CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0); }), EPERM);
   EXPECT_EQ(run_under(p, [] {
@@ -126,7 +126,7 @@ TEST(SeccompDefault, CloneWithNamespaceFlagsIsDeniedPlainForkWorks) {
 }
 
 TEST(SeccompDefault, Clone3IsEnosys) {
-  EXPECT_EQ(run_under(default_program(), [] {
+  EXPECT_EQ(run_under(compiled_default(), [] {
               clone_args args{};
               args.exit_signal = SIGCHLD;
               return errno_of(SYS_clone3, &args, sizeof args);
@@ -135,14 +135,14 @@ TEST(SeccompDefault, Clone3IsEnosys) {
 }
 
 TEST(SeccompDefault, PersonalityOnlyDockersValues) {
-  const Program& p = default_program();
+  const Program& p = compiled_default();
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_personality, 0x20000UL); }), 0);
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_personality, 0xffffffffUL); }), 0);
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_personality, 0x400000UL); }), EPERM);
 }
 
 TEST(SeccompDefault, IoctlDeniesOnlyTiocstiAndTioclinuxWhateverTheUpperBits) {
-  const Program& p = default_program();
+  const Program& p = compiled_default();
   // Every cmd in the tty range on a pipe: exactly the two are EPERM; the rest
   // reach the kernel (which answers ENOTTY or succeeds). Upper bits, which the
   // kernel drops, change nothing.
@@ -164,7 +164,7 @@ TEST(SeccompDefault, IoctlDeniesOnlyTiocstiAndTioclinuxWhateverTheUpperBits) {
 }
 
 TEST(SeccompDefault, SocketAllowsInetAndUnixButNotVsock) {
-  const Program& p = default_program();
+  const Program& p = compiled_default();
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_socket, AF_UNIX, SOCK_STREAM, 0); }), 0);
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_socket, AF_INET, SOCK_DGRAM, 0); }), 0);
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_socket, 40 /* AF_VSOCK */, SOCK_STREAM, 0); }), EPERM);
@@ -178,9 +178,14 @@ long int80_getpid() {
   return ret;
 }
 
+TEST(SeccompDefault, TheBuiltInBytesAreTheCompiledProfile) {
+  EXPECT_EQ(mayura::seccomp::default_program(), compile_default());
+  EXPECT_EQ(mayura::seccomp::default_program().size() % sizeof(sock_filter), 0u);
+}
+
 TEST(SeccompDefault, OtherArchesSyscallsAreEperm) {
   EXPECT_EQ(run_under(Program{}, [] { return 0; }), kInstallFailed);  // an empty program is refused
-  const Program& p = default_program();
+  const Program& p = compiled_default();
   // x32: the same entry point, with the x32 bit in the number.
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_getpid | 0x40000000L); }), EPERM);
   // i386 through int $0x80. A kernel built without IA32 emulation (as some
@@ -200,7 +205,7 @@ TEST(SeccompDefault, OtherArchesSyscallsAreEperm) {
 #endif
 
 TEST(SeccompDefault, OrdinaryProgramsRun) {
-  const Program& p = default_program();
+  const Program& p = compiled_default();
   EXPECT_EQ(run_under(p, [] { return exec({"/bin/sh", "-c", "echo ok >/dev/null; ls / >/dev/null; cat /proc/self/status >/dev/null"}); }), 0);
   EXPECT_EQ(run_under(p, [] {
               return exec({"/usr/bin/python3", "-c",

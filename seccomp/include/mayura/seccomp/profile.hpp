@@ -29,6 +29,10 @@ struct ProfileError : std::runtime_error {
 // fails with EPERM (clone3 with ENOSYS, so libc falls back to clone).
 Program compile_default();
 
+// The same profile as the library's build compiled it: no libseccomp work
+// at run time.
+Program default_program();
+
 // An OCI/Docker JSON profile. Throws ProfileError naming what is wrong.
 Program compile_oci(std::string_view json);
 
