@@ -2,11 +2,15 @@
 // files, on the hierarchy that carries each controller on this host, and the
 // OOM flag of an exec result.
 
+#include <linux/magic.h>
+#include <sys/mount.h>
+#include <sys/statfs.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "../../engine/cgroup_host.hpp"
+#include "../../engine/cgroups.hpp"
 #include "harness.hpp"
 
 namespace mayura::testing {
@@ -178,6 +182,33 @@ TEST_F(LimitsTest, BadEngineDefaultsAreRefused) {
   o = options();
   o.default_pids = -1;
   EXPECT_EQ(reason_of([&] { native_sandboxes(o); }), Reason::INVALID_CONFIG);
+}
+
+}  // namespace
+}  // namespace mayura::testing
+
+namespace mayura::testing {
+namespace {
+
+// A legacy (v1 only) host has no cgroup2 to track and kill with: the engine
+// mounts one of its own under its state directory. This host has a cgroup2,
+// so the legacy path is taken by describing the host as legacy.
+TEST(LegacyHost, TheEngineMountsACgroup2OfItsOwn) {
+  cgroups::Host legacy = cgroups::detect_host();
+  legacy.layout = cgroups::Layout::legacy;
+  legacy.v2.clear();
+  const std::string state = "/run/mayura-test-legacy-" + std::to_string(::getpid());
+  const std::string root = cgroups::prepare_root("", legacy, state);
+  EXPECT_EQ(root, state + "/cgroup2/mayura");
+  struct statfs fs {};
+  ASSERT_EQ(::statfs(root.c_str(), &fs), 0);
+  EXPECT_EQ(fs.f_type, CGROUP2_SUPER_MAGIC);
+  // a second engine finds it mounted and uses it as it is
+  EXPECT_EQ(cgroups::prepare_root("", legacy, state), root);
+  EXPECT_EQ(::rmdir(root.c_str()), 0);
+  EXPECT_EQ(::umount2((state + "/cgroup2").c_str(), MNT_DETACH), 0);
+  EXPECT_EQ(::rmdir((state + "/cgroup2").c_str()), 0);
+  EXPECT_EQ(::rmdir(state.c_str()), 0);
 }
 
 }  // namespace
