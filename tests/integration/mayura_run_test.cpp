@@ -114,5 +114,47 @@ TEST_F(MayuraRunTest, HelpAndVersion) {
   EXPECT_EQ(r.out.rfind("mayura-run ", 0), 0u);
 }
 
+TEST_F(MayuraRunTest, VersionAndDoctorSayWhatTheCgroupsEnforce) {
+  for (const char* args : {"--version", "doctor"}) {
+    const Outcome r = run(args);
+    EXPECT_EQ(r.status, 0) << args;
+    EXPECT_EQ(r.out.rfind("mayura-run ", 0), 0u) << r.out;
+    // this project's machines are hybrid, with every limit on v1
+    EXPECT_NE(r.out.find("\ncgroups: hybrid (cgroup2 at /sys/fs/cgroup/unified"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("enforces cpus [v1 /sys/fs/cgroup/cpu], memory (no swap) [v1 /sys/fs/cgroup/memory], "
+                         "pids [v1 /sys/fs/cgroup/pids]"),
+              std::string::npos)
+        << r.out;
+  }
+}
+
+TEST_F(MayuraRunTest, LimitsReachTheCommand) {
+  Outcome r = run("--memory 48 --json -- python3 -c 'x = bytearray(200 << 20)'");
+  EXPECT_EQ(r.status, 137);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["exitCode"], 137);
+  EXPECT_EQ(j["oomKilled"], true);
+  r = run("--pids 5 -- sh -c 'for i in 1 2 3 4 5 6 7 8; do sleep 1 & done; wait'");
+  EXPECT_NE(r.err.find("fork"), std::string::npos) << r.err;  // "Cannot fork"
+  r = run("--cpus 0.5 --pids 64 --memory 256 -- sh -c 'echo fine'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "fine\n");
+}
+
+TEST_F(MayuraRunTest, SeccompTakesAnOciProfileFile) {
+  const std::string file = options().state_dir + "-profile.json";
+  std::ofstream(file) << R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+      {"names": ["mkdir", "mkdirat", "no_such_call"], "action": "SCMP_ACT_ERRNO", "errnoRet": 13}]})";
+  Outcome r = run("--seccomp " + file + " -- sh -c 'mkdir /workspace/d || echo refused'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "refused\n");
+  EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;
+  std::ofstream(file) << "{\"defaultAction\": 42}";
+  r = run("--seccomp " + file + " -- true");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_EQ(r.err.rfind("mayura-run: INVALID_INPUT: the seccomp profile is not usable", 0), 0u) << r.err;
+  std::filesystem::remove(file);
+}
+
 }  // namespace
 }  // namespace mayura::testing
