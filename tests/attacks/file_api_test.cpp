@@ -116,6 +116,59 @@ TEST_F(FileApiTest, DotDotAndAbsolutePathsStayInside) {
   EXPECT_FALSE(fs::exists("/tmp/" + marker));
 }
 
+// The helper is a child of the init: whatever descriptors it holds, its own
+// /proc/self links (fd, cwd, root) lead nowhere outside the sandbox.
+TEST_F(FileApiTest, TheHelpersOwnProcLinksLeadNowhereOutside) {
+  const std::string shadow = read_host("/etc/shadow");
+  const std::string marker = unique_marker("helperfd");
+  auto s = create();
+  std::vector<std::string> fds;
+  try {
+    for (const auto& e : s.list("/proc/self/fd")) fds.push_back(e.name);
+  } catch (const SandboxError&) {
+  }
+  std::vector<std::string> bases = {"/proc/self/root", "/proc/self/cwd", "/proc/1/root", "/proc/1/cwd",
+                                    "/proc/self/fd", "/proc/thread-self/root"};
+  for (const auto& fd : fds) {
+    if (!fd.empty() && fd[0] != '/') bases.push_back("/proc/self/fd/" + fd);
+  }
+  for (const auto& base : bases) {
+    SCOPED_TRACE(base);
+    try {
+      EXPECT_NE(s.read_file(base + "/etc/shadow"), shadow);
+    } catch (const SandboxError&) {
+    }
+    try {
+      for (const auto& e : s.list(base)) {
+        for (const char* host_only : {"home", "var", "root", "boot", "srv", "opt", "work", "run"}) {
+          EXPECT_NE(e.name, host_only);
+        }
+      }
+    } catch (const SandboxError&) {
+    }
+    try {
+      s.write_file(base + "/" + marker, "evil");
+    } catch (const SandboxError&) {
+    }
+    try {
+      s.write_file(base + "/tmp/" + marker, "evil");
+    } catch (const SandboxError&) {
+    }
+  }
+  EXPECT_FALSE(on_host(marker));
+  for (const char* dir : {"/run", "/var/tmp", "/tmp"}) {
+    EXPECT_FALSE(fs::exists(std::string(dir) + "/" + marker)) << dir;
+  }
+  // the helper's environment and command line hold nothing of the engine's
+  for (const char* f : {"/proc/self/environ", "/proc/1/environ"}) {
+    try {
+      const std::string env = s.read_file(f);
+      EXPECT_EQ(env.find("MAYURA"), std::string::npos) << f << ": " << env;
+    } catch (const SandboxError&) {
+    }
+  }
+}
+
 TEST_F(FileApiTest, FifosAndDevicesDoNotHang) {
   auto s = create();
   sh(s, "mkfifo /workspace/fifo");
