@@ -49,10 +49,17 @@ TEST_F(CgroupsTest, ACommandStaysInTheSandboxsCgroup) {
   sh(s, "echo $$ > /tmp/cgroup.procs 2>/dev/null; setsid sleep 30 >/dev/null 2>&1 </dev/null &");
   const std::string mount = cgroups::find_cgroup2_mount();
   const std::string root = options().cgroup_root.substr(mount.size());  // "/mayura-test-N"
+  // the background sleep may not have exec'd yet when the shell returns
+  std::vector<pid_t> found;
+  for (int i = 0; i < 200 && found.empty(); ++i) {
+    for (pid_t pid : processes_in_range(options())) {
+      if (read_host("/proc/" + std::to_string(pid) + "/comm") == "sleep\n") found.push_back(pid);
+    }
+    if (found.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   int sleeps = 0;
-  for (pid_t pid : processes_in_range(options())) {
+  for (pid_t pid : found) {
     const std::string proc = "/proc/" + std::to_string(pid);
-    if (read_host(proc + "/comm") != "sleep\n") continue;
     ++sleeps;
     std::istringstream in(read_host(proc + "/cgroup"));
     std::string line;

@@ -68,8 +68,8 @@ TEST_F(ProcessesTest, KillMinusOneReachesOnlyTheSandbox) {
   ASSERT_GT(outsider.pid(), 0);
   auto s = create();
   auto other = create();
-  sh(other, "setsid sleep 30 >/dev/null 2>&1 </dev/null &");
-  sh(s, "setsid sleep 30 >/dev/null 2>&1 </dev/null &");
+  sh(other, "setsid sleep 30 >/dev/null 2>&1 </dev/null & until pgrep -x sleep >/dev/null; do :; done");
+  sh(s, "setsid sleep 30 >/dev/null 2>&1 </dev/null & until pgrep -x sleep >/dev/null; do :; done");
   auto r = s.exec({"/bin/sh", "-c", "kill -9 -1; echo after"});
   // the shell may kill itself with the rest; whatever it reports, nothing outside is hit
   EXPECT_TRUE(outsider.alive());
