@@ -72,5 +72,15 @@ TEST_F(PrivilegeTest, ASetuidFileMadeInTheWorkspaceRunsWithoutChangingIds) {
   EXPECT_NE(mounts.find("nosuid"), std::string::npos) << mounts;
 }
 
+TEST_F(PrivilegeTest, IdMapsCannotBeRewritten) {
+  auto s = create();
+  install_probe(s);
+  for (const char* f : {"/proc/self/uid_map", "/proc/self/gid_map", "/proc/self/setgroups", "/proc/1/uid_map"}) {
+    const std::string got = probe(s, {"write", f, "0 0 1"})["write"];
+    EXPECT_TRUE(got == "EPERM" || got == "EACCES") << f << ": " << got;
+  }
+  EXPECT_EQ(probe(s, {"ids"})["uids"], "1000,1000,1000");
+}
+
 }  // namespace
 }  // namespace mayura::testing

@@ -5,7 +5,10 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <chrono>
+#include <future>
 #include <set>
+#include <thread>
 #include <sstream>
 
 #include "attack.hpp"
@@ -98,6 +101,50 @@ TEST_F(ProcessesTest, OnlyItsOwnProcessesAreVisible) {
   EXPECT_EQ(probe(s, {"kill", std::to_string(outsider.pid()), "0"})["kill"], "ESRCH");
   EXPECT_EQ(probe(s, {"kill", std::to_string(::getpid()), "0"})["kill"], "ESRCH");
   EXPECT_TRUE(outsider.alive());
+}
+
+TEST_F(ProcessesTest, InitCannotBeStopped) {
+  auto s = create();
+  install_probe(s);
+  EXPECT_EQ(probe(s, {"kill", "1", "19"})["kill"], "EPERM");  // SIGSTOP
+  EXPECT_EQ(probe(s, {"kill", "-1", "19"})["kill"], "ESRCH");   // nothing else of its own runs
+  EXPECT_EQ(sh(s, "echo alive"), "alive\n");
+}
+
+// Two sandboxes share nothing a command could meet in: abstract unix
+// sockets (network namespace), shared memory (own /dev/shm), SysV IPC.
+TEST_F(ProcessesTest, SandboxesCannotMeetEachOther) {
+  auto a = create();
+  auto b = create();
+  const std::string name = "mayura-attack-" + std::to_string(::getpid());
+  ExecOptions eo;
+  eo.timeout_ms = 10000;
+  auto server = std::async(std::launch::async, [&] {
+    return a.exec({"/usr/bin/python3", "-c",
+                   "import socket, time, sys\n"
+                   "s = socket.socket(socket.AF_UNIX); s.bind('\\0" + name + "'); s.listen()\n"
+                   "open('/dev/shm/" + name + "', 'w').write('a')\n"
+                   "print('ready', flush=True); time.sleep(3)\n"},
+                  eo);
+  });
+  // the server is up when its shm file is there
+  for (int i = 0; i < 300; ++i) {
+    try {
+      if (a.read_file("/dev/shm/" + name) == "a") break;
+    } catch (const SandboxError&) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const ExecResult r = b.exec({"/usr/bin/python3", "-c",
+                               "import socket, os, errno\n"
+                               "s = socket.socket(socket.AF_UNIX)\n"
+                               "try:\n  s.connect('\\0" + name + "'); print('connect=ok')\n"
+                               "except OSError as e: print('connect=' + errno.errorcode[e.errno])\n"
+                               "print('shm=' + str(os.path.exists('/dev/shm/" + name + "')))\n"});
+  auto m = parse_results(r.stdout);
+  EXPECT_EQ(m["connect"], "ECONNREFUSED") << r.stdout << r.stderr;
+  EXPECT_EQ(m["shm"], "False");
+  EXPECT_EQ(server.get().exit_code, 0);
 }
 
 }  // namespace
