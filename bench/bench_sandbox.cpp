@@ -98,6 +98,15 @@ std::string make_crun_bundle() {
 
 }  // namespace
 
+// One create + exec /bin/true + release.
+Stats cycle(int n, mayura::Sandboxes& sandboxes, const mayura::CreateOptions& create) {
+  return measure(n, [&] {
+    auto s = sandboxes.create(create);
+    s.exec({"/bin/true"});
+    s.release();
+  });
+}
+
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::max(5, std::atoi(argv[1])) : 100;
   const std::string runner = argc > 2 ? argv[2] : "mayura-run";
@@ -109,22 +118,14 @@ int main(int argc, char** argv) {
   create.lifetime_ms = 600000;
 
   std::printf("%d iterations each; times in ms\n%-58s %9s %9s\n", n, "", "median", "p95");
-  const Stats a = measure(n, [&] {
-    auto s = sandboxes.create(create);
-    s.exec({"/bin/true"});
-    s.release();
-  });
+  const Stats a = cycle(n, sandboxes, create);
   row("(a) library create + exec /bin/true + release", a);
 
   mayura::NativeOptions cold_options;
   cold_options.prepared = 0;
   cold_options.netns_pool = 0;
   auto cold = mayura::create_sandboxes(mayura::native_sandboxes(cold_options), limits);
-  const Stats a0 = measure(n, [&] {
-    auto s = cold.create(create);
-    s.exec({"/bin/true"});
-    s.release();
-  });
+  const Stats a0 = cycle(n, cold, create);
   row("(a0) the same with nothing made ahead", a0);
   cold.close();
 
@@ -163,21 +164,13 @@ int main(int argc, char** argv) {
   unlimited_options.default_memory_mib = 0;
   unlimited_options.default_pids = 0;
   auto unlimited = mayura::create_sandboxes(mayura::native_sandboxes(unlimited_options), limits);
-  const Stats g = measure(n, [&] {
-    auto s = unlimited.create(create);
-    s.exec({"/bin/true"});
-    s.release();
-  });
+  const Stats g = cycle(n, unlimited, create);
   row("(g) (a) with no resource limit", g);
   mayura::CreateOptions limited = create;
   limited.cpus = 1;
   limited.memory_mib = 512;
   limited.pids = 256;
-  const Stats h = measure(n, [&] {
-    auto s = unlimited.create(limited);
-    s.exec({"/bin/true"});
-    s.release();
-  });
+  const Stats h = cycle(n, unlimited, limited);
   row("(h) (a) with cpus 1, memory 512 MiB, pids 256 per create", h);
   unlimited.close();
 
