@@ -58,42 +58,4 @@ Program Filter::export_bpf() const {
   return out;
 }
 
-void allow_unless_low32(Filter& filter, int nr, unsigned arg, std::initializer_list<std::uint32_t> excluded) {
-  if (excluded.size() != 1 && excluded.size() != 2) throw ProfileError("allow_unless_low32 takes one or two values");
-  const std::uint32_t a = *excluded.begin();
-  const std::uint32_t b = *(excluded.end() - 1);
-  // Each rule is (arg & mask) == datum, choosing bits so that neither a nor b
-  // matches; together they cover every other 32-bit value.
-  struct Bits {
-    std::uint64_t mask, datum;
-  };
-  std::vector<Bits> rules;
-  const std::uint32_t differ = a ^ b;
-  for (unsigned bit = 0; bit < 32; ++bit) {
-    const std::uint32_t m = 1U << bit;
-    // A bit where a and b agree: x differs from both when it has the other value.
-    if ((differ & m) == 0) rules.push_back({m, ~a & m});
-  }
-  // Where a and b differ, x agrees with each on some of those bits; x is
-  // neither when, for a pivot bit p and another differing bit q, it agrees
-  // with a on p and with b on q, or the other way round.
-  unsigned pivot = 32;
-  for (unsigned bit = 0; bit < 32; ++bit) {
-    const std::uint32_t q = 1U << bit;
-    if ((differ & q) == 0) continue;
-    if (pivot == 32) {
-      pivot = bit;
-      continue;
-    }
-    const std::uint32_t p = 1U << pivot;
-    rules.push_back({p | q, (a & p) | (b & q)});
-    rules.push_back({p | q, (b & p) | (a & q)});
-  }
-  for (const Bits& r : rules) {
-    scmp_arg_cmp cmp{arg, SCMP_CMP_MASKED_EQ, r.mask, r.datum};
-    if (int rc = seccomp_rule_add_array(filter.get(), SCMP_ACT_ALLOW, nr, 1, &cmp); rc < 0)
-      throw ProfileError("libseccomp refused a rule for syscall " + std::to_string(nr) + ": " + error_text(rc));
-  }
-}
-
 }  // namespace mayura::seccomp::detail

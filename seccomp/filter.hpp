@@ -31,12 +31,4 @@ class Filter {
   std::unique_ptr<void, Release> ctx_;
 };
 
-// Adds ALLOW rules for syscall nr that match exactly when the low 32 bits of
-// argument arg are none of the given values (one or two of them). For
-// arguments the kernel reads as 32-bit ints: setting upper bits changes
-// nothing. libseccomp refuses an ERRNO(EPERM) rule under an ERRNO(EPERM)
-// default, so the exception is the complement written as a union of
-// masked-equal rules, each excluding all the values. Throws ProfileError.
-void allow_unless_low32(Filter& filter, int nr, unsigned arg, std::initializer_list<std::uint32_t> excluded);
-
 }  // namespace mayura::seccomp::detail
