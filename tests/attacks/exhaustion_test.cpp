@@ -13,11 +13,17 @@ namespace {
 
 using ExhaustionTest = AttackTest;
 
-// Processes of the options' id range running `comm`.
+// Processes of the options' id range running `comm`. A zombie runs nothing:
+// a killed command's processes are gone from its cgroup at once, but the
+// sandbox's init reaps them a moment later.
 int running(const NativeOptions& o, const std::string& comm) {
   int n = 0;
   for (pid_t pid : processes_in_range(o)) {
-    if (read_host("/proc/" + std::to_string(pid) + "/comm") == comm + "\n") ++n;
+    const std::string proc = "/proc/" + std::to_string(pid);
+    const std::string stat = read_host(proc + "/stat");
+    const auto close = stat.rfind(')');
+    const bool zombie = close != std::string::npos && stat.compare(close + 1, 3, " Z ") == 0;
+    if (!zombie && read_host(proc + "/comm") == comm + "\n") ++n;
   }
   return n;
 }
