@@ -49,22 +49,27 @@ bool remove_dir(const std::string& path) noexcept {
 
 }  // namespace
 
-V1Groups::V1Groups(const Host& host, const std::string& root_name, const std::string& name) try {
-  if (!host.memory.v1.empty()) memory_ = make_group(host.memory.v1, root_name, name, memory_path_);
-  if (!host.cpu.v1.empty()) cpu_ = make_group(host.cpu.v1, root_name, name, cpu_path_);
-  if (!host.pids.v1.empty()) {
-    pids_ = make_group(host.pids.v1, root_name, name, pids_path_);
-    if (::mkdirat(pids_.get(), "commands", 0755) != 0) fail_step("making the commands' pids cgroup", errno);
-    commands_.reset(::openat(pids_.get(), "commands", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!commands_) fail_step("opening the commands' pids cgroup", errno);
-    // Opened by the engine: the kernel checks a v1 move against the opener,
-    // so a command (no capability, in its user namespace) can join with it.
-    commands_procs_.reset(::openat(commands_.get(), "cgroup.procs", O_WRONLY | O_CLOEXEC));
-    if (!commands_procs_) fail_step("opening the commands' pids cgroup", errno);
+V1Groups::V1Groups(const Host& host, const std::string& root_name, const std::string& name) {
+  // A plain try in the body (not a function-try-block, whose handler runs
+  // after the members are gone): what was made before a failure is removed.
+  try {
+    if (!host.memory.v1.empty()) memory_ = make_group(host.memory.v1, root_name, name, memory_path_);
+    if (!host.cpu.v1.empty()) cpu_ = make_group(host.cpu.v1, root_name, name, cpu_path_);
+    if (!host.pids.v1.empty()) {
+      pids_ = make_group(host.pids.v1, root_name, name, pids_path_);
+      if (::mkdirat(pids_.get(), "commands", 0755) != 0) fail_step("making the commands' pids cgroup", errno);
+      commands_.reset(::openat(pids_.get(), "commands", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!commands_) fail_step("opening the commands' pids cgroup", errno);
+      // Opened by the engine: the kernel checks a v1 move against the
+      // opener, so a command (no capability, in its user namespace) can
+      // join with it.
+      commands_procs_.reset(::openat(commands_.get(), "cgroup.procs", O_WRONLY | O_CLOEXEC));
+      if (!commands_procs_) fail_step("opening the commands' pids cgroup", errno);
+    }
+  } catch (...) {
+    destroy();
+    throw;
   }
-} catch (...) {
-  destroy();  // what was made before the failure
-  throw;
 }
 
 void V1Groups::place(pid_t pid) const {

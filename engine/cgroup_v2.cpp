@@ -46,7 +46,10 @@ Host enable_v2_controllers(const Host& host, const std::string& parent, const st
   enable(usable.memory, "memory");
   enable(usable.cpu, "cpu");
   enable(usable.pids, "pids");
-  if (!usable.memory.v2 && host.memory.v2) usable.swap_limit = false;
+  // Swap can be held at zero only where the kernel accounts it: then every
+  // cgroup below the root, the engine's first, has memory.swap.max.
+  if (usable.memory.v2) usable.swap_limit = ::access((root + "/memory.swap.max").c_str(), F_OK) == 0;
+  else if (host.memory.v2) usable.swap_limit = false;
   return usable;
 }
 

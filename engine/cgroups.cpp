@@ -107,10 +107,14 @@ std::string mount_own_cgroup2(const std::string& state_dir) {
 
 }  // namespace
 
-void remove_orphan(const Places& places, const std::string& path) noexcept {
-  if (!looks_like_sandbox_cgroup(path, places.root)) return;
-  kill_and_remove(path);
-  remove_v1(places.host, places.root_name(), path.substr(path.rfind('/') + 1));
+bool remove_orphan(const Places& places, const std::string& path) noexcept {
+  if (!looks_like_sandbox_cgroup(path, places.root)) return true;  // not ours to remove: nothing to retry
+  if (!kill_and_remove(path)) return false;
+  // Its v1 groups are named like its cgroup2 one, under the root of the
+  // engine that made it (which may have had another root than this one).
+  const std::string parent = path.substr(0, path.rfind('/'));
+  remove_v1(places.host, parent.substr(parent.rfind('/') + 1), path.substr(path.rfind('/') + 1));
+  return true;
 }
 
 std::string find_cgroup2_mount() {

@@ -93,7 +93,8 @@ bool looks_like_sandbox_cgroup(const std::string& path, const std::string& engin
 bool kill_and_remove(const std::string& path) noexcept;
 
 // Removes a sandbox a dead engine left: its cgroup2 tree at `path` (with
-// every process in it), then its v1 groups.
-void remove_orphan(const Places& places, const std::string& path) noexcept;
+// every process in it), then its v1 groups. False if it could not (then the
+// record stays, to be tried again).
+bool remove_orphan(const Places& places, const std::string& path) noexcept;
 
 }  // namespace mayura::cgroups

@@ -196,6 +196,13 @@ class CommandRun {
     const auto step = static_cast<protocol::SpawnStep>(s.extra);
     if (step == protocol::SpawnStep::limits) fail_step("putting the command under the sandbox's process limit", e);
     if (step == protocol::SpawnStep::seccomp) fail_step("installing the command's seccomp filter", e);
+    if (step == protocol::SpawnStep::user) {
+      // Only a caller's profile can refuse these: the built-in one allows them.
+      throw SandboxError(Reason::INVALID_CONFIG,
+                         std::string("becoming the sandbox user under the sandbox's seccomp profile failed (it must "
+                                     "allow setgroups, setresuid, setresgid, capset, prctl, chdir and execve): ") +
+                             std::strerror(e));
+    }
     if (step == protocol::SpawnStep::clone || step == protocol::SpawnStep::setup) fail_step("starting the command", e);
     const bool not_found = step == protocol::SpawnStep::exec && (e == ENOENT || e == ENOTDIR);
     result_.exit_code = not_found ? 127 : 126;

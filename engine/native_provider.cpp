@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <random>
 
@@ -59,6 +60,9 @@ void check_options(const NativeOptions& o) {
 // The parent directory of a cgroup path.
 std::string parent_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
 
+// The seccomp filters a sandbox's commands run under, installed in order.
+using Filters = std::vector<seccomp::Program>;
+
 class NativeProvider final : public SandboxProvider {
  public:
   explicit NativeProvider(const NativeOptions& options) : options_(options) {
@@ -70,7 +74,7 @@ class NativeProvider final : public SandboxProvider {
     cg.host = cgroups::enable_v2_controllers(cg.host, parent_of(cg.root), cg.root);
     places_.state_dir = options_.state_dir;
     records::clean_orphans(options_.state_dir, cg);
-    default_seccomp_ = seccomp::default_program();
+    default_seccomp_ = {seccomp::default_program()};
     init_memfd_ = make_init_memfd();
     zygote_.use_program(init_memfd_.get());
     prepared_.start();
@@ -100,7 +104,7 @@ class NativeProvider final : public SandboxProvider {
     }
     if (!options.ports.empty()) throw SandboxError(Reason::INVALID_INPUT, "ports are not served yet");
     const cgroups::Limits limits = limits_for(options);
-    const seccomp::Program program = seccomp_for(options);
+    const Filters filters = seccomp_for(options);
     rootfs::Image image;
     try {
       image = rootfs::resolve_image(options.image, options_.image_dir);
@@ -114,7 +118,7 @@ class NativeProvider final : public SandboxProvider {
     if (image.host && !options.seccomp_profile) core = prepared_.take();
     timer.step(core ? "prepared sandbox taken" : "no prepared sandbox");
     if (!core) {
-      core = build(image, program, cancellation);
+      core = build(image, filters, cancellation);
       timer.step("built");
     }
     // What is this create's own: its limits, its env and its lifetime.
@@ -134,7 +138,7 @@ class NativeProvider final : public SandboxProvider {
  private:
   // One sandbox, up to a running init: an id range, a record, a cgroup, a
   // network namespace, the init and its root.
-  std::shared_ptr<native::SandboxCore> build(const rootfs::Image& image, const seccomp::Program& program,
+  std::shared_ptr<native::SandboxCore> build(const rootfs::Image& image, const Filters& filters,
                                              std::stop_token cancellation) {
     StepTimer timer("build");
     auto core = std::make_shared<native::SandboxCore>();
@@ -157,7 +161,7 @@ class NativeProvider final : public SandboxProvider {
     config.workdir = root.workdir;
     config.uid = root.uid;
     config.gid = root.gid;
-    config.seccomp = program;
+    config.seccomp = filters;
     timer.step("plan");
 
     struct EndOnFailure {
@@ -192,9 +196,15 @@ class NativeProvider final : public SandboxProvider {
   // The create's limits, or the engine's defaults where it sets none (and
   // the host can enforce them).
   cgroups::Limits limits_for(const CreateOptions& options) const {
+    // The limits layer checks these too; a caller of the provider itself
+    // gets the same answers.
     if (options.memory_mib && *options.memory_mib < kMinMemoryMib) {
       throw SandboxError(Reason::INVALID_INPUT, "memory_mib must be at least 16");
     }
+    if (options.cpus && !(std::isfinite(*options.cpus) && *options.cpus > 0 && *options.cpus <= 1024)) {
+      throw SandboxError(Reason::INVALID_INPUT, "cpus must be positive and at most 1024");
+    }
+    if (options.pids && *options.pids <= 0) throw SandboxError(Reason::INVALID_INPUT, "pids must be positive");
     cgroups::Limits limits;
     const double cpus = options.cpus.value_or(options_.default_cpus);
     if (cpus > 0) limits.cpus = cpus;
@@ -205,10 +215,12 @@ class NativeProvider final : public SandboxProvider {
     return limits;
   }
 
-  seccomp::Program seccomp_for(const CreateOptions& options) const {
+  // The built-in profile; or the caller's, over the baseline that no
+  // profile may reopen.
+  Filters seccomp_for(const CreateOptions& options) const {
     if (!options.seccomp_profile) return default_seccomp_;
     try {
-      return seccomp::compile_oci(*options.seccomp_profile);
+      return {seccomp::baseline_program(), seccomp::compile_oci(*options.seccomp_profile)};
     } catch (const seccomp::ProfileError& e) {
       throw SandboxError(Reason::INVALID_INPUT, std::string("the seccomp profile is not usable: ") + e.what());
     }
@@ -239,7 +251,7 @@ class NativeProvider final : public SandboxProvider {
     }
   } places_;
   NativeOptions options_;
-  seccomp::Program default_seccomp_;
+  Filters default_seccomp_;
   UniqueFd init_memfd_;
   netfilter::NetnsPool netns_pool_{options_.netns_pool};
   Zygote zygote_;

@@ -49,7 +49,7 @@ std::string encode(const Config& c) {
   w.str(c.workdir);
   w.u32(c.uid);
   w.u32(c.gid);
-  w.str(c.seccomp);
+  w.strings(c.seccomp);
   return w.bytes();
 }
 
@@ -63,8 +63,12 @@ bool decode(const std::string& bytes, Config& out) {
   out.workdir = r.str();
   out.uid = r.u32();
   out.gid = r.u32();
-  out.seccomp = r.str();
-  return r.ok() && r.at_end() && out.seccomp.size() % 8 == 0;
+  out.seccomp = r.strings();
+  if (out.seccomp.size() > 4) return false;
+  for (const auto& program : out.seccomp) {
+    if (program.empty() || program.size() % 8 != 0) return false;
+  }
+  return r.ok() && r.at_end();
 }
 
 std::string encode(const Exec& e) {

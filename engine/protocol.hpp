@@ -33,9 +33,9 @@ struct Config {
   std::string workdir;
   std::uint32_t uid = 1000;  // the sandbox user, inside
   std::uint32_t gid = 1000;
-  // The seccomp filter every command runs under: a classic BPF program (the
-  // bytes of its struct sock_filter array); empty: none.
-  std::string seccomp;
+  // The seccomp filters every command runs under, installed in this order:
+  // classic BPF programs (the bytes of their struct sock_filter arrays).
+  std::vector<std::string> seccomp;
 };
 
 struct Exec {
@@ -63,7 +63,7 @@ enum class SetupStep : std::int32_t {
 };
 
 // Which step of starting a command failed (Status::extra of spawn_failed).
-enum class SpawnStep : std::int64_t { exec = 0, clone = 1, cwd = 2, setup = 3, limits = 4, seccomp = 5 };
+enum class SpawnStep : std::int64_t { exec = 0, clone = 1, cwd = 2, setup = 3, limits = 4, seccomp = 5, user = 6 };
 
 // One record on a status pipe; 24 bytes, so each write is atomic.
 struct Status {

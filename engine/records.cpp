@@ -33,15 +33,18 @@ std::string read_all(int fd) {
 }
 
 // The slot is ours (locked): remove what its record names, then empty it.
-void clean_locked(int fd, const cgroups::Places& places) {
+// False if what it names could not be removed: the record stays, and the
+// slot is not used until a later try removes it.
+bool clean_locked(int fd, const cgroups::Places& places) {
   std::string cgroup = read_all(fd);
   while (!cgroup.empty() && (cgroup.back() == '\n' || cgroup.back() == '\0')) cgroup.pop_back();
   // Only ever a sandbox cgroup of an engine: a cgroup2 directory under this
   // engine's root or another's. The record is trusted no further than that.
-  cgroups::remove_orphan(places, cgroup);
+  if (!cgroups::remove_orphan(places, cgroup)) return false;
   if (::ftruncate(fd, 0) != 0) {
     // an unreadable record is cleaned again next time
   }
+  return true;
 }
 
 // Opens and locks the record at `path` without waiting; an fd only if the
@@ -81,7 +84,7 @@ SlotLease SlotLease::acquire(const std::string& state_dir, const cgroups::Places
     const std::string path = slots_dir(state_dir) + "/" + std::to_string(slot);
     UniqueFd fd = lock_record(path, true);
     if (!fd) continue;
-    clean_locked(fd.get(), places);
+    if (!clean_locked(fd.get(), places)) continue;  // the flock goes with the fd
     SlotLease lease;
     lease.fd_ = std::move(fd);
     lease.path_ = path;
@@ -124,7 +127,7 @@ int clean_orphans(const std::string& state_dir, const cgroups::Places& places) {
     if (!fd) continue;
     struct stat st {};
     if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) {
-      clean_locked(fd.get(), places);
+      if (!clean_locked(fd.get(), places)) continue;  // kept for the next try
       ++removed;
     }
     ::unlink(path.c_str());

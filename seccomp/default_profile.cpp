@@ -116,26 +116,18 @@ constexpr Syscall kAllowed[] = {
     {"getrandom"},
 };
 
-// Any of these in clone's flags: a new namespace, which a sandboxed command
-// may not make.
-constexpr std::uint64_t kNamespaceFlags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
-                                          CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME;
+using detail::kAfVsock;
+using detail::kNamespaceFlags;
+static_assert(kNamespaceFlags == (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
+                                  CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME));
 
-// personality values Docker allows: PER_LINUX, with UNAME26, ADDR_NO_RANDOMIZE,
-// both, and the query 0xffffffff.
+// personality values Docker allows: PER_LINUX, PER_LINUX32 (0x0008),
+// UNAME26 (0x20000), both, and the query 0xffffffff.
 constexpr std::uint64_t kPersonalities[] = {0x0, 0x0008, 0x20000, 0x20008, 0xffffffff};
 
-constexpr std::uint32_t kAfVsock = 40;  // AF_VSOCK, named here so no vsock header is needed
-
-int resolve(const Syscall& s) {
-  int nr = seccomp_syscall_resolve_name(s.name);
-  if (nr == __NR_SCMP_ERROR) return s.unified_nr;
-  return nr;  // negative: a pseudo number, the syscall does not exist on this arch
-}
 
 void add(detail::Filter& f, std::uint32_t action, int nr, std::initializer_list<scmp_arg_cmp> args, const char* name) {
-  int rc = seccomp_rule_add_array(f.get(), action, nr, static_cast<unsigned>(args.size()), args.begin());
-  if (rc < 0) throw ProfileError(std::string("libseccomp refused the rule for ") + name);
+  detail::add_rule(f, action, nr, args, name);
 }
 
 // BPF ahead of libseccomp's program: on the native arch, ioctl with TIOCSTI
@@ -178,7 +170,7 @@ Program compile_default() {
   f.set_attr(SCMP_FLTATR_CTL_OPTIMIZE, 2, "the binary-tree optimization");
 
   for (const Syscall& s : kAllowed) {
-    int nr = resolve(s);
+    int nr = detail::resolve(s.name, s.unified_nr);
     if (nr < 0) continue;
     add(f, SCMP_ACT_ALLOW, nr, {}, s.name);
   }

@@ -2,6 +2,9 @@
 
 #include "filter.hpp"
 
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -55,7 +58,33 @@ Program Filter::export_bpf() const {
     if (n <= 0) throw ProfileError(std::string("reading the exported filter: ") + (n < 0 ? std::strerror(errno) : "short read"));
     done += static_cast<std::size_t>(n);
   }
+  check_shape(out);
   return out;
+}
+
+void check_shape(const Program& program) {
+  // Every program libseccomp makes starts by loading the arch and ends in a
+  // return. One that does not is not what was asked for (libseccomp before
+  // 2.6.1 can wrap its instruction count on huge filters and export a slice
+  // from the middle): refused rather than installed.
+  sock_filter first{}, last{};
+  std::memcpy(&first, program.data(), sizeof first);
+  std::memcpy(&last, program.data() + program.size() - sizeof last, sizeof last);
+  if (first.code != (BPF_LD | BPF_W | BPF_ABS) || first.k != offsetof(seccomp_data, arch) ||
+      BPF_CLASS(last.code) != BPF_RET) {
+    throw ProfileError("libseccomp exported a malformed filter");
+  }
+}
+
+int resolve(const char* name, int unified_nr) {
+  const int nr = seccomp_syscall_resolve_name(name);
+  if (nr == __NR_SCMP_ERROR) return unified_nr;
+  return nr;  // negative: a pseudo number, the syscall does not exist on this arch
+}
+
+void add_rule(Filter& f, std::uint32_t action, int nr, std::initializer_list<scmp_arg_cmp> args, const char* name) {
+  const int rc = seccomp_rule_add_array(f.get(), action, nr, static_cast<unsigned>(args.size()), args.begin());
+  if (rc < 0) throw ProfileError(std::string("libseccomp refused the rule for ") + name + ": " + error_text(rc));
 }
 
 }  // namespace mayura::seccomp::detail

@@ -28,7 +28,12 @@ using nlohmann::json;
 constexpr std::size_t kMaxBytes = 4 << 20;
 constexpr int kMaxDepth = 16;
 constexpr std::size_t kMaxEntries = 4096;
-constexpr std::size_t kMaxRules = 16384;
+constexpr std::size_t kMaxRules = 4096;  // the kernel runs at most 4096 instructions anyway
+// Each rule costs libseccomp about one block plus some per condition. Bounded
+// well below what libseccomp before 2.6.1 can count (its instruction count
+// wraps at 65536, corrupting the heap or exporting a slice of the filter),
+// and below what takes it long to compile.
+constexpr std::size_t kMaxCost = 8192;
 constexpr std::size_t kMaxArgs = 16;
 constexpr std::uint64_t kMaxErrno = 4095;  // the kernel caps a filter's errno here
 
@@ -174,10 +179,13 @@ struct Compiler {
   std::uint32_t default_action;
   bool foreign_arches = false;  // sub-arches added: pseudo syscall numbers may apply
   std::size_t rules = 0;
+  std::size_t cost = 0;
 
   void add(int nr, std::uint32_t action, const std::vector<scmp_arg_cmp>& args, const std::string& name,
            const std::string& where) {
     if (++rules > kMaxRules) fail(where, "more than " + std::to_string(kMaxRules) + " rules");
+    cost += 1 + 4 * args.size();
+    if (cost > kMaxCost) fail(where, "the profile is too large (more than " + std::to_string(kMaxCost) + " rule blocks)");
     int rc = seccomp_rule_add_array(filter.get(), action, nr, static_cast<unsigned>(args.size()), args.data());
     if (rc == -EEXIST) return;  // the same rule again
     if (rc < 0) fail(where, "libseccomp refused the rule for \"" + name + "\": " + std::strerror(-rc));

@@ -37,11 +37,11 @@ struct Spawned {
   pid_t pid = -1;
   int error_pipe = -1;
 };
-// fds: as protocol.hpp lists them for exec. `seccomp`: the filter the
-// command runs under (BPF bytes; empty: none).
+// fds: as protocol.hpp lists them for exec. `seccomp`: the filters the
+// command runs under (BPF bytes), in order.
 constexpr std::size_t kExecCgroupFd = 4;
 Spawned spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, const Identity& who,
-                      const std::string& seccomp);
+                      const std::vector<std::string>& seccomp);
 
 // Serves one file request in a child that runs as the sandbox user.
 void serve_file_request(protocol::Request kind, const protocol::FileRequest& request, const std::vector<int>& fds,

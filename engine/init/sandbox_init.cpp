@@ -48,8 +48,10 @@ void close_fds(const std::vector<int>& fds) {
 // process holding secrets, written where the sandbox can read it), and a
 // bound on open files (lowered only: raising needs the host's privilege).
 int set_rlimits() {
-  const rlimit no_core{0, 0};
-  if (::setrlimit(RLIMIT_CORE, &no_core) != 0) return -1;
+  // No core dumps; no real-time scheduling (a SCHED_FIFO task would run
+  // outside the cpu bound), whatever the engine's own limits allowed.
+  const rlimit none{0, 0};
+  if (::setrlimit(RLIMIT_CORE, &none) != 0 || ::setrlimit(RLIMIT_RTPRIO, &none) != 0) return -1;
   rlimit files{};
   if (::getrlimit(RLIMIT_NOFILE, &files) != 0) return -1;
   const rlim_t bound = files.rlim_max < kMaxOpenFiles ? files.rlim_max : kMaxOpenFiles;
@@ -79,7 +81,7 @@ Identity contain(const protocol::Config& config, std::vector<UniqueFd>& trees) {
 
 class Server {
  public:
-  Server(Identity who, std::string seccomp, int signals) : who_(who), seccomp_(std::move(seccomp)), signals_(signals) {}
+  Server(Identity who, std::vector<std::string> seccomp, int signals) : who_(who), seccomp_(std::move(seccomp)), signals_(signals) {}
 
   [[noreturn]] void run() {
     std::vector<pollfd> fds;
@@ -182,7 +184,7 @@ class Server {
   }
 
   Identity who_;
-  std::string seccomp_;  // every command's filter
+  std::vector<std::string> seccomp_;  // every command's filters
   int signals_;
   struct Command {
     int status;       // the engine's status pipe

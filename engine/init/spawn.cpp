@@ -66,7 +66,7 @@ int exec_search(const std::vector<std::string>& argv, const std::vector<std::str
 }
 
 [[noreturn]] void child(const protocol::Exec& exec, const std::vector<int>& fds, int error_pipe, const Identity& who,
-                        const std::string& seccomp) {
+                        const std::vector<std::string>& seccomp) {
   // A fresh process group, default signal handling, nothing blocked. exec
   // resets caught signals; SIGPIPE is the only one the init ignores.
   ::setpgid(0, 0);
@@ -87,21 +87,31 @@ int exec_search(const std::vector<std::string>& argv, const std::vector<std::str
     message[0] = static_cast<int>(protocol::SpawnStep::limits);
     error = errno;
   }
+  // The filters go on before the ids change: changing ids makes the process
+  // dumpable if the host's fs.suid_dumpable says so, and a command that
+  // ptraced it in that moment must find it filtered already, with no
+  // capability left (no_new_privs is set already, in the init).
+  for (std::size_t i = 0; !error && i < seccomp.size(); ++i) {
+    if (seccomp::install(seccomp[i].data(), seccomp[i].size()) != 0) {
+      message[0] = static_cast<int>(protocol::SpawnStep::seccomp);
+      error = errno;
+    }
+  }
   // The directory is entered as the sandbox user: a path root inside could
-  // enter and the user could not is refused.
-  if (!error && caps::become_user(who.uid, who.gid) != 0) error = errno;
-  // Changing ids makes the process dumpable if the host's fs.suid_dumpable
-  // says so; until the exec it is still the engine's program holding the
-  // engine's fds, which nothing inside may ptrace or open.
-  if (!error && ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) error = errno;
-  if (!error && ::chdir(exec.cwd.c_str()) != 0) {
-    message[0] = static_cast<int>(protocol::SpawnStep::cwd);
+  // enter and the user could not is refused. A profile that refuses what
+  // this takes (setgroups, setresuid, capset, prctl) fails the start.
+  if (!error && caps::become_user(who.uid, who.gid) != 0) {
+    message[0] = static_cast<int>(protocol::SpawnStep::user);
     error = errno;
   }
-  // Last before the exec: from here on, the filter decides what it may ask
-  // of the kernel (no_new_privs is set already, in the init).
-  if (!error && !seccomp.empty() && seccomp::install(seccomp.data(), seccomp.size()) != 0) {
-    message[0] = static_cast<int>(protocol::SpawnStep::seccomp);
+  // Until the exec it is still the engine's program holding the engine's
+  // fds, which nothing inside may ptrace or open.
+  if (!error && ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    message[0] = static_cast<int>(protocol::SpawnStep::user);
+    error = errno;
+  }
+  if (!error && ::chdir(exec.cwd.c_str()) != 0) {
+    message[0] = static_cast<int>(protocol::SpawnStep::cwd);
     error = errno;
   }
   if (!error) {
@@ -126,7 +136,7 @@ void report(int fd, std::uint32_t kind, std::int32_t value, std::int64_t extra) 
 }
 
 Spawned spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, const Identity& who,
-                      const std::string& seccomp) {
+                      const std::vector<std::string>& seccomp) {
   const int status = fds[3];
   int error_pipe[2];
   if (::pipe2(error_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {

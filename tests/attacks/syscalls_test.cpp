@@ -82,6 +82,39 @@ TEST_F(SyscallsTest, AnOciProfileAppliesToItsSandboxOnly) {
   sh(plain, "mkdir /workspace/d && test -d /workspace/d");
 }
 
+TEST_F(SyscallsTest, AProfileThatAllowsEverythingStillCannotReopenTheBaseline) {
+  // The caller's profile goes over a baseline no profile can reopen: the
+  // guarantees do not depend on which profile a caller brings.
+  CreateOptions o;
+  o.seccomp_profile = R"({"defaultAction": "SCMP_ACT_ALLOW"})";
+  auto s = create(o);
+  install_probe(s);
+  auto r = probe(s, {"syscalls"});
+  for (const char* call :
+       {"mount", "umount2", "fsopen", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr", "unshare",
+        "setns", "clone_NEWNS", "clone_NEWUTS", "clone_NEWIPC", "clone_NEWUSER", "clone_NEWPID", "clone_NEWNET",
+        "clone_NEWCGROUP", "clone_NEWTIME", "pivot_root", "chroot", "keyctl", "add_key", "request_key", "bpf",
+        "perf_event_open", "userfaultfd", "io_uring_setup", "kexec_load", "kexec_file_load", "init_module",
+        "finit_module", "delete_module", "open_by_handle_at", "x32_getpid"}) {
+    EXPECT_EQ(r[call], "EPERM") << call;
+  }
+  EXPECT_EQ(r["clone3"], "ENOSYS");
+  EXPECT_EQ(r["clone_plain"], "ok");
+  // what the baseline leaves to the profile, the profile decides
+  EXPECT_EQ(r["personality_read_implies_exec"], "ok");
+  const ExecResult u = s.exec({"unshare", "-Ur", "id"});
+  EXPECT_NE(u.exit_code, 0);
+  EXPECT_NE(u.stderr.find("Operation not permitted"), std::string::npos) << u.stderr;
+}
+
+TEST_F(SyscallsTest, AProfileThatRefusesWhatStartingACommandNeedsFailsClearly) {
+  CreateOptions o;
+  o.seccomp_profile = R"({"defaultAction": "SCMP_ACT_ALLOW",
+                          "syscalls": [{"names": ["setresuid"], "action": "SCMP_ACT_ERRNO"}]})";
+  auto s = create(o);
+  EXPECT_EQ(reason_of([&] { s.exec({"true"}); }), Reason::INVALID_CONFIG);
+}
+
 TEST_F(SyscallsTest, AnInvalidProfileCreatesNothing) {
   for (const char* bad : {"{", R"({"defaultAction": "SCMP_ACT_NOPE"})", R"([1,2,3])"}) {
     CreateOptions o;

@@ -258,8 +258,13 @@ TEST_F(ScratchCgroupfs, AMissingLimitFileIsAnErrorNamingIt) {
 }
 
 TEST_F(ScratchCgroupfs, ControllersAreHandedDownToTheEngineRoot) {
-  const Host usable = enable_v2_controllers(v2_host(), root_, root_ / "mayura");
+  Host usable = enable_v2_controllers(v2_host(), root_, root_ / "mayura");
   EXPECT_TRUE(usable.memory.v2 && usable.cpu.v2 && usable.pids.v2);
+  // no memory.swap.max below the root: the kernel does not account swap
+  EXPECT_FALSE(usable.swap_limit);
+  write(root_ / "mayura" / "memory.swap.max", "max");
+  usable = enable_v2_controllers(v2_host(), root_, root_ / "mayura");
+  EXPECT_TRUE(usable.swap_limit);
   // each controller is a write of its own, at offset 0 of a plain file here:
   // "+memory", then "+cpu", then "+pids" over them leaves "+pidsry"
   EXPECT_EQ(read(root_ / "mayura" / "cgroup.subtree_control"), "+pidsry");
@@ -288,6 +293,17 @@ TEST_F(ScratchCgroupfs, OomKillsAreReadFromMemoryEvents) {
   write(sandbox_ / "memory.events", "low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n");
   const UniqueFd sandbox(open_dir(sandbox_));
   EXPECT_EQ(v2_oom_kills(sandbox.get()), 2u);
+}
+
+TEST_F(ScratchCgroupfs, V1GroupsMadeHalfWayAreRemovedWhenTheRestFails) {
+  // memory's hierarchy is there, cpu's is not: making the groups fails
+  // after memory's group was made, and that one must not be left.
+  Host host;
+  host.memory.v1 = (root_ / "memory").string();
+  host.cpu.v1 = (root_ / "no-such-hierarchy").string();
+  fs::create_directory(root_ / "memory");
+  EXPECT_THROW(V1Groups(host, "mayura", "0123456789abcdef"), SandboxError);
+  EXPECT_FALSE(fs::exists(root_ / "memory" / "mayura" / "0123456789abcdef"));
 }
 
 TEST(CgroupLimits, CpuQuotaIsPerPeriodWithTheKernelsMinimum) {

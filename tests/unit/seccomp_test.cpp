@@ -221,6 +221,60 @@ TEST(SeccompDefault, OrdinaryProgramsRun) {
             0);
 }
 
+// --- The baseline under every OCI profile ---
+
+// A caller's profile that allows everything, over the baseline.
+int run_under_baseline_and_permissive(const std::function<int()>& fn) {
+  static const Program permissive = compile_oci(R"({"defaultAction": "SCMP_ACT_ALLOW"})");
+  return run_under(baseline_program(), [&] {
+    if (install(permissive.data(), permissive.size()) != 0) return kInstallFailed;
+    return fn();
+  });
+}
+
+TEST(SeccompBaseline, TheBuiltInBytesAreTheCompiledBaseline) { EXPECT_EQ(baseline_program(), compile_baseline()); }
+
+TEST(SeccompBaseline, NoProfileReopensWhatTheGuaranteesRestOn) {
+  EXPECT_EQ(run_under_baseline_and_permissive([] { return errno_of(SYS_unshare, CLONE_NEWUSER); }), EPERM);
+  EXPECT_EQ(run_under_baseline_and_permissive([] { return errno_of(SYS_mount, "none", "/tmp", "tmpfs", 0, nullptr); }),
+            EPERM);
+  EXPECT_EQ(run_under_baseline_and_permissive([] { return errno_of(SYS_setns, 0, 0); }), EPERM);
+  EXPECT_EQ(run_under_baseline_and_permissive([] { return errno_of(SYS_bpf, 0, nullptr, 0); }), EPERM);
+  EXPECT_EQ(run_under_baseline_and_permissive([] { return errno_of(SYS_io_uring_setup, 1, nullptr); }), EPERM);
+  EXPECT_EQ(run_under_baseline_and_permissive([] { return errno_of(SYS_keyctl, 0, 0, 0, 0, 0); }), EPERM);
+  EXPECT_EQ(run_under_baseline_and_permissive([] { return errno_of(SYS_getpid | 0x40000000L); }), EPERM);  // x32
+  EXPECT_EQ(run_under_baseline_and_permissive([] { return errno_of(SYS_clone3, nullptr, 0); }), ENOSYS);
+  EXPECT_EQ(run_under_baseline_and_permissive([] { return errno_of(SYS_socket, 40 /* AF_VSOCK */, SOCK_STREAM, 0); }),
+            EPERM);
+  EXPECT_EQ(run_under_baseline_and_permissive([] {
+              int fds[2];
+              if (::pipe(fds) != 0) return 200;
+              char c = 'x';
+              return errno_of(SYS_ioctl, fds[0], (1UL << 32) | TIOCSTI, &c);
+            }),
+            EPERM);
+  for (int flag : {CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWCGROUP,
+                   CLONE_NEWTIME}) {
+    EXPECT_EQ(run_under_baseline_and_permissive([flag] {
+                return errno_of(SYS_clone, static_cast<unsigned long>(flag | SIGCHLD), nullptr, nullptr, nullptr, 0);
+              }),
+              EPERM)
+        << std::hex << flag;
+  }
+}
+
+TEST(SeccompBaseline, EverythingElseRuns) {
+  EXPECT_EQ(run_under_baseline_and_permissive([] {
+              return exec({"/usr/bin/python3", "-c",
+                           "import os, subprocess, threading, socket\n"
+                           "subprocess.run(['true'], check=True)\n"
+                           "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+                           "socket.socket().close()\n"
+                           "os.personality(0x400000) if hasattr(os, 'personality') else None\n"});
+            }),
+            0);
+}
+
 // --- OCI / Docker JSON profiles ---
 
 TEST(SeccompOci, DenyMkdirWithErrnoRet) {
@@ -363,6 +417,27 @@ TEST(SeccompOci, BadInputIsProfileError) {
                "includes": {"minKernel": "four"}}]})", "minKernel");
   expect_error(std::string(100, '[') + std::string(100, ']'), "nested deeper");
   expect_error(std::string(5 << 20, ' '), "larger than");
+}
+
+TEST(SeccompOci, HugeProfilesAreRefusedBeforeLibseccompWorksOnThem) {
+  // libseccomp before 2.6.1 counts instructions in 16 bits: a profile like
+  // this one corrupted its heap or exported a slice of the filter.
+  std::string json = R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [)";
+  for (int i = 0; i < 3200; ++i) {
+    json += std::string(i ? "," : "") + R"({"names": ["read"], "action": "SCMP_ACT_ERRNO", "args": [)";
+    for (int j = 0; j < 6; ++j) {
+      json += std::string(j ? "," : "") + R"({"index": )" + std::to_string(j) + R"(, "value": )" + std::to_string(i) +
+              R"(, "op": "SCMP_CMP_EQ"})";
+    }
+    json += "]}";
+  }
+  json += "]}";
+  try {
+    compile_oci(json);
+    FAIL() << "a huge profile compiled";
+  } catch (const ProfileError& e) {
+    EXPECT_NE(std::string(e.what()).find("too large"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SeccompOci, ArbitraryBytesNeverCrash) {

@@ -78,8 +78,10 @@ struct ExecResult {
   bool truncated = false;
   std::int64_t duration_ms = 0;
   bool timed_out = false;
-  // The command ended because the sandbox ran out of memory and the kernel
-  // killed it (its exit code is then 137).
+  // The command ended with 137 (SIGKILL, straight or through a shell) while
+  // the kernel's OOM killer killed in the sandbox: it ran out of memory. The
+  // OOM count is the sandbox's, so a command killed by another SIGKILL while
+  // a concurrent command of the same sandbox was OOM-killed says so too.
   bool oom_killed = false;
 };
 

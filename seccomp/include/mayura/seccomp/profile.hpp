@@ -33,6 +33,14 @@ Program compile_default();
 // at run time.
 Program default_program();
 
+// What no profile may give a sandboxed command: namespaces, mounts, bpf,
+// io_uring, keys, modules, kexec, other arches' entry points, TIOCSTI,
+// vsock and the like, refused; everything else allowed. Installed under
+// every OCI profile, so that no profile reopens them.
+Program compile_baseline();
+// The same, as the library's build compiled it.
+Program baseline_program();
+
 // An OCI/Docker JSON profile. Throws ProfileError naming what is wrong.
 Program compile_oci(std::string_view json);
 
