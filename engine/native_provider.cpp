@@ -180,6 +180,9 @@ class NativeProvider final : public SandboxProvider {
     // The init's cgroup.procs belongs to the sandbox's root, so the init can
     // place each command into a cgroup of its own.
     core->cgroup = cgroups::SandboxCgroup(places_.cgroups, name, id_base, id_base);
+    // The engine's defaults, before anything runs in it: a sandbox made ahead
+    // is then ready for a create that sets no limit of its own.
+    core->cgroup.apply(limits_for(CreateOptions{}));
     timer.step("cgroup");
     UniqueFd netns(netns_pool_.take());
     if (!netns) fail_step("making the sandbox's network namespace", errno);
