@@ -93,6 +93,12 @@ void check_domain_pattern(std::string_view pattern) {
     ++labels;
     start = end + 1;
   }
+  // No top-level domain is numeric: 10.0.0.1 is an address, and addresses
+  // are not what an allowlist names.
+  const std::string_view tld = std::string_view(p).substr(p.rfind('.') == std::string::npos ? 0 : p.rfind('.') + 1);
+  if (std::all_of(tld.begin(), tld.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    invalid("allowed domain '" + std::string(pattern) + "' is an IP address, not a domain name");
+  }
   // `*.com` would allow a whole top-level domain; `*` is refused by the empty check above.
   if (wildcard && labels < 2) invalid("allowed domain '" + std::string(pattern) + "' would allow a whole top-level domain");
 }

@@ -1,0 +1,35 @@
+#pragma once
+// Which addresses the engine's proxy may connect to on a sandbox's behalf.
+// An allowed name can still resolve to an address inside the host's own
+// world (loopback, a cloud's metadata service, a private network): those are
+// refused, in every spelling, IPv4 addresses carried inside IPv6 included.
+
+#include <boost/asio/ip/address.hpp>
+#include <string_view>
+#include <vector>
+
+namespace mayura::netfilter {
+
+enum class AddressClass {
+  global,         // the internet
+  private_range,  // RFC 1918, CGNAT 100.64/10, IPv6 ULA fc00::/7, site-local
+  loopback,
+  link_local,
+  multicast,
+  metadata,       // a cloud's instance metadata service
+  unspecified,    // 0.0.0.0/8, ::
+  reserved,       // 240/4, broadcast, documentation and benchmark ranges
+};
+
+std::string_view class_name(AddressClass c);
+
+// What `address` is, looking through IPv4-mapped, IPv4-compatible, NAT64
+// (64:ff9b::/96) and 6to4 (2002::/16) forms to the IPv4 address inside.
+AddressClass classify(const boost::asio::ip::address& address);
+
+// Whether the proxy may connect to `address`: only global addresses (and
+// private ones when `allow_private`), never one of the host's own.
+bool may_connect(const boost::asio::ip::address& address, bool allow_private,
+                 const std::vector<boost::asio::ip::address>& host_addresses = {});
+
+}  // namespace mayura::netfilter

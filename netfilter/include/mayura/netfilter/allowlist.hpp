@@ -1,0 +1,42 @@
+#pragma once
+// The domains an allowlist network may reach: `example.com` (that name),
+// `*.example.com` (its subdomains at any depth, not the name itself), either
+// with `:PORT` to allow that port only. Names compare case-insensitively,
+// with a trailing dot ignored.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mayura::netfilter {
+
+class Allowlist {
+ public:
+  Allowlist() = default;
+  // Throws SandboxError(INVALID_INPUT) for a pattern that is no domain, or
+  // that would allow a whole top-level domain (`*`, `*.com`).
+  explicit Allowlist(const std::vector<std::string>& patterns);
+
+  // Whether some rule allows `name` on some port (what the DNS server asks).
+  bool allows_name(std::string_view name) const;
+  // Whether a rule allows `name` on `port` (what the proxy asks).
+  bool allows(std::string_view name, std::uint16_t port) const;
+  bool empty() const { return rules_.empty(); }
+
+ private:
+  struct Rule {
+    std::string domain;  // lower case, no trailing dot
+    bool subdomains = false;
+    std::optional<std::uint16_t> port;
+  };
+  bool matches(const Rule& rule, std::string_view name) const;
+  std::vector<Rule> rules_;
+};
+
+// A host name as rules compare it: lower case, one trailing dot dropped.
+// Empty if it is no valid DNS name (or is an IP literal, which no rule names).
+std::string normalize_name(std::string_view name);
+
+}  // namespace mayura::netfilter
