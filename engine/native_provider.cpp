@@ -90,6 +90,7 @@ class NativeProvider final : public SandboxProvider {
     f.memory = places_.cgroups.host.memory.available();
     f.pids = places_.cgroups.host.pids.available();
     f.seccomp = true;
+    f.ports = true;
     return f;
   }
 
@@ -102,7 +103,6 @@ class NativeProvider final : public SandboxProvider {
     if (options.network.kind != NetworkKind::none) {
       throw SandboxError(Reason::INVALID_INPUT, "the native provider supports only network none for now");
     }
-    if (!options.ports.empty()) throw SandboxError(Reason::INVALID_INPUT, "ports are not served yet");
     const cgroups::Limits limits = limits_for(options);
     const Filters filters = seccomp_for(options);
     rootfs::Image image;
@@ -129,6 +129,16 @@ class NativeProvider final : public SandboxProvider {
       throw;
     }
     timer.step("limits");
+    try {
+      for (int port : options.ports) {
+        core->ports[port] = std::make_unique<netfilter::PortForwarder>(io_.context(), core->netns.get(),
+                                                                       static_cast<std::uint16_t>(port));
+      }
+    } catch (...) {
+      core->end();
+      throw;
+    }
+    if (!options.ports.empty()) timer.step("ports");
     core->base_env = base_env(options, core->hostname);
     reaper_.watch(deadline, core);
     timer.step("ready");
@@ -191,6 +201,7 @@ class NativeProvider final : public SandboxProvider {
     core->init = launch_init(
         zygote_, netns.get(), cgroup.fd(), id_base, config, [&cgroup](pid_t pid) { cgroup.place_init(pid); },
         cancellation);
+    core->netns = std::move(netns);
     timer.step("init ready");
     guard.armed = false;
     return core;
@@ -257,6 +268,8 @@ class NativeProvider final : public SandboxProvider {
   Filters default_seccomp_;
   UniqueFd init_memfd_;
   netfilter::NetnsPool netns_pool_{options_.netns_pool};
+  // The engine's network services (published ports); outlives every sandbox.
+  netfilter::IoThread io_;
   Zygote zygote_;
   native::LifetimeReaper reaper_;
   // Last: its thread uses everything above, and stops first.

@@ -39,6 +39,7 @@ void SandboxCore::end() noexcept {
   {
     std::lock_guard lock(mutex_);
     StepTimer timer("release");
+    ports.clear();  // nothing reaches in any more
     init.kill_and_wait();  // pid 1 dying takes every process of the namespace with it
     timer.step("init reaped");
     cgroup.destroy();
@@ -57,6 +58,20 @@ void SandboxCore::wait_ended() const noexcept {
 void SandboxCore::gone_once_ended() {
   end();  // if the init died on its own, this removes the rest; else waits
   gone();
+}
+
+std::string SandboxCore::url(int port) {
+  std::uint16_t host_port = 0;
+  {
+    std::lock_guard lock(mutex_);  // end() clears the ports under it
+    if (!ending_.load()) {
+      const auto it = ports.find(port);
+      if (it == ports.end()) throw SandboxError(Reason::INVALID_INPUT, "port " + std::to_string(port) + " is not published");
+      host_port = it->second->host_port();
+    }
+  }
+  if (host_port == 0) gone_once_ended();
+  return "http://127.0.0.1:" + std::to_string(host_port);
 }
 
 bool SandboxCore::alive() const noexcept {
@@ -93,8 +108,6 @@ void NativeSandbox::remove(const std::string& path, const FileOptions& options) 
   files::remove(*core_, absolute(path), path, options);
 }
 
-std::string NativeSandbox::url(int) {
-  throw SandboxError(Reason::UNSUPPORTED, "the native provider does not serve ports yet");
-}
+std::string NativeSandbox::url(int port) { return core_->url(port); }
 
 }  // namespace mayura::native

@@ -10,6 +10,7 @@
 
 #include "cgroups.hpp"
 #include "launch.hpp"
+#include "mayura/netfilter/port_forward.hpp"
 #include "mayura/provider.hpp"
 #include "protocol.hpp"
 #include "records.hpp"
@@ -23,10 +24,16 @@ class SandboxCore {
   records::SlotLease lease;
   cgroups::SandboxCgroup cgroup;
   InitProcess init;
+  UniqueFd netns;  // the sandbox's network namespace
+  // Published ports: the sandbox's port -> its forwarder on the host's
+  // 127.0.0.1. Set at create, before the sandbox is handed out.
+  std::map<int, std::unique_ptr<netfilter::PortForwarder>> ports;
   std::string hostname;
   std::string workdir;
   std::map<std::string, std::string> base_env;  // every command's, before the exec's own
 
+  // The host URL of a published port; GONE if the sandbox has ended.
+  std::string url(int port);
   // Sends one request to the init; GONE if the sandbox has ended.
   void send(const std::string& bytes, const std::vector<int>& fds);
   // Ends the sandbox and removes everything of it. Idempotent, thread-safe;

@@ -43,6 +43,9 @@ Options:
   --memory MIB           bound its memory to MIB mebibytes, no swap; a command
                          the kernel kills for it exits 137
   --pids N               bound its commands to N processes and threads
+  --port N               publish the sandbox's port N (a server on its
+                         127.0.0.1) on this host's 127.0.0.1; the URL is
+                         printed on stderr (repeatable)
   --seccomp FILE         an OCI/Docker JSON seccomp profile instead of the
                          built-in one (unknown syscall names are skipped)
   --json                 print one JSON object: exitCode, stdout, stderr,
@@ -110,6 +113,7 @@ struct Args {
   std::optional<std::int64_t> memory_mib;
   std::optional<std::int64_t> pids;
   std::optional<std::string> seccomp_file;
+  std::vector<int> ports;
   std::vector<std::string> command;
 };
 
@@ -143,6 +147,8 @@ Args parse(int argc, char** argv) {
       a.memory_mib = parse_count(arg, value(arg), std::int64_t{1} << 30, "a whole number of MiB");
     } else if (arg == "--pids") {
       a.pids = parse_count(arg, value(arg), std::int64_t{1} << 22, "a whole number of processes");
+    } else if (arg == "--port") {
+      a.ports.push_back(static_cast<int>(parse_count(arg, value(arg), 65535, "a port number")));
     } else if (arg == "--seccomp") {
       a.seccomp_file = value(arg);
     } else if (arg == "--image") {
@@ -268,8 +274,12 @@ int main(int argc, char** argv) {
     create.memory_mib = args.memory_mib;
     create.pids = args.pids;
     create.seccomp_profile = profile;
+    create.ports = args.ports;
     sandbox = sandboxes.create(create, stop.get_token());
     for (const auto& [path, data] : files) sandbox->write_file(path, data);
+    for (int port : args.ports) {
+      std::fprintf(stderr, "mayura-run: port %d is at %s\n", port, sandbox->url(port).c_str());
+    }
 
     mayura::ExecOptions exec;
     exec.cwd = args.cwd;

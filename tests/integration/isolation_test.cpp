@@ -204,7 +204,7 @@ TEST_F(IsolationTest, TheHostsControllingTerminalIsOutOfReach) {
 TEST_F(IsolationTest, FeaturesAreHonest) {
   const Features f = sandboxes().features();
   EXPECT_EQ(f.network, std::vector<NetworkKind>{NetworkKind::none});
-  EXPECT_FALSE(f.ports);
+  EXPECT_TRUE(f.ports);
   // this host (hybrid) enforces every limit, on cgroup v1
   EXPECT_TRUE(f.cpus);
   EXPECT_TRUE(f.memory);
@@ -213,7 +213,10 @@ TEST_F(IsolationTest, FeaturesAreHonest) {
   EXPECT_TRUE(f.stdin);
   CreateOptions c;
   c.lifetime_ms = 10'000;
-  c.ports = {8080};
+  c.network = Network::all();  // not yet
+  EXPECT_EQ(reason_of([&] { create(c); }), Reason::INVALID_INPUT);
+  c.network = Network::none();
+  c.ports = {80, 80};
   EXPECT_EQ(reason_of([&] { create(c); }), Reason::INVALID_INPUT);
   EXPECT_EQ(sandboxes().size(), 0u);
 }

@@ -1,5 +1,7 @@
 // mayura-run, as a user runs it.
 
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -8,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.hpp"
+#include "mayura/netfilter/loopback.hpp"
 
 namespace mayura::testing {
 namespace {
@@ -154,6 +157,23 @@ TEST_F(MayuraRunTest, SeccompTakesAnOciProfileFile) {
   EXPECT_EQ(r.status, 125);
   EXPECT_EQ(r.err.rfind("mayura-run: INVALID_INPUT: the seccomp profile is not usable", 0), 0u) << r.err;
   std::filesystem::remove(file);
+}
+
+TEST_F(MayuraRunTest, PortsArePublishedAndTheirUrlsPrinted) {
+  // in a network namespace of the test's own: mayura-run listens on its 127.0.0.1
+  ASSERT_EQ(::unshare(CLONE_NEWNET), 0);
+  const int self = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  ASSERT_EQ(netfilter::bring_up_loopback(self), 0);
+  ::close(self);
+  Outcome r = run("--port 8000 --port 9000 -- true");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("mayura-run: port 8000 is at http://127.0.0.1:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mayura-run: port 9000 is at http://127.0.0.1:"), std::string::npos) << r.err;
+  for (const char* bad : {"--port 0 -- true", "--port 70000 -- true", "--port x -- true", "--port 80 --port 80 -- true"}) {
+    r = run(bad);
+    EXPECT_EQ(r.status, 125) << bad;
+    EXPECT_EQ(r.err.rfind("mayura-run: INVALID_INPUT: ", 0), 0u) << bad << ": " << r.err;
+  }
 }
 
 }  // namespace

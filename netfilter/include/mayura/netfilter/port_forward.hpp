@@ -1,0 +1,53 @@
+#pragma once
+// Published ports: the engine listens on 127.0.0.1 (an ephemeral port, in
+// the engine's own network namespace) and forwards each connection to
+// 127.0.0.1:PORT inside a sandbox's namespace, so a server bound to the
+// sandbox's loopback is reachable from the host and from nowhere else. It
+// works for every network kind, none included.
+
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
+#include <memory>
+#include <thread>
+
+namespace mayura::netfilter {
+
+// One thread running an io_context for the engine's network services.
+class IoThread {
+ public:
+  IoThread();
+  ~IoThread();
+  IoThread(const IoThread&) = delete;
+  IoThread& operator=(const IoThread&) = delete;
+  boost::asio::io_context& context() { return io_; }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::thread thread_;
+};
+
+// A socket made inside the network namespace `netns` (the calling thread
+// enters it for the call and returns to its own). -1 with errno on failure.
+int socket_in(int netns, int domain, int type) noexcept;
+
+class PortForwarder {
+ public:
+  // Listens at once (throws SandboxError naming the step if it cannot);
+  // serves on `io`. `netns` is duplicated: the caller keeps its own.
+  PortForwarder(boost::asio::io_context& io, int netns, std::uint16_t port);
+  // Stops listening and cuts every forwarded connection; returns when no
+  // handler of it runs any more.
+  ~PortForwarder();
+  PortForwarder(const PortForwarder&) = delete;
+  PortForwarder& operator=(const PortForwarder&) = delete;
+
+  std::uint16_t host_port() const { return host_port_; }
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+  std::uint16_t host_port_ = 0;
+};
+
+}  // namespace mayura::netfilter
