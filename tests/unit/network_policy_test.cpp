@@ -1,11 +1,15 @@
-// The allowlist network's policy, as pure functions: which names a rule
-// allows, and which addresses the proxy may connect to.
+// The allowlist network's policy and messages, as pure functions: which
+// names a rule allows, which addresses the proxy may connect to, and the DNS
+// server's answers (read back with the C library's own parser).
 
+#include <arpa/nameser.h>
 #include <gtest/gtest.h>
+#include <resolv.h>
 
 #include "mayura/errors.hpp"
 #include "mayura/netfilter/address_policy.hpp"
 #include "mayura/netfilter/allowlist.hpp"
+#include "mayura/netfilter/dns_message.hpp"
 #include "../support/reason_of.hpp"
 
 namespace mayura::netfilter {
@@ -120,6 +124,121 @@ TEST(AddressPolicy, OnlyGlobalAddressesThatAreNotTheHostsOwnMayBeReached) {
   EXPECT_FALSE(may_connect(make_address("::ffff:93.184.216.34"), false, host));
   EXPECT_FALSE(may_connect(make_address("10.0.0.5"), true, host));
   EXPECT_TRUE(may_connect(make_address("93.184.216.35"), false, host));
+}
+
+}  // namespace
+}  // namespace mayura::netfilter
+
+// --- the DNS server's messages ------------------------------------------
+
+namespace mayura::netfilter {
+namespace {
+
+std::string query_bytes(const std::string& name, std::uint16_t type, std::uint16_t id = 0x1234, std::uint16_t flags = 0x0100) {
+  std::string q;
+  auto put16 = [&](std::uint16_t v) {
+    q.push_back(static_cast<char>(v >> 8));
+    q.push_back(static_cast<char>(v & 0xff));
+  };
+  put16(id);
+  put16(flags);
+  put16(1);
+  put16(0);
+  put16(0);
+  put16(0);
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    std::size_t end = name.find('.', start);
+    if (end == std::string::npos) end = name.size();
+    q.push_back(static_cast<char>(end - start));
+    q.append(name, start, end - start);
+    start = end + 1;
+  }
+  q.push_back('\0');
+  put16(type);
+  put16(dns::kClassIN);
+  return q;
+}
+
+TEST(DnsMessage, AQueryIsParsed) {
+  const std::string p = query_bytes("Registry.npmjs.org", dns::kTypeA);
+  const auto q = dns::parse_query(p);
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->id, 0x1234);
+  EXPECT_TRUE(q->recursion_desired);
+  EXPECT_EQ(q->name, "Registry.npmjs.org");
+  EXPECT_EQ(q->type, dns::kTypeA);
+  EXPECT_EQ(q->klass, dns::kClassIN);
+  EXPECT_EQ(q->question_end, p.size());
+}
+
+TEST(DnsMessage, AnAnswerIsWhatAResolverReads) {
+  const std::string p = query_bytes("registry.npmjs.org", dns::kTypeA);
+  const auto q = dns::parse_query(p);
+  ASSERT_TRUE(q);
+  const std::string a = dns::answer(p, *q, 0xC6120005 /* 198.18.0.5 */, 60);
+  ns_msg msg;
+  ASSERT_EQ(ns_initparse(reinterpret_cast<const unsigned char*>(a.data()), static_cast<int>(a.size()), &msg), 0);
+  EXPECT_EQ(ns_msg_id(msg), 0x1234);
+  EXPECT_EQ(ns_msg_getflag(msg, ns_f_qr), 1);
+  EXPECT_EQ(ns_msg_getflag(msg, ns_f_rcode), ns_r_noerror);
+  EXPECT_EQ(ns_msg_count(msg, ns_s_qd), 1);
+  ASSERT_EQ(ns_msg_count(msg, ns_s_an), 1);
+  ns_rr rr;
+  ASSERT_EQ(ns_parserr(&msg, ns_s_an, 0, &rr), 0);
+  EXPECT_STREQ(ns_rr_name(rr), "registry.npmjs.org");
+  EXPECT_EQ(ns_rr_type(rr), ns_t_a);
+  EXPECT_EQ(ns_rr_ttl(rr), 60u);
+  ASSERT_EQ(ns_rr_rdlen(rr), 4);
+  const unsigned char* ip = ns_rr_rdata(rr);
+  EXPECT_EQ(ip[0], 198);
+  EXPECT_EQ(ip[1], 18);
+  EXPECT_EQ(ip[2], 0);
+  EXPECT_EQ(ip[3], 5);
+  // no address (an AAAA question, say): the question and no record
+  const std::string none = dns::answer(p, *q, std::nullopt, 60);
+  ASSERT_EQ(ns_initparse(reinterpret_cast<const unsigned char*>(none.data()), static_cast<int>(none.size()), &msg), 0);
+  EXPECT_EQ(ns_msg_count(msg, ns_s_an), 0);
+  EXPECT_EQ(ns_msg_getflag(msg, ns_f_rcode), ns_r_noerror);
+}
+
+TEST(DnsMessage, ARefusedNameIsNxdomainAtOnce) {
+  const std::string p = query_bytes("evil.test", dns::kTypeA, 0x7777);
+  const auto q = dns::parse_query(p);
+  ASSERT_TRUE(q);
+  const std::string e = dns::error(p, q, dns::Rcode::name_error);
+  ns_msg msg;
+  ASSERT_EQ(ns_initparse(reinterpret_cast<const unsigned char*>(e.data()), static_cast<int>(e.size()), &msg), 0);
+  EXPECT_EQ(ns_msg_id(msg), 0x7777);
+  EXPECT_EQ(ns_msg_getflag(msg, ns_f_rcode), ns_r_nxdomain);
+  EXPECT_EQ(ns_msg_count(msg, ns_s_qd), 1);
+  EXPECT_EQ(ns_msg_count(msg, ns_s_an), 0);
+}
+
+TEST(DnsMessage, WhatIsNotASimpleQueryIsNotParsed) {
+  const std::string good = query_bytes("a.example.com", dns::kTypeA);
+  EXPECT_FALSE(dns::parse_query(""));
+  EXPECT_FALSE(dns::parse_query(good.substr(0, 11)));                 // shorter than a header
+  EXPECT_FALSE(dns::parse_query(good.substr(0, good.size() - 1)));    // truncated type and class
+  EXPECT_FALSE(dns::parse_query(good.substr(0, 15)));                 // truncated name
+  EXPECT_FALSE(dns::parse_query(query_bytes("a.example.com", 1, 1, 0x8100)));  // a response
+  EXPECT_FALSE(dns::parse_query(query_bytes("a.example.com", 1, 1, 0x2100)));  // opcode 4 (notify)
+  std::string two = good;
+  two[5] = 2;  // two questions
+  EXPECT_FALSE(dns::parse_query(two));
+  std::string pointer = good;
+  pointer[12] = static_cast<char>(0xc0);  // a compression pointer in the question
+  EXPECT_FALSE(dns::parse_query(pointer));
+  EXPECT_FALSE(dns::parse_query(query_bytes(std::string(64, 'a') + ".com", 1)));  // a label over 63
+  std::string long_name;
+  for (int i = 0; i < 5; ++i) long_name += std::string(60, 'b') + ".";
+  EXPECT_FALSE(dns::parse_query(query_bytes(long_name + "com", 1)));  // a name over 255
+  // an unparsable packet still gets an answer with its id
+  const std::string e = dns::error("\x12\x34garbage", std::nullopt, dns::Rcode::format_error);
+  ASSERT_EQ(e.size(), 12u);
+  EXPECT_EQ(e[0], '\x12');
+  EXPECT_EQ(e[1], '\x34');
+  EXPECT_EQ(e[3] & 0xf, 1);
 }
 
 }  // namespace
