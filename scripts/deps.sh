@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config
-  libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev
+  libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev libnftables-dev
   libboost1.81-dev nlohmann-json3-dev libgtest-dev
   # what the tests run inside sandboxes on the host image
   python3 hostname coreutils findutils gawk
