@@ -10,7 +10,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <cerrno>
-#include <future>
 #include <list>
 #include <mutex>
 
@@ -63,42 +62,6 @@ class Link : public std::enable_shared_from_this<Link> {
 };
 
 }  // namespace
-
-// --- IoThread ---------------------------------------------------------------
-
-IoThread::IoThread() : work_(asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
-
-IoThread::~IoThread() {
-  work_.reset();
-  io_.stop();
-  thread_.join();
-}
-
-// --- socket_in --------------------------------------------------------------
-
-int socket_in(int netns, int domain, int type) noexcept {
-  const int home = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (home < 0) return -1;
-  int fd = -1;
-  int error = 0;
-  if (::setns(netns, CLONE_NEWNET) != 0) {
-    error = errno;
-  } else {
-    fd = ::socket(domain, type | SOCK_CLOEXEC, 0);
-    if (fd < 0) error = errno;
-    // Back home; a thread that cannot return would make the engine's next
-    // sockets in the sandbox's namespace, so that is fatal to this one.
-    if (::setns(home, CLONE_NEWNET) != 0) {
-      if (fd >= 0) ::close(fd);
-      ::close(home);
-      errno = EIO;
-      return -1;
-    }
-  }
-  ::close(home);
-  if (fd < 0) errno = error;
-  return fd;
-}
 
 // --- PortForwarder ------------------------------------------------------------
 
@@ -187,15 +150,7 @@ PortForwarder::PortForwarder(asio::io_context& io, int netns, std::uint16_t port
 PortForwarder::~PortForwarder() {
   // On the io thread, where every handler of it runs: after this, none of
   // its sockets is open.
-  std::promise<void> done;
-  auto future = done.get_future();
-  asio::post(state_->io, [s = state_, &done] {
-    s->stop();
-    done.set_value();
-  });
-  if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
-    state_->stop();  // the io thread is gone or stuck: close from here
-  }
+  run_and_wait(state_->io, [s = state_] { s->stop(); });
 }
 
 }  // namespace mayura::netfilter

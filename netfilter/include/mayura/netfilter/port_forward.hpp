@@ -8,28 +8,10 @@
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <memory>
-#include <thread>
+
+#include "mayura/netfilter/io_thread.hpp"
 
 namespace mayura::netfilter {
-
-// One thread running an io_context for the engine's network services.
-class IoThread {
- public:
-  IoThread();
-  ~IoThread();
-  IoThread(const IoThread&) = delete;
-  IoThread& operator=(const IoThread&) = delete;
-  boost::asio::io_context& context() { return io_; }
-
- private:
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
-  std::thread thread_;
-};
-
-// A socket made inside the network namespace `netns` (the calling thread
-// enters it for the call and returns to its own). -1 with errno on failure.
-int socket_in(int netns, int domain, int type) noexcept;
 
 class PortForwarder {
  public:

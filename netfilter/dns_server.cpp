@@ -1,0 +1,100 @@
+#include "mayura/netfilter/dns_server.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/post.hpp>
+#include <cerrno>
+#include <cstring>
+
+#include "mayura/errors.hpp"
+#include "mayura/netfilter/dns_message.hpp"
+#include "mayura/netfilter/io_thread.hpp"
+
+namespace mayura::netfilter {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::udp;
+
+constexpr std::uint32_t kTtl = 60;
+
+}  // namespace
+
+struct DnsServer::State : std::enable_shared_from_this<DnsServer::State> {
+  State(asio::io_context& context, Resolve r) : io(context), socket(context), resolve(std::move(r)) {}
+
+  void receive() {
+    socket.async_receive_from(asio::buffer(packet), sender,
+                              [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+                                if (ec == asio::error::operation_aborted || !self->socket.is_open()) return;
+                                if (!ec) self->answer(std::string_view(self->packet.data(), n));
+                                self->receive();
+                              });
+  }
+
+  void answer(std::string_view query_packet) {
+    if (query_packet.size() < 2) return;  // not even an id to answer
+    const auto query = dns::parse_query(query_packet);
+    std::string reply;
+    if (!query) {
+      reply = dns::error(query_packet, query, dns::Rcode::format_error);
+    } else if (query->klass != dns::kClassIN) {
+      reply = dns::error(query_packet, query, dns::Rcode::not_implemented);
+    } else if (const auto address = resolve(query->name)) {
+      reply = dns::answer(query_packet, *query, query->type == dns::kTypeA ? address : std::nullopt, kTtl);
+    } else {
+      reply = dns::error(query_packet, query, dns::Rcode::name_error);
+    }
+    boost::system::error_code ignored;  // a full socket buffer drops the answer; the client asks again
+    socket.send_to(asio::buffer(reply), sender, 0, ignored);
+    answered.fetch_add(1);
+  }
+
+  asio::io_context& io;
+  udp::socket socket;
+  Resolve resolve;
+  std::array<char, 4096> packet{};
+  udp::endpoint sender;
+  std::atomic<std::uint64_t> answered{0};
+};
+
+DnsServer::DnsServer(asio::io_context& io, int netns, std::uint32_t address, std::uint16_t port, Resolve resolve)
+    : state_(std::make_shared<State>(io, std::move(resolve))) {
+  const int fd = socket_in(netns, AF_INET, SOCK_DGRAM | SOCK_NONBLOCK);
+  if (fd < 0) {
+    throw SandboxError(Reason::INTERNAL, std::string("making the DNS server's socket: ") + std::strerror(errno));
+  }
+  sockaddr_in where{};
+  where.sin_family = AF_INET;
+  where.sin_port = htons(port);
+  where.sin_addr.s_addr = htonl(address);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&where), sizeof where) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw SandboxError(Reason::INTERNAL, std::string("binding the DNS server: ") + std::strerror(e));
+  }
+  boost::system::error_code ec;
+  state_->socket.assign(udp::v4(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    throw SandboxError(Reason::INTERNAL, "serving the DNS server's socket: " + ec.message());
+  }
+  asio::post(io, [s = state_] { s->receive(); });
+}
+
+DnsServer::~DnsServer() {
+  run_and_wait(state_->io, [s = state_] {
+    boost::system::error_code ignored;
+    s->socket.close(ignored);
+  });
+}
+
+std::uint64_t DnsServer::answered() const { return state_->answered.load(); }
+
+}  // namespace mayura::netfilter

@@ -1,0 +1,35 @@
+#pragma once
+// The engine's network services (published ports, the allowlist's DNS
+// server) run on one io_context, on a thread of their own.
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <functional>
+#include <thread>
+
+namespace mayura::netfilter {
+
+class IoThread {
+ public:
+  IoThread();
+  ~IoThread();
+  IoThread(const IoThread&) = delete;
+  IoThread& operator=(const IoThread&) = delete;
+  boost::asio::io_context& context() { return io_; }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::thread thread_;
+};
+
+// Runs `work` on `io`'s thread and returns once it has run (bounded: if the
+// thread does not take it within 10 s, it runs here). For stopping a
+// service: after it, none of the service's handlers runs.
+void run_and_wait(boost::asio::io_context& io, const std::function<void()>& work);
+
+// A socket made inside the network namespace `netns` (the calling thread
+// enters it for the call and returns to its own). -1 with errno on failure.
+int socket_in(int netns, int domain, int type) noexcept;
+
+}  // namespace mayura::netfilter

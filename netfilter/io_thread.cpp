@@ -1,0 +1,61 @@
+#include "mayura/netfilter/io_thread.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <cerrno>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <mutex>
+
+namespace mayura::netfilter {
+
+namespace asio = boost::asio;
+
+IoThread::IoThread() : work_(asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
+
+IoThread::~IoThread() {
+  work_.reset();
+  io_.stop();
+  thread_.join();
+}
+
+int socket_in(int netns, int domain, int type) noexcept {
+  const int home = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  if (home < 0) return -1;
+  int fd = -1;
+  int error = 0;
+  if (::setns(netns, CLONE_NEWNET) != 0) {
+    error = errno;
+  } else {
+    fd = ::socket(domain, type | SOCK_CLOEXEC, 0);
+    if (fd < 0) error = errno;
+    // Back home; a thread that cannot return would make the engine's next
+    // sockets in the sandbox's namespace, so that is fatal to this one.
+    if (::setns(home, CLONE_NEWNET) != 0) {
+      if (fd >= 0) ::close(fd);
+      ::close(home);
+      errno = EIO;
+      return -1;
+    }
+  }
+  ::close(home);
+  if (fd < 0) errno = error;
+  return fd;
+}
+
+void run_and_wait(asio::io_context& io, const std::function<void()>& work) {
+  auto done = std::make_shared<std::promise<void>>();
+  auto future = done->get_future();
+  auto once = std::make_shared<std::once_flag>();
+  asio::post(io, [work, done, once] { std::call_once(*once, [&] { work(); done->set_value(); }); });
+  if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    std::call_once(*once, [&] { work(); done->set_value(); });  // the io thread is gone or stuck: run it here
+  }
+}
+
+}  // namespace mayura::netfilter
