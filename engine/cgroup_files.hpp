@@ -21,13 +21,22 @@ inline int write_at(int dir, const char* file, const std::string& value) noexcep
   return error;
 }
 
-inline std::string read_at(int dir, const char* file) {
+// The whole of an open file, read again from its start (cgroup files give
+// their current values on every read from offset 0).
+inline std::string read_from(int fd) {
   std::string text;
-  const int fd = ::openat(dir, file, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return text;
   char buf[4096];
   ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < (1u << 20)) text.append(buf, static_cast<std::size_t>(n));
+  while ((n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(text.size()))) > 0 && text.size() < (1u << 20)) {
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  return text;
+}
+
+inline std::string read_at(int dir, const char* file) {
+  const int fd = ::openat(dir, file, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string text = read_from(fd);
   ::close(fd);
   return text;
 }

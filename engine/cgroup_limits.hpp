@@ -45,8 +45,19 @@ void enable_v2_command_limits(int sandbox_dir, const Host& host);
 // naming the file that could not be written.
 void apply_v2(int sandbox_dir, int commands_dir, const Host& host, const Limits& limits);
 
-// How many processes the OOM killer has killed in the sandbox's cgroup.
-std::uint64_t v2_oom_kills(int sandbox_dir);
+// How many processes the OOM killer has killed in a sandbox, from its
+// counter file kept open: read on every exec, so one read, no open.
+class OomCounter {
+ public:
+  OomCounter() = default;
+  explicit OomCounter(UniqueFd file) : file_(std::move(file)) {}
+  std::uint64_t read() const;  // 0 where no memory controller counts
+ private:
+  UniqueFd file_;
+};
+
+// memory.events of the sandbox's cgroup.
+OomCounter v2_oom_counter(int sandbox_dir);
 
 // --- cgroup v1 ----------------------------------------------------------
 
@@ -68,7 +79,8 @@ class V1Groups {
   // The commands group's cgroup.procs, open for writing: a command writes
   // "0" to it to join before it runs; -1 if pids is not on v1.
   int commands_procs() const { return commands_procs_.get(); }
-  std::uint64_t oom_kills() const;
+  // memory.oom_control of the memory group (counts nothing if there is none).
+  OomCounter oom_counter() const;
   // Removes the groups (their processes must be gone). Bounded.
   void destroy() noexcept;
 

@@ -97,8 +97,9 @@ void V1Groups::apply(const Limits& limits) const {
   if (commands_) set(commands_.get(), "pids.max", limits.pids ? std::to_string(*limits.pids) : "max");
 }
 
-std::uint64_t V1Groups::oom_kills() const {
-  return memory_ ? keyed_value(read_at(memory_.get(), "memory.oom_control"), "oom_kill") : 0;
+OomCounter V1Groups::oom_counter() const {
+  if (!memory_) return OomCounter();
+  return OomCounter(UniqueFd(::openat(memory_.get(), "memory.oom_control", O_RDONLY | O_CLOEXEC)));
 }
 
 void V1Groups::destroy() noexcept {

@@ -1,7 +1,6 @@
 // Limits on cgroup2: memory.max and memory.swap.max and cpu.max on the
 // sandbox's cgroup, pids.max on its commands' cgroup.
 
-#include <cmath>
 #include <string>
 
 #include "cgroup_files.hpp"
@@ -19,12 +18,6 @@ void set(int dir, const char* file, const std::string& value) {
 std::string or_max(const std::optional<std::uint64_t>& v) { return v ? std::to_string(*v) : "max"; }
 
 }  // namespace
-
-std::uint64_t cpu_quota_us(double cpus) {
-  // The kernel takes no quota under 1 ms.
-  const double quota = std::ceil(cpus * static_cast<double>(kCpuPeriodUs));
-  return quota < 1000 ? 1000 : static_cast<std::uint64_t>(quota);
-}
 
 Host enable_v2_controllers(const Host& host, const std::string& parent, const std::string& root) {
   Host usable = host;
@@ -72,6 +65,8 @@ void apply_v2(int sandbox_dir, int commands_dir, const Host& host, const Limits&
   if (host.pids.v2) set(commands_dir, "pids.max", or_max(limits.pids));
 }
 
-std::uint64_t v2_oom_kills(int sandbox_dir) { return keyed_value(read_at(sandbox_dir, "memory.events"), "oom_kill"); }
+OomCounter v2_oom_counter(int sandbox_dir) {
+  return OomCounter(UniqueFd(::openat(sandbox_dir, "memory.events", O_RDONLY | O_CLOEXEC)));
+}
 
 }  // namespace mayura::cgroups

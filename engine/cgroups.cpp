@@ -117,25 +117,6 @@ bool remove_orphan(const Places& places, const std::string& path) noexcept {
   return true;
 }
 
-std::string find_cgroup2_mount() {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    // ... mount-point ... - fstype source options
-    const auto dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream tail(line.substr(dash + 3));
-    std::string fstype;
-    tail >> fstype;
-    if (fstype != "cgroup2") continue;
-    std::istringstream head(line.substr(0, dash));
-    std::string id, parent, devno, root, mount_point;
-    head >> id >> parent >> devno >> root >> mount_point;
-    if (root == "/") return mount_point;
-  }
-  return {};
-}
-
 std::string prepare_root(const std::string& configured, const Host& host, const std::string& state_dir) {
   std::string root = configured;
   if (root.empty()) {
@@ -179,6 +160,7 @@ SandboxCgroup::SandboxCgroup(const Places& places, const std::string& name, uid_
     enable_v2_command_limits(dir_.get(), host_);
     commands_ = make_delegated(dir_.get(), "commands", "making the commands' cgroup");
     v1_ = V1Groups(host_, places.root_name(), name);
+    oom_ = host_.memory.v2 ? v2_oom_counter(dir_.get()) : v1_.oom_counter();
   } catch (...) {
     destroy();
     throw;
@@ -222,9 +204,7 @@ void SandboxCgroup::apply(const Limits& limits) {
   applied_ = limits;
 }
 
-std::uint64_t SandboxCgroup::oom_kills() const {
-  return host_.memory.v2 ? v2_oom_kills(dir_.get()) : v1_.oom_kills();
-}
+std::uint64_t SandboxCgroup::oom_kills() const { return oom_.read(); }
 
 void SandboxCgroup::destroy() noexcept {
   if (path_.empty() || destroyed_) return;

@@ -15,9 +15,6 @@
 
 namespace mayura::cgroups {
 
-// The cgroup2 mount point, from /proc/self/mountinfo; empty if none.
-std::string find_cgroup2_mount();
-
 // The engine's root directory for sandbox cgroups (cgroup2); made if
 // missing. On a legacy host, where no cgroup2 is mounted, it mounts one of
 // its own under `state_dir` first. Throws SandboxError(UNSUPPORTED) if it
@@ -78,6 +75,7 @@ class SandboxCgroup {
   std::string path_;
   UniqueFd dir_, commands_;
   V1Groups v1_;
+  OomCounter oom_;
   Limits applied_;  // a new cgroup bounds nothing
   bool destroyed_ = false;
   uid_t owner_ = 0;

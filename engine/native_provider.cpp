@@ -75,6 +75,7 @@ class NativeProvider final : public SandboxProvider {
     places_.state_dir = options_.state_dir;
     records::clean_orphans(options_.state_dir, cg);
     default_seccomp_ = {seccomp::default_program()};
+    default_limits_ = limits_for(CreateOptions{});
     init_memfd_ = make_init_memfd();
     zygote_.use_program(init_memfd_.get());
     prepared_.start();
@@ -121,15 +122,9 @@ class NativeProvider final : public SandboxProvider {
       core = build(image, filters, cancellation);
       timer.step("built");
     }
-    // What is this create's own: its limits, its env and its lifetime.
+    // What is this create's own: its limits, its ports, its env and its lifetime.
     try {
       core->cgroup.apply(limits);
-    } catch (...) {
-      core->end();
-      throw;
-    }
-    timer.step("limits");
-    try {
       for (int port : options.ports) {
         core->ports[port] = std::make_unique<netfilter::PortForwarder>(io_.context(), core->netns.get(),
                                                                        static_cast<std::uint16_t>(port));
@@ -138,7 +133,7 @@ class NativeProvider final : public SandboxProvider {
       core->end();
       throw;
     }
-    if (!options.ports.empty()) timer.step("ports");
+    timer.step("limits and ports");
     core->base_env = base_env(options, core->hostname);
     reaper_.watch(deadline, core);
     timer.step("ready");
@@ -192,7 +187,7 @@ class NativeProvider final : public SandboxProvider {
     core->cgroup = cgroups::SandboxCgroup(places_.cgroups, name, id_base, id_base);
     // The engine's defaults, before anything runs in it: a sandbox made ahead
     // is then ready for a create that sets no limit of its own.
-    core->cgroup.apply(limits_for(CreateOptions{}));
+    core->cgroup.apply(default_limits_);
     timer.step("cgroup");
     UniqueFd netns(netns_pool_.take());
     if (!netns) fail_step("making the sandbox's network namespace", errno);
@@ -266,6 +261,7 @@ class NativeProvider final : public SandboxProvider {
   } places_;
   NativeOptions options_;
   Filters default_seccomp_;
+  cgroups::Limits default_limits_;  // what a create that sets none gets
   UniqueFd init_memfd_;
   netfilter::NetnsPool netns_pool_{options_.netns_pool};
   // The engine's network services (published ports); outlives every sandbox.

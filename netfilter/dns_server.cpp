@@ -51,9 +51,9 @@ struct DnsServer::State : std::enable_shared_from_this<DnsServer::State> {
     } else {
       reply = dns::error(query_packet, query, dns::Rcode::name_error);
     }
+    answered.fetch_add(1);  // before the send: whoever reads the answer sees it counted
     boost::system::error_code ignored;  // a full socket buffer drops the answer; the client asks again
     socket.send_to(asio::buffer(reply), sender, 0, ignored);
-    answered.fetch_add(1);
   }
 
   asio::io_context& io;

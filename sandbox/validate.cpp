@@ -59,49 +59,61 @@ void check_port(int port) {
   if (port < 1 || port > 65535) invalid("port " + std::to_string(port) + " is not between 1 and 65535");
 }
 
-void check_domain_pattern(std::string_view pattern) {
-  std::string p(pattern);
-  if (p.empty()) invalid("allowed domain is empty");
-  if (has_nul(p) || p.size() > 260) invalid("allowed domain is malformed");
-  std::transform(p.begin(), p.end(), p.begin(), [](unsigned char c) { return std::tolower(c); });
-  // name:port limits the port
-  if (auto colon = p.rfind(':'); colon != std::string::npos) {
-    const std::string port = p.substr(colon + 1);
-    if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit)) {
-      invalid("allowed domain '" + p + "' has a bad port");
-    }
-    check_port(std::stoi(port));
-    p.resize(colon);
-  }
-  if (!p.empty() && p.back() == '.') p.pop_back();
-  bool wildcard = false;
-  if (p.rfind("*.", 0) == 0) {
-    wildcard = true;
-    p = p.substr(2);
-  }
-  if (p.empty() || p.size() > 253) invalid("allowed domain '" + std::string(pattern) + "' is malformed");
-  std::size_t labels = 0;
+std::string normalize_domain(std::string_view name) {
+  std::string n(name);
+  if (!n.empty() && n.back() == '.') n.pop_back();
+  if (n.empty() || n.size() > 253) return {};
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  auto label_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; };
+  std::string_view last;
   std::size_t start = 0;
-  while (start <= p.size()) {
-    std::size_t end = p.find('.', start);
-    if (end == std::string::npos) end = p.size();
-    const std::string_view label(p.data() + start, end - start);
+  while (start <= n.size()) {
+    std::size_t end = n.find('.', start);
+    if (end == std::string::npos) end = n.size();
+    const std::string_view label(n.data() + start, end - start);
     if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-' ||
-        !std::all_of(label.begin(), label.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; })) {
-      invalid("allowed domain '" + std::string(pattern) + "' is not a domain name");
+        !std::all_of(label.begin(), label.end(), label_char)) {
+      return {};
     }
-    ++labels;
+    last = label;
     start = end + 1;
   }
-  // No top-level domain is numeric: 10.0.0.1 is an address, and addresses
-  // are not what an allowlist names.
-  const std::string_view tld = std::string_view(p).substr(p.rfind('.') == std::string::npos ? 0 : p.rfind('.') + 1);
-  if (std::all_of(tld.begin(), tld.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-    invalid("allowed domain '" + std::string(pattern) + "' is an IP address, not a domain name");
-  }
-  // `*.com` would allow a whole top-level domain; `*` is refused by the empty check above.
-  if (wildcard && labels < 2) invalid("allowed domain '" + std::string(pattern) + "' would allow a whole top-level domain");
+  // No top-level domain is numeric: 10.0.0.1 (or 2130706433) is an address.
+  if (std::all_of(last.begin(), last.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) return {};
+  return n;
 }
+
+DomainPattern parse_domain_pattern(std::string_view pattern) {
+  const std::string quoted = "allowed domain '" + std::string(pattern.substr(0, 64)) + "'";
+  if (pattern.empty()) invalid("allowed domain is empty");
+  if (has_nul(pattern) || pattern.size() > 260) invalid("allowed domain is malformed");
+  DomainPattern out;
+  std::string_view p = pattern;
+  // name:port limits the port
+  if (const auto colon = p.rfind(':'); colon != std::string_view::npos) {
+    const std::string_view port = p.substr(colon + 1);
+    if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit)) {
+      invalid(quoted + " has a bad port");
+    }
+    const int number = std::stoi(std::string(port));
+    check_port(number);
+    out.port = static_cast<std::uint16_t>(number);
+    p = p.substr(0, colon);
+  }
+  if (p.substr(0, 2) == "*.") {
+    out.subdomains = true;
+    p = p.substr(2);
+  }
+  out.domain = normalize_domain(p);
+  if (out.domain.empty()) invalid(quoted + " is not a domain name (a malformed name, or an address)");
+  // `*.com` would allow a whole top-level domain; `*` is no domain name at all.
+  if (out.subdomains && out.domain.find('.') == std::string::npos) {
+    invalid(quoted + " would allow a whole top-level domain");
+  }
+  return out;
+}
+
+void check_domain_pattern(std::string_view pattern) { parse_domain_pattern(pattern); }
 
 void check_labels(const std::map<std::string, std::string>& labels) {
   if (labels.size() > 64) invalid("more than 64 labels");

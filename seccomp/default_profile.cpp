@@ -126,10 +126,6 @@ static_assert(kNamespaceFlags == (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CL
 constexpr std::uint64_t kPersonalities[] = {0x0, 0x0008, 0x20000, 0x20008, 0xffffffff};
 
 
-void add(detail::Filter& f, std::uint32_t action, int nr, std::initializer_list<scmp_arg_cmp> args, const char* name) {
-  detail::add_rule(f, action, nr, args, name);
-}
-
 // BPF ahead of libseccomp's program: on the native arch, ioctl with TIOCSTI
 // or TIOCLINUX and socket with AF_VSOCK fail EPERM; everything else falls
 // through to the program that follows. Written by hand because libseccomp
@@ -172,23 +168,23 @@ Program compile_default() {
   for (const Syscall& s : kAllowed) {
     int nr = detail::resolve(s.name, s.unified_nr);
     if (nr < 0) continue;
-    add(f, SCMP_ACT_ALLOW, nr, {}, s.name);
+    detail::add_rule(f, SCMP_ACT_ALLOW, nr, {}, s.name);
   }
 
   // clone: flags are arg0 on x86-64 and aarch64 (s390 would differ).
-  add(f, SCMP_ACT_ALLOW, SCMP_SYS(clone), {scmp_arg_cmp{0, SCMP_CMP_MASKED_EQ, kNamespaceFlags, 0}}, "clone");
+  detail::add_rule(f, SCMP_ACT_ALLOW, SCMP_SYS(clone), {scmp_arg_cmp{0, SCMP_CMP_MASKED_EQ, kNamespaceFlags, 0}}, "clone");
   // clone3 passes its flags in memory, out of seccomp's sight: ENOSYS makes
   // libc fall back to clone, where the flags are checked.
-  if (int nr = seccomp_syscall_resolve_name("clone3"); nr >= 0) add(f, SCMP_ACT_ERRNO(ENOSYS), nr, {}, "clone3");
+  if (int nr = seccomp_syscall_resolve_name("clone3"); nr >= 0) detail::add_rule(f, SCMP_ACT_ERRNO(ENOSYS), nr, {}, "clone3");
 
   // personality takes an unsigned int; the kernel ignores the upper bits.
   for (std::uint64_t p : kPersonalities)
-    add(f, SCMP_ACT_ALLOW, SCMP_SYS(personality), {scmp_arg_cmp{0, SCMP_CMP_MASKED_EQ, 0xffffffffU, p}}, "personality");
+    detail::add_rule(f, SCMP_ACT_ALLOW, SCMP_SYS(personality), {scmp_arg_cmp{0, SCMP_CMP_MASKED_EQ, 0xffffffffU, p}}, "personality");
 
   // ioctl and socket are allowed here; argument_guards() refuses the few
   // values that must not pass, ahead of this program.
-  add(f, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), {}, "ioctl");
-  add(f, SCMP_ACT_ALLOW, SCMP_SYS(socket), {}, "socket");
+  detail::add_rule(f, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), {}, "ioctl");
+  detail::add_rule(f, SCMP_ACT_ALLOW, SCMP_SYS(socket), {}, "socket");
 
   return argument_guards() + f.export_bpf();
 }

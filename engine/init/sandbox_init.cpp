@@ -44,12 +44,12 @@ void close_fds(const std::vector<int>& fds) {
   ::_exit(1);
 }
 
-// Inherited by everything the sandbox runs: no core dumps (a dump of a
-// process holding secrets, written where the sandbox can read it), and a
-// bound on open files (lowered only: raising needs the host's privilege).
+// Inherited by everything the sandbox runs, whatever the engine's own limits
+// allowed: no core dumps (a dump of a process holding secrets, written where
+// the sandbox can read it), no real-time scheduling (a SCHED_FIFO task would
+// run outside the cpu bound), and a bound on open files (lowered only:
+// raising needs the host's privilege).
 int set_rlimits() {
-  // No core dumps; no real-time scheduling (a SCHED_FIFO task would run
-  // outside the cpu bound), whatever the engine's own limits allowed.
   const rlimit none{0, 0};
   if (::setrlimit(RLIMIT_CORE, &none) != 0 || ::setrlimit(RLIMIT_RTPRIO, &none) != 0) return -1;
   rlimit files{};

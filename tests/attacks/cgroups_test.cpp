@@ -47,7 +47,7 @@ TEST_F(CgroupsTest, ACommandStaysInTheSandboxsCgroup) {
   EXPECT_EQ(probe(s, {"open", "/proc/self/cgroup", "w"})["open"], "EACCES");
   EXPECT_EQ(probe(s, {"mount", "cgroup2", "/tmp/c", "cgroup2"})["mount"], "EPERM");
   sh(s, "echo $$ > /tmp/cgroup.procs 2>/dev/null; setsid sleep 30 >/dev/null 2>&1 </dev/null &");
-  const std::string mount = cgroups::find_cgroup2_mount();
+  const std::string mount = cgroups::detect_host().v2;
   const std::string root = options().cgroup_root.substr(mount.size());  // "/mayura-test-N"
   // the background sleep may not have exec'd yet when the shell returns
   std::vector<pid_t> found;

@@ -20,6 +20,7 @@
 #include "mayura/netfilter/io_thread.hpp"
 #include "mayura/netfilter/netns_pool.hpp"
 #include "mayura/netfilter/synthetic_addresses.hpp"
+#include "mayura/validate.hpp"
 
 namespace mayura::netfilter {
 namespace {
@@ -37,7 +38,7 @@ class DnsServerTest : public ::testing::Test {
   void start(const std::vector<std::string>& allow) {
     allowlist_ = Allowlist(allow);
     server_ = std::make_unique<DnsServer>(io_.context(), netns_, kServer, 53, [this](const std::string& name) {
-      return allowlist_.allows_name(name) ? addresses_.address_of(normalize_name(name)) : std::nullopt;
+      return allowlist_.allows_name(name) ? addresses_.address_of(normalize_domain(name)) : std::nullopt;
     });
   }
 

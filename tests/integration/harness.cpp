@@ -1,11 +1,13 @@
 #include "harness.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "../../engine/cgroups.hpp"
 
@@ -20,16 +22,46 @@ std::string read_host(const std::string& path) {
   return ss.str();
 }
 
+namespace {
+
+constexpr std::uint32_t kIdRanges = 2048;
+
+// A host id range no other test process uses while this one lives: ranges
+// are leased with an open-file-description lock on byte N of one lock file
+// (released when the process exits). Deriving it from the pid alone let two
+// tests whose pids differ by a multiple of the range count share one, and
+// each took the other's sandboxes for its own leaks.
+std::uint32_t id_range_of_this_process() {
+  static const std::uint32_t range = [] {
+    const int fd = ::open("/run/lock/mayura-test-id-ranges", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) throw std::runtime_error("opening the test id-range lock file failed");
+    const auto first = static_cast<std::uint32_t>(::getpid()) % kIdRanges;
+    for (std::uint32_t i = 0; i < kIdRanges; ++i) {
+      const std::uint32_t candidate = (first + i) % kIdRanges;
+      struct flock lock {};
+      lock.l_type = F_WRLCK;
+      lock.l_whence = SEEK_SET;
+      lock.l_start = candidate;
+      lock.l_len = 1;
+      if (::fcntl(fd, F_OFD_SETLK, &lock) == 0) return candidate;  // fd stays open: the lock lives with the process
+    }
+    throw std::runtime_error("every test id range is in use");
+  }();
+  return range;
+}
+
+}  // namespace
+
 NativeOptions isolated_options() {
   NativeOptions o;
   const pid_t pid = ::getpid();
   o.state_dir = "/run/mayura-test-" + std::to_string(pid);
-  o.cgroup_root = cgroups::find_cgroup2_mount() + "/mayura-test-" + std::to_string(pid);
+  o.cgroup_root = cgroups::detect_host().v2 + "/mayura-test-" + std::to_string(pid);
   o.id_slots = 8;
   // Tests count cgroups and processes: a sandbox made ahead would be one more.
   // PreparedTest turns it on.
   o.prepared = 0;
-  o.id_base = 0x40000000u + static_cast<std::uint32_t>(pid % 2048) * o.id_slots * 65536u;
+  o.id_base = 0x40000000u + id_range_of_this_process() * o.id_slots * 65536u;
   o.image_dir = "/run/mayura-test-" + std::to_string(pid) + "-images";
   return o;
 }

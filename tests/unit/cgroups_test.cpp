@@ -7,6 +7,7 @@
 #include <linux/magic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -152,11 +153,22 @@ TEST(CgroupHost, AV1HierarchyMountedBelowItsRootIsNotUsed) {
   EXPECT_NE(host.describe().find("cannot enforce cpus, memory, pids"), std::string::npos) << host.describe();
 }
 
-TEST(CgroupHost, ThisMachineIsDetected) {
+TEST(CgroupHost, ThisMachineIsDetectedAsItsFileSystemsSay) {
+  auto fs_type = [](const char* path) -> std::int64_t {
+    struct statfs fs {};
+    return ::statfs(path, &fs) == 0 ? static_cast<std::int64_t>(fs.f_type) : 0;
+  };
   const Host host = detect_host();
-  EXPECT_FALSE(host.describe().empty());
-  if (host.layout != Layout::legacy) {
-    EXPECT_FALSE(host.v2.empty());
+  EXPECT_EQ(host.layout == Layout::unified, fs_type("/sys/fs/cgroup") == CGROUP2_SUPER_MAGIC);
+  if (host.layout == Layout::legacy) {
+    EXPECT_TRUE(host.v2.empty());
+  } else {
+    EXPECT_EQ(fs_type(host.v2.c_str()), CGROUP2_SUPER_MAGIC) << host.v2;
+  }
+  for (const Controller* c : {&host.memory, &host.cpu, &host.pids}) {
+    if (!c->v1.empty()) {
+      EXPECT_EQ(fs_type(c->v1.c_str()), CGROUP_SUPER_MAGIC) << c->v1;
+    }
   }
 }
 
@@ -292,7 +304,12 @@ TEST_F(ScratchCgroupfs, CommandsGetAProcessLimitOfTheirOwn) {
 TEST_F(ScratchCgroupfs, OomKillsAreReadFromMemoryEvents) {
   write(sandbox_ / "memory.events", "low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n");
   const UniqueFd sandbox(open_dir(sandbox_));
-  EXPECT_EQ(v2_oom_kills(sandbox.get()), 2u);
+  const OomCounter counter = v2_oom_counter(sandbox.get());
+  EXPECT_EQ(counter.read(), 2u);
+  // the file stays open and is read again from its start
+  write(sandbox_ / "memory.events", "low 0\nhigh 0\nmax 13\noom 4\noom_kill 3\noom_group_kill 0\n");
+  EXPECT_EQ(counter.read(), 3u);
+  EXPECT_EQ(OomCounter().read(), 0u);
 }
 
 TEST_F(ScratchCgroupfs, V1GroupsMadeHalfWayAreRemovedWhenTheRestFails) {

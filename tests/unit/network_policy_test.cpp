@@ -10,6 +10,7 @@
 #include "mayura/netfilter/address_policy.hpp"
 #include "mayura/netfilter/allowlist.hpp"
 #include "mayura/netfilter/dns_message.hpp"
+#include "mayura/validate.hpp"
 #include "../support/reason_of.hpp"
 
 namespace mayura::netfilter {
@@ -58,8 +59,9 @@ TEST(Allowlist, AddressesAndMalformedNamesMatchNothing) {
                                                           "exa mple.com", "example.com\n", long_name}) {
     EXPECT_FALSE(a.allows_name(name)) << name;
   }
-  EXPECT_EQ(normalize_name("Example.COM."), "example.com");
-  EXPECT_EQ(normalize_name("10.0.0.1"), "");
+  EXPECT_EQ(normalize_domain("Example.COM."), "example.com");
+  EXPECT_EQ(normalize_domain("10.0.0.1"), "");
+  EXPECT_EQ(normalize_domain("-bad.example"), "");
 }
 
 TEST(Allowlist, PatternsThatAllowTooMuchOrNothingAreInvalidInput) {

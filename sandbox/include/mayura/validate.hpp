@@ -3,7 +3,9 @@
 // provider or a tool can refuse bad input with the same words.
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +26,21 @@ void check_env(const std::map<std::string, std::string>& env);
 void check_argv(const std::vector<std::string>& argv);
 void check_port(int port);
 void check_domain_pattern(std::string_view pattern);
+
+// An allowlist entry: `example.com`, `*.example.com` (subdomains at any
+// depth, not the domain), either with `:PORT`.
+struct DomainPattern {
+  std::string domain;  // normalized, as normalize_domain gives it
+  bool subdomains = false;
+  std::optional<std::uint16_t> port;
+};
+// Throws SandboxError(INVALID_INPUT) as check_domain_pattern does.
+DomainPattern parse_domain_pattern(std::string_view pattern);
+
+// A host name as allowlists compare it: lower case, one trailing dot
+// dropped. Empty if it is no DNS name, or is an address (a numeric
+// top-level domain).
+std::string normalize_domain(std::string_view name);
 void check_labels(const std::map<std::string, std::string>& labels);
 
 }  // namespace mayura

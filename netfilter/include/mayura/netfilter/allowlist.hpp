@@ -2,13 +2,15 @@
 // The domains an allowlist network may reach: `example.com` (that name),
 // `*.example.com` (its subdomains at any depth, not the name itself), either
 // with `:PORT` to allow that port only. Names compare case-insensitively,
-// with a trailing dot ignored.
+// with a trailing dot ignored (mayura::normalize_domain).
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "mayura/validate.hpp"
 
 namespace mayura::netfilter {
 
@@ -26,17 +28,8 @@ class Allowlist {
   bool empty() const { return rules_.empty(); }
 
  private:
-  struct Rule {
-    std::string domain;  // lower case, no trailing dot
-    bool subdomains = false;
-    std::optional<std::uint16_t> port;
-  };
-  bool matches(const Rule& rule, std::string_view name) const;
-  std::vector<Rule> rules_;
+  static bool matches(const DomainPattern& rule, std::string_view name);
+  std::vector<DomainPattern> rules_;
 };
-
-// A host name as rules compare it: lower case, one trailing dot dropped.
-// Empty if it is no valid DNS name (or is an IP literal, which no rule names).
-std::string normalize_name(std::string_view name);
 
 }  // namespace mayura::netfilter
