@@ -1,6 +1,7 @@
 #include "harness.hpp"
 
 #include <dirent.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -10,6 +11,7 @@
 #include <stdexcept>
 
 #include "../../engine/cgroups.hpp"
+#include "mayura/netfilter/loopback.hpp"
 
 namespace fs = std::filesystem;
 
@@ -64,6 +66,14 @@ NativeOptions isolated_options() {
   o.id_base = 0x40000000u + id_range_of_this_process() * o.id_slots * 65536u;
   o.image_dir = "/run/mayura-test-" + std::to_string(pid) + "-images";
   return o;
+}
+
+void enter_own_network_namespace() {
+  ASSERT_EQ(::unshare(CLONE_NEWNET), 0) << std::strerror(errno);
+  const int self = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(self, 0);
+  EXPECT_EQ(netfilter::bring_up_loopback(self), 0);
+  ::close(self);
 }
 
 HostSnapshot HostSnapshot::take() {

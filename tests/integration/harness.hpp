@@ -56,6 +56,11 @@ class NativeTest : public ::testing::Test {
 };
 
 
+// Moves the calling thread (and every thread it starts later, the engine's
+// among them) into a new network namespace with loopback up, so that what a
+// test listens on or sends stays in a namespace it made.
+void enter_own_network_namespace();
+
 // A host file's whole contents ("" if unreadable).
 std::string read_host(const std::string& path);
 

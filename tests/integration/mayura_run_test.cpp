@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.hpp"
-#include "mayura/netfilter/loopback.hpp"
 
 namespace mayura::testing {
 namespace {
@@ -161,10 +160,7 @@ TEST_F(MayuraRunTest, SeccompTakesAnOciProfileFile) {
 
 TEST_F(MayuraRunTest, PortsArePublishedAndTheirUrlsPrinted) {
   // in a network namespace of the test's own: mayura-run listens on its 127.0.0.1
-  ASSERT_EQ(::unshare(CLONE_NEWNET), 0);
-  const int self = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  ASSERT_EQ(netfilter::bring_up_loopback(self), 0);
-  ::close(self);
+  enter_own_network_namespace();
   Outcome r = run("--port 8000 --port 9000 -- true");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("mayura-run: port 8000 is at http://127.0.0.1:"), std::string::npos) << r.err;

@@ -15,7 +15,6 @@
 #include <sstream>
 
 #include "harness.hpp"
-#include "mayura/netfilter/loopback.hpp"
 
 namespace mayura::testing {
 namespace {
@@ -23,11 +22,7 @@ namespace {
 class PortsTest : public NativeTest {
  protected:
   void SetUp() override {
-    ASSERT_EQ(::unshare(CLONE_NEWNET), 0) << std::strerror(errno);
-    const int self = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    ASSERT_GE(self, 0);
-    ASSERT_EQ(netfilter::bring_up_loopback(self), 0);
-    ::close(self);
+    enter_own_network_namespace();
     NativeTest::SetUp();
   }
   void TearDown() override {
