@@ -16,7 +16,9 @@ class ChildProcess {
  public:
   // Starts argv[0] (looked up in PATH) with stdin from /dev/null and stdout
   // and stderr appended to `log`; inside the network namespace `netns` when
-  // it is not -1. Throws std::runtime_error if it cannot start.
+  // it is not -1. Throws std::runtime_error if it cannot start. The child
+  // is also killed when the thread that made it ends (PR_SET_PDEATHSIG), so
+  // make it on a thread that outlives the object.
   ChildProcess(const std::vector<std::string>& argv, const std::string& log, int netns = -1);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
