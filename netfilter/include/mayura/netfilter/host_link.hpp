@@ -31,7 +31,9 @@ void check_pool(const std::string& pool);
 class HostLink {
  public:
   // `sandbox_netns`: the sandbox's network namespace (the caller keeps the
-  // fd). `slot`: small, unique among the engine's live links; it names the
+  // fd). The host end is made in the calling thread's network namespace,
+  // taken as the engine's and kept for the destructor, whichever thread runs
+  // it. `slot`: small, unique among the engine's live links; it names the
   // host end (mayura<slot>) and picks the addresses. Throws SandboxError:
   // INVALID_CONFIG for a bad pool or no lock file, LIMIT_REACHED for a slot
   // beyond the pool, INTERNAL naming the failed step; nothing is left behind.
