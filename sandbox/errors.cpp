@@ -1,4 +1,5 @@
 #include "mayura/errors.hpp"
+#include "mayura/provider.hpp"
 #include "mayura/types.hpp"
 
 namespace mayura {
@@ -46,6 +47,10 @@ std::string_view network_kind_name(NetworkKind kind) noexcept {
     case NetworkKind::allowlist: return "allow";
   }
   return "none";
+}
+
+void SandboxBackend::set_network(const Network&) {
+  throw SandboxError(Reason::UNSUPPORTED, "the provider cannot change a running sandbox's network");
 }
 
 }  // namespace mayura

@@ -123,21 +123,17 @@ bool supports(const Features& f, NetworkKind kind) {
   return std::find(f.network.begin(), f.network.end(), kind) != f.network.end();
 }
 
-void check_create(const SandboxesOptions& limits, const Features& features, std::int64_t provider_max,
-                  const CreateOptions& o) {
-  if (o.lifetime_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms is required and must be positive");
-  if (o.lifetime_ms > limits.max_lifetime_ms) {
-    throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms " + std::to_string(o.lifetime_ms) +
-                                                  " is over the maximum of " + std::to_string(limits.max_lifetime_ms));
-  }
-  if (provider_max > 0 && o.lifetime_ms > provider_max) {
-    throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms is over the provider's maximum of " + std::to_string(provider_max));
-  }
-  const NetworkKind kind = o.network.kind;
+// A network a create or set_network asks for: well formed, enforceable by
+// the provider, and permitted where the sandboxes were set up.
+void check_network(const SandboxesOptions& limits, const Features& features, const Network& network) {
+  const NetworkKind kind = network.kind;
   if (kind == NetworkKind::allowlist) {
-    if (o.network.allow.empty()) throw SandboxError(Reason::INVALID_INPUT, "an allowlist network needs at least one domain");
-    for (const auto& d : o.network.allow) check_domain_pattern(d);
-  } else if (!o.network.allow.empty()) {
+    if (network.allow.empty()) throw SandboxError(Reason::INVALID_INPUT, "an allowlist network needs at least one domain");
+    if (network.allow.size() > kMaxAllowedDomains) {
+      throw SandboxError(Reason::INVALID_INPUT, "an allowlist network takes at most " + std::to_string(kMaxAllowedDomains) + " domains");
+    }
+    for (const auto& d : network.allow) check_domain_pattern(d);
+  } else if (!network.allow.empty()) {
     throw SandboxError(Reason::INVALID_INPUT, "allowed domains are only for an allowlist network");
   }
   // Feature checks come before the permission check: asking for something
@@ -150,6 +146,19 @@ void check_create(const SandboxesOptions& limits, const Features& features, std:
     throw SandboxError(Reason::PERMISSION_DENIED, "network '" + std::string(network_kind_name(kind)) +
                                                       "' is not listed in create_sandboxes' network option");
   }
+}
+
+void check_create(const SandboxesOptions& limits, const Features& features, std::int64_t provider_max,
+                  const CreateOptions& o) {
+  if (o.lifetime_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms is required and must be positive");
+  if (o.lifetime_ms > limits.max_lifetime_ms) {
+    throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms " + std::to_string(o.lifetime_ms) +
+                                                  " is over the maximum of " + std::to_string(limits.max_lifetime_ms));
+  }
+  if (provider_max > 0 && o.lifetime_ms > provider_max) {
+    throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms is over the provider's maximum of " + std::to_string(provider_max));
+  }
+  check_network(limits, features, o.network);
   if (!o.ports.empty()) {
     if (!features.ports) throw SandboxError(Reason::INVALID_INPUT, "the provider does not serve ports");
     std::vector<int> sorted = o.ports;
@@ -299,6 +308,12 @@ std::string Sandbox::url(int port) const {
     throw SandboxError(Reason::INTERNAL, "the provider returned a malformed url");
   }
   return u;
+}
+
+void Sandbox::set_network(const Network& network) const {
+  check_network(state().owner->options, state().owner->features, network);
+  auto backend = state().use();
+  guarded("set_network", [&] { backend->set_network(network); });
 }
 
 void Sandbox::release() const { state().end(); }

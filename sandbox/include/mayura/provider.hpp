@@ -22,6 +22,9 @@ class SandboxBackend {
   virtual std::vector<FileEntry> list(const std::string& path, const FileOptions& options) = 0;
   virtual void remove(const std::string& path, const FileOptions& options) = 0;
   virtual std::string url(int port) = 0;
+  // Changes the running sandbox's network (already checked). A provider that
+  // cannot fails UNSUPPORTED.
+  virtual void set_network(const Network& network);
   // Ends the sandbox and everything in it. Called once; must not throw.
   virtual void release() noexcept = 0;
   // True while the sandbox is running (false once its lifetime ended).

@@ -54,6 +54,10 @@ class Sandbox {
   std::vector<FileEntry> list(std::string_view path = ".", const FileOptions& options = {}) const;
   void remove(std::string_view path, const FileOptions& options = {}) const;
   std::string url(int port) const;
+  // Changes what the running sandbox may reach, under the same checks as a
+  // create's network (a kind not listed in create_sandboxes' network fails
+  // PERMISSION_DENIED). Connections the new network does not allow are cut.
+  void set_network(const Network& network) const;
   // Ends the sandbox. Safe to call again; every other call then fails GONE.
   void release() const;
   bool released() const;
@@ -105,6 +109,11 @@ class Sandbox {
   auto async_url(int port, Token&& token) const {
     return detail::async_run(default_executor(), std::forward<Token>(token),
                              [self = *this, port](std::stop_token) { return self.url(port); });
+  }
+  template <class Token>
+  auto async_set_network(Network network, Token&& token) const {
+    return detail::async_run(default_executor(), std::forward<Token>(token),
+                             [self = *this, network = std::move(network)](std::stop_token) { self.set_network(network); });
   }
   template <class Token>
   auto async_release(Token&& token) const {

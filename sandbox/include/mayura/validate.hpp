@@ -19,6 +19,7 @@ constexpr std::size_t kMaxCommandBytes = 128 * 1024;  // argv and env of one exe
 constexpr std::size_t kMaxEnvEntries = 1024;
 constexpr std::size_t kMaxLabelBytes = 256;
 constexpr std::size_t kMaxSeccompProfileBytes = 1 << 20;
+constexpr std::size_t kMaxAllowedDomains = 1024;  // entries of one allowlist network
 
 // Each throws SandboxError(INVALID_INPUT) naming what is wrong.
 void check_path(std::string_view path, std::string_view what = "path");
