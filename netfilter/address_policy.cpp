@@ -1,8 +1,14 @@
 #include "mayura/netfilter/address_policy.hpp"
 
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
+
+#include "mayura/errors.hpp"
 
 namespace mayura::netfilter {
 namespace {
@@ -94,16 +100,84 @@ AddressClass classify(const address& a) {
   return a.is_v4() ? classify_v4(a.to_v4().to_uint()) : classify_v6(a.to_v6());
 }
 
-bool may_connect(const address& a, bool allow_private, const std::vector<address>& host_addresses) {
-  const AddressClass c = classify(a);
-  if (c != AddressClass::global && !(allow_private && c == AddressClass::private_range)) return false;
-  // The host's own addresses, however written (an IPv4 one mapped into IPv6 too).
-  auto plain = [](const address& x) -> address {
-    if (x.is_v6() && x.to_v6().is_v4_mapped()) return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, x.to_v6());
-    return x;
-  };
+namespace {
+
+// An IPv4 address mapped into IPv6 as itself, so both spellings compare equal.
+address plain(const address& x) {
+  if (x.is_v6() && x.to_v6().is_v4_mapped()) return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, x.to_v6());
+  return x;
+}
+
+bool is_host_address(const address& a, const std::vector<address>& host_addresses) {
   const address target = plain(a);
-  return std::none_of(host_addresses.begin(), host_addresses.end(), [&](const address& h) { return plain(h) == target; });
+  return std::any_of(host_addresses.begin(), host_addresses.end(), [&](const address& h) { return plain(h) == target; });
+}
+
+}  // namespace
+
+bool Prefix::contains(const address& candidate) const {
+  const address a = plain(candidate);
+  if (a.is_v4() != network.is_v4()) return false;
+  if (a.is_v4()) {
+    const std::uint32_t mask = length == 0 ? 0 : ~std::uint32_t{0} << (32 - length);
+    return (a.to_v4().to_uint() & mask) == (network.to_v4().to_uint() & mask);
+  }
+  const auto x = a.to_v6().to_bytes();
+  const auto y = network.to_v6().to_bytes();
+  for (int bit = 0; bit < length; ++bit) {
+    const int byte = bit / 8, shift = 7 - bit % 8;
+    if (((x[byte] >> shift) & 1) != ((y[byte] >> shift) & 1)) return false;
+  }
+  return true;
+}
+
+Prefix parse_prefix(const std::string& text) {
+  const auto bad = [&] { return SandboxError(Reason::INVALID_CONFIG, "'" + text + "' is not an address range like 203.0.113.0/24"); };
+  const auto slash = text.find('/');
+  if (slash == std::string::npos || slash + 1 == text.size() || text.size() - slash > 4) throw bad();
+  boost::system::error_code ec;
+  Prefix p;
+  p.network = boost::asio::ip::make_address(text.substr(0, slash), ec);
+  if (ec) throw bad();
+  const std::string len = text.substr(slash + 1);
+  if (len.find_first_not_of("0123456789") != std::string::npos) throw bad();
+  p.length = std::stoi(len);
+  if (p.length > (p.network.is_v4() ? 32 : 128)) throw bad();
+  return p;
+}
+
+bool may_connect(const address& a, bool allow_private, const std::vector<address>& host_addresses) {
+  EgressRules rules;
+  rules.allow_private = allow_private;
+  return may_connect(a, rules, host_addresses);
+}
+
+bool may_connect(const address& a, const EgressRules& rules, const std::vector<address>& host_addresses) {
+  const AddressClass c = classify(a);
+  const bool opened = (c == AddressClass::private_range || c == AddressClass::reserved) &&
+                      std::any_of(rules.also_public.begin(), rules.also_public.end(), [&](const Prefix& p) { return p.contains(a); });
+  if (c != AddressClass::global && !opened && !(rules.allow_private && c == AddressClass::private_range)) return false;
+  return !is_host_address(a, host_addresses);
+}
+
+std::vector<address> host_addresses() {
+  std::vector<address> found;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return found;
+  for (const ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr) continue;
+    if (i->ifa_addr->sa_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
+      found.push_back(boost::asio::ip::address_v4(ntohl(in->sin_addr.s_addr)));
+    } else if (i->ifa_addr->sa_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
+      boost::asio::ip::address_v6::bytes_type bytes;
+      std::memcpy(bytes.data(), &in6->sin6_addr, bytes.size());
+      found.push_back(boost::asio::ip::address_v6(bytes));
+    }
+  }
+  ::freeifaddrs(list);
+  return found;
 }
 
 }  // namespace mayura::netfilter

@@ -66,19 +66,7 @@ struct DnsServer::State : std::enable_shared_from_this<DnsServer::State> {
 
 DnsServer::DnsServer(asio::io_context& io, int netns, std::uint32_t address, std::uint16_t port, Resolve resolve)
     : state_(std::make_shared<State>(io, std::move(resolve))) {
-  const int fd = socket_in(netns, AF_INET, SOCK_DGRAM | SOCK_NONBLOCK);
-  if (fd < 0) {
-    throw SandboxError(Reason::INTERNAL, std::string("making the DNS server's socket: ") + std::strerror(errno));
-  }
-  sockaddr_in where{};
-  where.sin_family = AF_INET;
-  where.sin_port = htons(port);
-  where.sin_addr.s_addr = htonl(address);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&where), sizeof where) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw SandboxError(Reason::INTERNAL, std::string("binding the DNS server: ") + std::strerror(e));
-  }
+  const int fd = bound_socket_in(netns, SOCK_DGRAM, address, port, "the DNS server");
   boost::system::error_code ec;
   state_->socket.assign(udp::v4(), fd, ec);
   if (ec) {

@@ -5,12 +5,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <boost/asio/post.hpp>
 #include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <future>
 #include <memory>
 #include <mutex>
+
+#include "mayura/errors.hpp"
 
 namespace mayura::netfilter {
 
@@ -45,6 +51,23 @@ int socket_in(int netns, int domain, int type) noexcept {
   }
   ::close(home);
   if (fd < 0) errno = error;
+  return fd;
+}
+
+int bound_socket_in(int netns, int type, std::uint32_t address, std::uint16_t port, const std::string& what) {
+  const int fd = socket_in(netns, AF_INET, type | SOCK_NONBLOCK);
+  if (fd < 0) throw SandboxError(Reason::INTERNAL, "making " + what + "'s socket: " + std::strerror(errno));
+  const int on = 1;
+  if (type == SOCK_STREAM) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // past TIME_WAIT of a previous one
+  sockaddr_in where{};
+  where.sin_family = AF_INET;
+  where.sin_port = htons(port);
+  where.sin_addr.s_addr = htonl(address);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&where), sizeof where) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw SandboxError(Reason::INTERNAL, "binding " + what + ": " + std::strerror(e));
+  }
   return fd;
 }
 

@@ -4,7 +4,9 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <cstdint>
 #include <functional>
+#include <string>
 #include <thread>
 
 namespace mayura::netfilter {
@@ -31,5 +33,10 @@ void run_and_wait(boost::asio::io_context& io, const std::function<void()>& work
 // A socket made inside the network namespace `netns` (the calling thread
 // enters it for the call and returns to its own). -1 with errno on failure.
 int socket_in(int netns, int domain, int type) noexcept;
+
+// An IPv4 socket of `type` (nonblocking) made inside `netns` and bound to
+// address:port (host byte order). Throws SandboxError(INTERNAL) saying
+// which step of making `what` failed.
+int bound_socket_in(int netns, int type, std::uint32_t address, std::uint16_t port, const std::string& what);
 
 }  // namespace mayura::netfilter

@@ -1,0 +1,50 @@
+#pragma once
+// The engine's way out for sandboxes that may not go out themselves: an
+// allowed name is resolved on the host, the addresses it resolves to are
+// checked (no loopback, link-local, metadata or host address; private ones
+// only if allowed), and the connection is made to an address that was
+// checked, never to a second lookup. Shared by every sandbox of a provider.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "mayura/netfilter/address_policy.hpp"
+#include "mayura/netfilter/upstream_dns.hpp"
+
+namespace mayura::netfilter {
+
+class Egress {
+ public:
+  struct Options {
+    std::vector<boost::asio::ip::address_v4> dns_servers;  // empty: the host's resolver
+    EgressRules rules;
+  };
+  // A connection made, or why not (for the client: a status text).
+  using Connected = std::function<void(std::optional<boost::asio::ip::tcp::socket>, const std::string& why)>;
+
+  explicit Egress(Options options);
+  ~Egress();  // waits for lookups under way
+  Egress(const Egress&) = delete;
+  Egress& operator=(const Egress&) = delete;
+
+  // Resolves `name` off the io thread, then connects to its permitted
+  // addresses in turn from `io` (the engine's own network namespace).
+  // `done` runs on `io`'s thread.
+  void connect(boost::asio::io_context& io, const std::string& name, std::uint16_t port, Connected done);
+  // Passes a DNS query to the upstream servers off the io thread; `done`
+  // gets the answer (none on failure) on `io`'s thread.
+  void forward_dns(boost::asio::io_context& io, std::string query,
+                   std::function<void(std::optional<std::string>)> done);
+
+ private:
+  Options options_;
+  UpstreamDns upstream_;
+  boost::asio::thread_pool lookups_{4};
+};
+
+}  // namespace mayura::netfilter
