@@ -73,7 +73,7 @@ class CommandRun {
   void start() {
     UniqueFd cgroup = core_.cgroup.make_command(cgroup_name_);
     timer_.step("command cgroup");
-    std::map<std::string, std::string> env = core_.base_env;
+    std::map<std::string, std::string> env = core_.command_env();
     for (const auto& [k, v] : options_.env) env[k] = v;
     protocol::Exec request;
     request.argv = argv_;

@@ -14,7 +14,12 @@
 #include "init_image.hpp"
 #include "lifetimes.hpp"
 #include "mayura/native.hpp"
+#include "mayura/netfilter/allowlist.hpp"
+#include "mayura/netfilter/egress.hpp"
+#include "mayura/netfilter/host_link.hpp"
 #include "mayura/netfilter/netns_pool.hpp"
+#include "mayura/netfilter/sandbox_network.hpp"
+#include "mayura/netfilter/sandbox_services.hpp"
 #include "mayura/rootfs/image.hpp"
 #include "native_sandbox.hpp"
 #include "prepared.hpp"
@@ -37,6 +42,20 @@ std::string random_hex(int digits) {
 // Less cannot run a shell and the sandbox's own helpers.
 constexpr std::int64_t kMinMemoryMib = 16;
 
+// The engine's way out for sandboxes, from the operator's options.
+netfilter::Egress::Options egress_options(const NativeOptions& o) {
+  netfilter::Egress::Options e;
+  for (const std::string& server : o.dns_servers) {
+    boost::system::error_code ec;
+    const auto a = boost::asio::ip::make_address_v4(server, ec);
+    if (ec) throw SandboxError(Reason::INVALID_CONFIG, "dns_servers: '" + server + "' is not an IPv4 address");
+    e.dns_servers.push_back(a);
+  }
+  e.rules.allow_private = o.allow_private_addresses;
+  for (const std::string& range : o.public_ranges) e.rules.also_public.push_back(netfilter::parse_prefix(range));
+  return e;
+}
+
 void check_options(const NativeOptions& o) {
   auto invalid = [](const std::string& m) { throw SandboxError(Reason::INVALID_CONFIG, m); };
   if (o.workdir.size() < 2 || o.workdir.front() != '/' || o.workdir.find('/', 1) != std::string::npos ||
@@ -55,6 +74,8 @@ void check_options(const NativeOptions& o) {
     invalid("default_memory_mib must be 0 (no bound) or between 16 and 2^30");
   }
   if (o.default_pids < 0 || o.default_pids > (1ll << 22)) invalid("default_pids must be 0 (no bound) or at most 2^22");
+  egress_options(o);  // throws on a bad server or range
+  netfilter::check_pool(o.all_network_pool);
 }
 
 // The parent directory of a cgroup path.
@@ -86,7 +107,7 @@ class NativeProvider final : public SandboxProvider {
   Features features() const override {
     Features f;
     f.stdin = true;
-    f.network = {NetworkKind::none};
+    f.network = {NetworkKind::none, NetworkKind::allowlist, NetworkKind::all};
     f.cpus = places_.cgroups.host.cpu.available();
     f.memory = places_.cgroups.host.memory.available();
     f.pids = places_.cgroups.host.pids.available();
@@ -101,9 +122,7 @@ class NativeProvider final : public SandboxProvider {
   std::unique_ptr<SandboxBackend> create(const CreateOptions& options, std::stop_token cancellation) override {
     StepTimer timer("create");
     // Everything that can be wrong with the input is found before anything is made.
-    if (options.network.kind != NetworkKind::none) {
-      throw SandboxError(Reason::INVALID_INPUT, "the native provider supports only network none for now");
-    }
+    if (options.network.kind == NetworkKind::allowlist) netfilter::Allowlist{options.network.allow};  // throws on a bad pattern
     const cgroups::Limits limits = limits_for(options);
     const Filters filters = seccomp_for(options);
     rootfs::Image image;
@@ -122,9 +141,13 @@ class NativeProvider final : public SandboxProvider {
       core = build(image, filters, cancellation);
       timer.step("built");
     }
-    // What is this create's own: its limits, its ports, its env and its lifetime.
+    // What is this create's own: its limits, its network, its ports, its env
+    // and its lifetime.
     try {
       core->cgroup.apply(limits);
+      core->network = std::make_unique<netfilter::SandboxNetwork>(network_, core->netns.get(), core->lease.slot());
+      core->network->set(options.network);
+      timer.step("network");
       for (int port : options.ports) {
         core->ports[port] = std::make_unique<netfilter::PortForwarder>(io_.context(), core->netns.get(),
                                                                        static_cast<std::uint16_t>(port));
@@ -160,6 +183,7 @@ class NativeProvider final : public SandboxProvider {
     root.tmp_bytes = options_.tmp_mib << 20;
     root.shm_bytes = options_.shm_mib << 20;
     root.inodes = options_.tmpfs_inodes;
+    root.resolv_conf = netfilter::resolv_conf();
     protocol::Config config;
     config.plan = rootfs::plan_for(image, root);
     config.hostname = root.hostname;
@@ -264,8 +288,12 @@ class NativeProvider final : public SandboxProvider {
   cgroups::Limits default_limits_;  // what a create that sets none gets
   UniqueFd init_memfd_;
   netfilter::NetnsPool netns_pool_{options_.netns_pool};
-  // The engine's network services (published ports); outlives every sandbox.
+  // The engine's network services (published ports, the allowlists' DNS and
+  // proxies, network all's DNS); outlive every sandbox.
   netfilter::IoThread io_;
+  netfilter::Egress egress_{egress_options(options_)};
+  netfilter::NetworkContext network_{io_.context(), egress_,
+                                     netfilter::HostLinkOptions{options_.all_network_pool, options_.state_dir + "/" + records::kNetworkLock}};
   Zygote zygote_;
   native::LifetimeReaper reaper_;
   // Last: its thread uses everything above, and stops first.

@@ -40,6 +40,10 @@ void SandboxCore::end() noexcept {
     std::lock_guard lock(mutex_);
     StepTimer timer("release");
     ports.clear();  // nothing reaches in any more
+    {
+      std::lock_guard network_lock(network_mutex_);
+      network.reset();  // its veth goes now, not when the kernel gets round to the namespace
+    }
     init.kill_and_wait();  // pid 1 dying takes every process of the namespace with it
     timer.step("init reaped");
     cgroup.destroy();
@@ -72,6 +76,24 @@ std::string SandboxCore::url(int port) {
   }
   if (host_port == 0) gone_once_ended();
   return "http://127.0.0.1:" + std::to_string(host_port);
+}
+
+std::map<std::string, std::string> SandboxCore::command_env() const {
+  std::map<std::string, std::string> env;
+  {
+    std::lock_guard lock(network_mutex_);
+    if (network) env = network->env();
+  }
+  for (const auto& [k, v] : base_env) env[k] = v;
+  return env;
+}
+
+void SandboxCore::set_network(const Network& next) {
+  {
+    std::lock_guard lock(network_mutex_);
+    if (!ending_.load() && network) return network->set(next);
+  }
+  gone_once_ended();  // outside the lock: end() takes it
 }
 
 bool SandboxCore::alive() const noexcept {

@@ -11,6 +11,7 @@
 #include "cgroups.hpp"
 #include "launch.hpp"
 #include "mayura/netfilter/port_forward.hpp"
+#include "mayura/netfilter/sandbox_network.hpp"
 #include "mayura/provider.hpp"
 #include "protocol.hpp"
 #include "records.hpp"
@@ -31,6 +32,15 @@ class SandboxCore {
   std::string hostname;
   std::string workdir;
   std::map<std::string, std::string> base_env;  // every command's, before the exec's own
+  // What the sandbox's namespace reaches. Set at create, before the sandbox
+  // is handed out; changed by set_network under network_mutex_.
+  std::unique_ptr<netfilter::SandboxNetwork> network;
+
+  // A command's variables before the exec's own: the network's (proxy
+  // variables), then the create's, which win.
+  std::map<std::string, std::string> command_env() const;
+  // Changes the network; GONE if the sandbox has ended.
+  void set_network(const Network& network);
 
   // The host URL of a published port; GONE if the sandbox has ended.
   std::string url(int port);
@@ -48,6 +58,7 @@ class SandboxCore {
 
  private:
   mutable std::mutex mutex_;         // held by a send, and by end() while it removes
+  mutable std::mutex network_mutex_;  // held while the network changes or goes
   std::atomic<bool> ending_{false};  // set as an end() starts
   std::atomic<bool> finished_{false};
 };
@@ -63,6 +74,7 @@ class NativeSandbox final : public SandboxBackend {
   std::vector<FileEntry> list(const std::string& path, const FileOptions& options) override;
   void remove(const std::string& path, const FileOptions& options) override;
   std::string url(int port) override;
+  void set_network(const Network& network) override { core_->set_network(network); }
   void release() noexcept override { core_->end(); }
   bool alive() const noexcept override { return core_->alive(); }
 

@@ -112,7 +112,11 @@ void SlotLease::clear() noexcept {
 }
 
 void remove_state_if_unused(const std::string& state_dir) noexcept {
-  if (::rmdir(slots_dir(state_dir).c_str()) == 0) ::rmdir(state_dir.c_str());
+  // No slot left means no sandbox of any engine on this state directory, so
+  // none holds the network lock either.
+  if (::rmdir(slots_dir(state_dir).c_str()) != 0) return;
+  ::unlink((state_dir + "/" + kNetworkLock).c_str());
+  ::rmdir(state_dir.c_str());
 }
 
 int clean_orphans(const std::string& state_dir, const cgroups::Places& places) {

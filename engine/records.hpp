@@ -16,6 +16,10 @@
 
 namespace mayura::records {
 
+// The lock file, in the state directory, that engines sharing it take
+// around the host's nftables table for network all.
+constexpr const char* kNetworkLock = "network.lock";
+
 class SlotLease {
  public:
   SlotLease() = default;

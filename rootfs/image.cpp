@@ -192,7 +192,7 @@ Plan plan_for(const Image& image, const RootOptions& o) {
   }
   plan.push_back(simple(OpKind::override_file, "/etc/hostname", o.hostname + "\n", 0644, kOptional));
   plan.push_back(simple(OpKind::override_file, "/etc/hosts", hosts_for(o), 0644, kOptional));
-  plan.push_back(simple(OpKind::override_file, "/etc/resolv.conf", "# no network\n", 0644, kOptional));
+  plan.push_back(simple(OpKind::override_file, "/etc/resolv.conf", o.resolv_conf, 0644, kOptional));
   add_common(plan, o);
   return plan;
 }

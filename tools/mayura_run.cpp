@@ -31,7 +31,12 @@ Runs COMMAND in a fresh sandbox, streams its output, and releases the sandbox.
 
 Options:
   --image NAME|DIR       the sandbox's image (default: host)
-  --network none         the sandbox's network (only none for now)
+  --network none|all     the sandbox's network: none (the default: loopback
+                         only) or all (the internet, but not this host's
+                         services, other sandboxes or metadata addresses)
+  --allow DOMAIN[:PORT]  let the sandbox reach DOMAIN (or *.DOMAIN, its
+                         subdomains) through the engine's DNS and proxy, and
+                         nothing else (repeatable)
   --lifetime SECONDS     the sandbox's lifetime (default: 3600)
   --timeout SECONDS      stop the command after this long (exit status 124)
   --env NAME=VALUE       set a variable for the command (repeatable)
@@ -59,6 +64,11 @@ Environment (where the engine keeps its state; defaults suit most hosts):
   MAYURA_STATE_DIR       the engine's records (/run/mayura)
   MAYURA_CGROUP_ROOT     the cgroup2 directory for sandboxes (<cgroup2>/mayura)
   MAYURA_ID_BASE, MAYURA_ID_SLOTS   the host id ranges sandboxes map to
+  MAYURA_DNS_SERVERS     IPv4 servers (comma-separated) that resolve names for
+                         sandboxes (default: this host's resolver)
+  MAYURA_PUBLIC_RANGES   ranges (comma-separated CIDR) --allow may reach
+                         although they are private or reserved
+  MAYURA_ALLOW_PRIVATE=1 let --allow reach private addresses
 
 Exit status: the command's; 124 if it timed out; 125 if the sandbox could not
 be made, the input was bad, or the sandbox's lifetime ended under the command.
@@ -124,6 +134,7 @@ Args parse(int argc, char** argv) {
     std::exit(0);
   }
   int i = 1;
+  bool network_all = false;
   auto value = [&](const std::string& flag) -> std::string {
     if (i + 1 >= argc) usage_error(flag + " needs a value");
     return argv[++i];
@@ -155,7 +166,14 @@ Args parse(int argc, char** argv) {
       a.image = value(arg);
     } else if (arg == "--network") {
       const std::string kind = value(arg);
-      if (kind != "none") usage_error("--network takes only none for now, not '" + kind + "'");
+      if (kind == "all") {
+        network_all = true;
+      } else if (kind != "none") {
+        usage_error("--network takes none or all, not '" + kind + "'");
+      }
+    } else if (arg == "--allow") {
+      a.network.kind = mayura::NetworkKind::allowlist;
+      a.network.allow.push_back(value(arg));
     } else if (arg == "--lifetime") {
       a.lifetime_ms = static_cast<std::int64_t>(parse_seconds(arg, value(arg)) * 1000);
     } else if (arg == "--timeout") {
@@ -190,6 +208,10 @@ Args parse(int argc, char** argv) {
   }
   for (; i < argc; ++i) a.command.emplace_back(argv[i]);
   if (a.command.empty()) usage_error("no command given");
+  if (network_all) {
+    if (a.network.kind == mayura::NetworkKind::allowlist) usage_error("--network all and --allow do not go together");
+    a.network.kind = mayura::NetworkKind::all;
+  }
   return a;
 }
 
@@ -223,6 +245,23 @@ mayura::NativeOptions engine_options_from_env() {
   text("MAYURA_CGROUP_ROOT", o.cgroup_root);
   number("MAYURA_ID_BASE", o.id_base);
   number("MAYURA_ID_SLOTS", o.id_slots);
+  auto list = [](const char* name, std::vector<std::string>& into) {
+    const char* v = std::getenv(name);
+    if (!v) return;
+    std::string item;
+    for (const char* c = v;; ++c) {
+      if (*c == ',' || *c == '\0') {
+        if (!item.empty()) into.push_back(item);
+        item.clear();
+        if (*c == '\0') break;
+      } else if (*c != ' ') {
+        item.push_back(*c);
+      }
+    }
+  };
+  list("MAYURA_DNS_SERVERS", o.dns_servers);
+  list("MAYURA_PUBLIC_RANGES", o.public_ranges);
+  if (const char* v = std::getenv("MAYURA_ALLOW_PRIVATE")) o.allow_private_addresses = std::string(v) == "1";
   return o;
 }
 
@@ -264,6 +303,8 @@ int main(int argc, char** argv) {
     limits.max_sandboxes = 1;
     limits.max_lifetime_ms = std::max<std::int64_t>(args.lifetime_ms, 1);
     limits.max_write_bytes = std::size_t{1} << 30;
+    // Whoever runs mayura-run decides the network on its command line.
+    limits.network = {mayura::NetworkKind::none, mayura::NetworkKind::allowlist, mayura::NetworkKind::all};
     auto sandboxes = mayura::create_sandboxes(mayura::native_sandboxes(engine_options_from_env()), limits);
 
     mayura::CreateOptions create;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "mayura/provider.hpp"
 
@@ -43,6 +44,19 @@ struct NativeOptions {
   double default_cpus = 0;
   std::int64_t default_memory_mib = 4096;
   std::int64_t default_pids = 4096;
+  // Networks. The servers the engine asks for names on sandboxes' behalf
+  // (the allowlist's lookups, network all's DNS), as IPv4 addresses; empty:
+  // the host's own resolver (/etc/hosts, /etc/resolv.conf).
+  std::vector<std::string> dns_servers;
+  // Whether an allowlist's proxy may connect to private ranges (RFC 1918,
+  // CGNAT, IPv6 ULA) that an allowed name resolves to. Never loopback,
+  // link-local, multicast, metadata or the host's own addresses.
+  bool allow_private_addresses = false;
+  // Ranges (CIDR) the proxy takes as the internet although they are private
+  // or reserved: an internal registry, a test's world.
+  std::vector<std::string> public_ranges;
+  // Where the veths of network all get their addresses: a /31 per sandbox.
+  std::string all_network_pool = "10.234.0.0/16";
   // Network namespaces kept made ahead (the costliest step of a create).
   // 0 makes each one during its create.
   std::size_t netns_pool = 2;

@@ -54,6 +54,8 @@ struct RootOptions {
   std::uint64_t tmp_bytes = 512ull << 20;
   std::uint64_t shm_bytes = 64ull << 20;
   std::uint64_t inodes = 262144;  // per writable tmpfs
+  // /etc/resolv.conf: the engine's DNS, the same for every network kind.
+  std::string resolv_conf = "# no network\n";
 };
 
 }  // namespace mayura::rootfs
