@@ -1,6 +1,7 @@
 #include "harness.hpp"
 
 #include <dirent.h>
+#include <net/if.h>
 #include <sched.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 
 #include "../../engine/cgroups.hpp"
 #include "mayura/netfilter/loopback.hpp"
+#include "mayura/netfilter/nftables.hpp"
 
 namespace fs = std::filesystem;
 
@@ -110,6 +112,19 @@ std::vector<pid_t> processes_in_range(const NativeOptions& o) {
   return found;
 }
 
+std::vector<std::string> links_named(const std::string& prefix) {
+  std::vector<std::string> found;
+  // if_nameindex asks netlink, so it sees the calling thread's namespace
+  // (sysfs would show the one it was mounted in).
+  if (struct if_nameindex* list = ::if_nameindex()) {
+    for (const struct if_nameindex* i = list; i->if_index != 0; ++i) {
+      if (std::string(i->if_name).rfind(prefix, 0) == 0) found.push_back(i->if_name);
+    }
+    ::if_freenameindex(list);
+  }
+  return found;
+}
+
 void expect_nothing_leaked(const NativeOptions& o, const HostSnapshot& before) {
   for (pid_t pid : processes_in_range(o)) {
     ADD_FAILURE() << "a sandbox process is still running: " << pid << " "
@@ -143,6 +158,13 @@ void expect_nothing_leaked(const NativeOptions& o, const HostSnapshot& before) {
   }
   fs::remove_all(o.image_dir);
   EXPECT_EQ(HostSnapshot::take().mounts, before.mounts) << "the host's mounts changed";
+  // Network all's veths and table, in the namespace the test runs in.
+  for (const std::string& link : links_named("mayura")) ADD_FAILURE() << "a veth of the engine was left: " << link;
+  const int self = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  const netfilter::NftResult tables = netfilter::run_nft(self, "list tables");
+  ::close(self);
+  EXPECT_TRUE(tables.ok) << tables.error;
+  EXPECT_EQ(tables.output.find("mayura"), std::string::npos) << "an nftables table of the engine was left: " << tables.output;
 }
 
 void NativeTest::SetUp() {

@@ -30,6 +30,9 @@ struct HostSnapshot {
 // host mounts. Adds a test failure for each.
 void expect_nothing_leaked(const NativeOptions& options, const HostSnapshot& before);
 
+// Network links of the calling thread's namespace whose name starts so.
+std::vector<std::string> links_named(const std::string& prefix);
+
 // Host pids whose real uid lies in the options' id range.
 std::vector<pid_t> processes_in_range(const NativeOptions& options);
 

@@ -1,0 +1,316 @@
+// Networks, in a world of the test's own: the test enters a fresh network
+// namespace (the "host"), and tests/world makes the "internet" as a further
+// namespace inside it, with DNS, HTTP and TLS servers for made-up names on
+// documentation addresses. The engine is told to resolve through that
+// world's DNS and to take its range as public. Nothing is sent anywhere else.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include "harness.hpp"
+#include "../world/world.hpp"
+
+namespace mayura::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class NetworkTest : public NativeTest {
+ protected:
+  void SetUp() override {
+    enter_own_network_namespace();
+    NativeTest::SetUp();
+    world_.emplace();
+    options().dns_servers = {World::kDnsAddress};
+    options().public_ranges = {"203.0.113.0/24"};
+    limits_.network = {NetworkKind::none, NetworkKind::allowlist, NetworkKind::all};
+  }
+  void TearDown() override {
+    NativeTest::TearDown();
+    world_.reset();
+    EXPECT_EQ(listening(), 0) << "a listening socket was left in the host's namespace";
+  }
+
+  World& world() { return *world_; }
+
+  Sandbox allowing(std::vector<std::string> domains) {
+    CreateOptions c;
+    c.network = Network::allow_only(std::move(domains));
+    return with_cert(create(c));
+  }
+  Sandbox with_cert(Sandbox s) {
+    s.write_file("cert.pem", world().certificate_pem());
+    return s;
+  }
+
+  // Runs a shell script; returns its result without judging it.
+  static ExecResult run(const Sandbox& s, const std::string& script) {
+    ExecOptions o;
+    o.timeout_ms = 60000;
+    return s.exec({"/bin/sh", "-c", script}, o);
+  }
+
+  // curl's output and exit code, bounded so a hang fails instead of waiting.
+  static std::pair<int, std::string> curl(const Sandbox& s, const std::string& args) {
+    const ExecResult r = run(s, "curl -sS --max-time 20 --cacert cert.pem " + args);
+    return {r.exit_code.value_or(-1), r.stdout + r.stderr};
+  }
+
+  static int listening() {
+    std::ifstream in("/proc/self/net/tcp");
+    std::string line;
+    std::getline(in, line);
+    int n = 0;
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::string slot, local, remote, state;
+      f >> slot >> local >> remote >> state;
+      n += state == "0A";
+    }
+    return n;
+  }
+
+  bool world_was_asked(const std::string& name) {
+    const auto q = world().dns_queries();
+    return std::any_of(q.begin(), q.end(), [&](const std::string& n) { return n == name || n == name + "."; });
+  }
+
+ private:
+  std::optional<World> world_;
+};
+
+TEST_F(NetworkTest, AllowedNamesConnectOn80And443AndAnOddPortTransparently) {
+  const Sandbox s = allowing({"allowed.test", "*.allowed.test", "secure.test"});
+  auto [code, out] = curl(s, "--noproxy '*' http://allowed.test/");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("hello from 203.0.113.10:80 host=allowed.test"), std::string::npos) << out;
+  std::tie(code, out) = curl(s, "--noproxy '*' http://deep.sub.allowed.test:8081/");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find(":8081 host=deep.sub.allowed.test:8081"), std::string::npos) << out;
+  // TLS end to end: the engine only splices, so the certificate is the world's.
+  std::tie(code, out) = curl(s, "--noproxy '*' -o /dev/null -w '%{http_code}' https://secure.test/");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out, "200");
+  // The name resolved inside to a synthetic address, never to the world's.
+  const std::string addresses = run(s, "getent ahostsv4 allowed.test | head -1").stdout;
+  EXPECT_EQ(addresses.rfind("198.1", 0), 0u) << addresses;
+}
+
+TEST_F(NetworkTest, AllowedNamesConnectThroughTheProxyVariables) {
+  const Sandbox s = allowing({"allowed.test", "secure.test"});
+  // curl takes http_proxy for http:// (an absolute-URI request) and
+  // HTTPS_PROXY for https:// (CONNECT); the engine set both.
+  auto [code, out] = curl(s, "-v http://allowed.test:8081/");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("hello from 203.0.113.10:8081"), std::string::npos) << out;
+  EXPECT_NE(out.find("198.18.0.1"), std::string::npos) << "not through the proxy: " << out;
+  std::tie(code, out) = curl(s, "-v -o /dev/null https://secure.test/");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("CONNECT secure.test:443"), std::string::npos) << out;
+}
+
+TEST_F(NetworkTest, OtherNamesFailAtOnceAndNeverReachTheWorldsDns) {
+  const Sandbox s = allowing({"allowed.test"});
+  const auto started = std::chrono::steady_clock::now();
+  for (const std::string_view name_view : {"other.test", "allowed.test.evil.test", "allowedxtest.evil.test", "test"}) {
+    const std::string name(name_view);
+    const ExecResult r = run(s, "getent hosts " + name);
+    EXPECT_EQ(r.exit_code, 2) << name << ": " << r.stdout;  // 2: not found
+    auto [code, out] = curl(s, "--noproxy '*' http://" + name + "/");
+    EXPECT_EQ(code, 6) << name << ": " << out;  // could not resolve
+    std::tie(code, out) = curl(s, "-o /dev/null -w '%{http_code}' http://" + name + "/");
+    EXPECT_EQ(out, "403") << name;
+    std::tie(code, out) = curl(s, "https://" + name + "/");
+    EXPECT_NE(code, 0) << name << ": " << out;
+    EXPECT_NE(out.find("403"), std::string::npos) << name << ": " << out;
+    EXPECT_FALSE(world_was_asked(name)) << name;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 10s) << "a refusal was slow";
+  EXPECT_EQ(world().connections(), 0u);
+}
+
+TEST_F(NetworkTest, AddressesUdpAndRawSocketsReachNothing) {
+  const Sandbox s = allowing({"allowed.test"});
+  // An address, directly and through the proxy.
+  auto [code, out] = curl(s, "--noproxy '*' --connect-timeout 5 http://203.0.113.10/");
+  EXPECT_EQ(code, 7) << out;  // no route: at once
+  std::tie(code, out) = curl(s, "-o /dev/null -w '%{http_code}' http://203.0.113.10/");
+  EXPECT_EQ(out, "403");
+  std::tie(code, out) = curl(s, "-o /dev/null -w '%{http_code}' http://[::ffff:203.0.113.10]/");
+  EXPECT_EQ(out, "403");
+  // UDP, to the world and to an allowed name's address; a raw socket.
+  s.write_file("probe.py",
+               "import socket\n"
+               "out = []\n"
+               "for host in ('203.0.113.10', 'allowed.test'):\n"
+               "    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+               "    try:\n"
+               "        u.sendto(b'x', (host, 5353)); out.append('sent')\n"
+               "    except OSError as e:\n"
+               "        out.append('refused')\n"
+               "try:\n"
+               "    socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP); out.append('raw')\n"
+               "except OSError:\n"
+               "    out.append('noraw')\n"
+               "print(' '.join(out))\n");
+  const ExecResult r = run(s, "python3 probe.py");
+  EXPECT_EQ(r.stdout, "refused sent noraw\n") << r.stderr;  // the synthetic address is local: it goes nowhere
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(world().udp_received(), 0u);
+  EXPECT_EQ(world().connections(), 0u);
+}
+
+TEST_F(NetworkTest, AnAllowedNameThatResolvesToAForbiddenAddressIsRefused) {
+  const Sandbox s = allowing({"private.test", "loopback.test", "metadata.test", "host.test"});
+  // Something listens on the host's loopback and its world address: it must hear nothing.
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_port = htons(80);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&any), sizeof any), 0);
+  ASSERT_EQ(::listen(listener, 8), 0);
+  for (const std::string_view name_view : {"private.test", "loopback.test", "metadata.test", "host.test"}) {
+    const std::string name(name_view);
+    auto [code, out] = curl(s, "--noproxy '*' http://" + name + "/");
+    EXPECT_TRUE(code == 7 || code == 56 || code == 52) << name << ": " << code << " " << out;
+    std::tie(code, out) = curl(s, "-o /dev/null -w '%{http_code}' http://" + name + "/");
+    EXPECT_EQ(out, "502") << name;
+  }
+  ::close(listener);
+}
+
+TEST_F(NetworkTest, APortRuleAllowsThatPortOnly) {
+  const Sandbox s = allowing({"allowed.test:8081"});
+  auto [code, out] = curl(s, "--noproxy '*' http://allowed.test:8081/");
+  EXPECT_EQ(code, 0) << out;
+  std::tie(code, out) = curl(s, "--noproxy '*' http://allowed.test/");
+  EXPECT_TRUE(code == 7 || code == 56) << code << " " << out;
+  std::tie(code, out) = curl(s, "-o /dev/null -w '%{http_code}' http://allowed.test/");
+  EXPECT_EQ(out, "403");
+}
+
+TEST_F(NetworkTest, SetNetworkChangesWhatARunningSandboxReaches) {
+  const Sandbox s = allowing({"allowed.test"});
+  // A slow download under way is cut when its name stops being allowed.
+  ExecOptions slow;
+  slow.timeout_ms = 60000;
+  auto download = std::async(std::launch::async, [&] {
+    return s.exec({"curl", "-sS", "--noproxy", "*", "--limit-rate", "200k", "-o", "/dev/null",
+                   "http://allowed.test/bytes/100000000"}, slow);
+  });
+  for (int i = 0; i < 100 && world().connections() == 0; ++i) std::this_thread::sleep_for(50ms);
+  s.set_network(Network::allow_only({"other.test"}));
+  ASSERT_EQ(download.wait_for(20s), std::future_status::ready) << "the connection was not cut";
+  EXPECT_NE(download.get().exit_code, 0);
+  auto [code, out] = curl(s, "--noproxy '*' http://other.test/");
+  EXPECT_EQ(code, 0) << out;
+  std::tie(code, out) = curl(s, "--noproxy '*' http://allowed.test/");
+  EXPECT_EQ(code, 6) << out;
+  // none: nothing resolves, nothing connects, and the proxy variables go.
+  s.set_network(Network::none());
+  std::tie(code, out) = curl(s, "http://other.test/");
+  EXPECT_NE(code, 0) << out;
+  EXPECT_EQ(run(s, "env | grep -ci proxy").stdout, "0\n");
+  // all, and back.
+  s.set_network(Network::all());
+  std::tie(code, out) = curl(s, "http://203.0.113.11/");
+  EXPECT_EQ(code, 0) << out;
+  s.set_network(Network::allow_only({"allowed.test"}));
+  std::tie(code, out) = curl(s, "http://allowed.test/");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_TRUE(links_named("mayura").empty());
+}
+
+TEST_F(NetworkTest, AKindNotListedCannotBeSetLater) {
+  limits_.network = {NetworkKind::none, NetworkKind::allowlist};
+  const Sandbox s = allowing({"allowed.test"});
+  EXPECT_EQ(reason_of([&] { s.set_network(Network::all()); }), Reason::PERMISSION_DENIED);
+  EXPECT_EQ(reason_of([&] { s.set_network(Network::allow_only({"*.test"})); }), Reason::INVALID_INPUT);
+  EXPECT_EQ(reason_of([&] { s.set_network(Network::allow_only({})); }), Reason::INVALID_INPUT);
+  auto [code, out] = curl(s, "--noproxy '*' http://allowed.test/");
+  EXPECT_EQ(code, 0) << out;  // unchanged
+}
+
+TEST_F(NetworkTest, AllReachesTheWorldButNotTheHostOtherSandboxesOrMetadata) {
+  CreateOptions c;
+  c.network = Network::all();
+  const Sandbox a = with_cert(create(c));
+  const Sandbox b = create(c);
+  EXPECT_EQ(links_named("mayura").size(), 2u);
+  auto [code, out] = curl(a, "http://203.0.113.10:8081/");
+  EXPECT_EQ(code, 0) << out;
+  // names through the engine's DNS forwarder, to the world's DNS
+  std::tie(code, out) = curl(a, "https://secure.test/ -o /dev/null -w '%{http_code}'");
+  EXPECT_EQ(out, "200");
+  EXPECT_TRUE(world_was_asked("secure.test"));
+  // A service of the host, on every address it has: refused at once.
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_port = htons(9000);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&any), sizeof any), 0);
+  ASSERT_EQ(::listen(listener, 8), 0);
+  // Each sandbox's own address and its gateway (the host's end of its veth).
+  const std::string where =
+      "import socket, struct\n"
+      "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.connect(('203.0.113.10', 9))\n"
+      "gw = [l.split()[2] for l in open('/proc/net/route') if l.split()[1] == '00000000'][0]\n"
+      "print(u.getsockname()[0], socket.inet_ntoa(struct.pack('<I', int(gw, 16))))\n";
+  a.write_file("where.py", where);
+  b.write_file("where.py", where);
+  std::istringstream a_where(run(a, "python3 where.py").stdout), b_where(run(b, "python3 where.py").stdout);
+  std::string a_address, a_gateway, b_address, b_gateway;
+  a_where >> a_address >> a_gateway;
+  b_where >> b_address >> b_gateway;
+  ASSERT_FALSE(b_address.empty());
+  EXPECT_NE(a_address, b_address);
+  run(b, "setsid python3 -m http.server 7000 >/dev/null 2>&1 < /dev/null &");
+  for (const std::string& target : {std::string(World::kHostAddress) + ":9000", a_gateway + ":9000", b_gateway + ":9000",
+                                   std::string("127.0.0.1:9000"), std::string("169.254.169.254:80"), b_address + ":7000"}) {
+    const auto started = std::chrono::steady_clock::now();
+    std::tie(code, out) = curl(a, "--connect-timeout 10 http://" + target + "/");
+    EXPECT_NE(code, 0) << target << ": " << out;
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 5s) << target << " was not refused at once";
+  }
+  // while b itself serves on it
+  std::tie(code, out) = curl(b, "--retry 20 --retry-connrefused --retry-delay 0 -o /dev/null -w '%{http_code}' http://" +
+                                    b_address + ":7000/");
+  EXPECT_EQ(out, "200");
+  ::close(listener);
+  a.release();
+  b.release();
+  EXPECT_TRUE(links_named("mayura").empty());
+}
+
+TEST_F(NetworkTest, APublishedPortAnswersWithAnAllowlistToo) {
+  CreateOptions c;
+  c.network = Network::allow_only({"allowed.test"});
+  c.ports = {8000};
+  const Sandbox s = create(c);
+  s.write_file("index.html", "inside\n");
+  run(s, "setsid python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null &");
+  const std::string url = s.url(8000);
+  std::string got;
+  for (int i = 0; i < 100 && got.find("inside") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(50ms);
+    got.clear();
+    if (FILE* p = ::popen(("curl -s --max-time 5 " + url + "/index.html").c_str(), "r")) {
+      char buf[256];
+      while (std::fgets(buf, sizeof buf, p)) got += buf;
+      ::pclose(p);
+    }
+  }
+  EXPECT_EQ(got, "inside\n");
+}
+
+}  // namespace
+}  // namespace mayura::testing
