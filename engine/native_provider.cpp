@@ -95,6 +95,7 @@ class NativeProvider final : public SandboxProvider {
     cg.host = cgroups::enable_v2_controllers(cg.host, parent_of(cg.root), cg.root);
     places_.state_dir = options_.state_dir;
     records::clean_orphans(options_.state_dir, cg);
+    netfilter::remove_unused_host_table(network_.host_link);
     default_seccomp_ = {seccomp::default_program()};
     default_limits_ = limits_for(CreateOptions{});
     init_memfd_ = make_init_memfd();

@@ -52,20 +52,48 @@ Egress::Egress(Options options) : options_(std::move(options)), upstream_(option
 
 Egress::~Egress() { lookups_.join(); }
 
+std::vector<asio::ip::address> Egress::own_addresses() {
+  // Read again every second: cheap enough per connection burst, fresh
+  // enough for an address the host gains.
+  std::lock_guard lock(own_mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= own_until_) {
+    own_ = host_addresses();
+    own_until_ = now + std::chrono::seconds(1);
+  }
+  return own_;
+}
+
+std::vector<asio::ip::address> Egress::permitted(const std::vector<asio::ip::address>& resolved, std::string& why) {
+  const auto own = own_addresses();
+  std::vector<asio::ip::address> out;
+  for (const auto& a : resolved) {
+    if (may_connect(a, options_.rules, own)) out.push_back(a);
+  }
+  if (resolved.empty()) why = "the name does not resolve";
+  else if (out.empty()) why = "the name resolves only to addresses sandboxes may not reach";
+  return out;
+}
+
 void Egress::connect(asio::io_context& io, const std::string& name, std::uint16_t port, Connected done) {
-  asio::post(lookups_, [this, &io, name, port, done = std::move(done)]() mutable {
-    const auto resolved = upstream_.lookup(name);
-    const auto own = host_addresses();
-    std::vector<asio::ip::address> permitted;
-    for (const auto& a : resolved) {
-      if (may_connect(a, options_.rules, own)) permitted.push_back(a);
-    }
+  auto attempt = [&io, port](std::vector<asio::ip::address> addresses, const std::string& why, Connected then) {
+    if (addresses.empty()) return then(std::nullopt, why);
+    std::make_shared<Attempt>(io, std::move(addresses), port, std::move(then))->next();
+  };
+  // A name looked up a moment ago connects at once, on this thread; every
+  // address is checked again either way.
+  if (auto kept = upstream_.cached(name)) {
     std::string why;
-    if (resolved.empty()) why = "the name does not resolve";
-    else if (permitted.empty()) why = "the name resolves only to addresses sandboxes may not reach";
-    asio::post(io, [&io, permitted = std::move(permitted), port, why, done = std::move(done)]() mutable {
-      if (permitted.empty()) return done(std::nullopt, why);
-      std::make_shared<Attempt>(io, std::move(permitted), port, std::move(done))->next();
+    auto addresses = permitted(*kept, why);
+    return asio::post(io, [attempt, addresses = std::move(addresses), why, done = std::move(done)]() mutable {
+      attempt(std::move(addresses), why, std::move(done));
+    });
+  }
+  asio::post(lookups_, [this, &io, name, attempt, done = std::move(done)]() mutable {
+    std::string why;
+    auto addresses = permitted(upstream_.lookup(name), why);
+    asio::post(io, [attempt, addresses = std::move(addresses), why, done = std::move(done)]() mutable {
+      attempt(std::move(addresses), why, std::move(done));
     });
   });
 }

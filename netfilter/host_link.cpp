@@ -47,6 +47,17 @@ void turn_off_ipv6(const std::string& link) {
 
 void check_pool(const std::string& pool) { AddressPool{pool}; }
 
+void remove_unused_host_table(const HostLinkOptions& options) noexcept {
+  try {
+    NetnsFd host_netns;
+    RouteSocket host(host_netns.get());
+    TableLock lock(options.lock_file);
+    remove_nat_table_if_unused(host_netns.get(), host);
+  } catch (...) {
+    // Nothing was left, or the next link's end removes it.
+  }
+}
+
 struct HostLink::State {
   explicit State(const HostLinkOptions& options) : lock_file(options.lock_file) {}
   // Runs when the HostLink goes, or when its constructor throws after the

@@ -1,15 +1,42 @@
 #include "mayura/netfilter/splice.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <boost/asio/write.hpp>
+#include <cerrno>
 
 namespace mayura::netfilter {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
+namespace {
+
+// How much one pipe holds, so one splice moves a large part of a window.
+constexpr int kPipeBytes = 1 << 20;
+
+}  // namespace
+
+Splice::Direction::~Direction() {
+  if (pipe[0] >= 0) ::close(pipe[0]);
+  if (pipe[1] >= 0) ::close(pipe[1]);
+}
+
 Splice::Splice(tcp::socket a, tcp::socket b) : a_(std::move(a)), b_(std::move(b)) {}
 
 void Splice::start(std::string head) {
+  boost::system::error_code ignored;
+  a_.native_non_blocking(true, ignored);
+  b_.native_non_blocking(true, ignored);
+  for (Direction* d : {&ab_, &ba_}) {
+    // Without a pipe (out of descriptors) the bytes go through a buffer.
+    if (::pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) == 0) {
+      ::fcntl(d->pipe[1], F_SETPIPE_SZ, kPipeBytes);
+    } else {
+      d->pipe[0] = d->pipe[1] = -1;
+    }
+  }
   head_ = std::move(head);
   if (head_.empty()) {
     pump(a_, b_, ab_);
@@ -29,20 +56,59 @@ void Splice::cut() {
   b_.close(ignored);
 }
 
-void Splice::pump(tcp::socket& from, tcp::socket& to, Buffer& buffer) {
-  from.async_read_some(asio::buffer(buffer), [self = shared_from_this(), &from, &to, &buffer](
-                                                 const boost::system::error_code& ec, std::size_t n) {
-    if (ec == asio::error::eof) {
-      boost::system::error_code ignored;
-      to.shutdown(tcp::socket::shutdown_send, ignored);  // the other side sees the end, and may still answer
+void Splice::pump(tcp::socket& from, tcp::socket& to, Direction& d) {
+  if (d.pipe[0] < 0) return copy(from, to, d);
+  // Bytes move socket -> pipe -> socket inside the kernel; the engine only
+  // waits for each side to be ready.
+  for (;;) {
+    if (d.in_pipe > 0) {
+      const ssize_t n = ::splice(d.pipe[0], nullptr, to.native_handle(), nullptr, d.in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n > 0) {
+        d.in_pipe -= static_cast<std::size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EAGAIN) {
+        to.async_wait(tcp::socket::wait_write, [self = shared_from_this(), &from, &to, &d](const boost::system::error_code& ec) {
+          if (ec) return self->cut();
+          self->pump(from, to, d);
+        });
+        return;
+      }
+      return cut();
+    }
+    const ssize_t n = ::splice(from.native_handle(), nullptr, d.pipe[1], nullptr, kPipeBytes, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (n > 0) {
+      d.in_pipe = static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n == 0) return end_of(to);
+    if (errno == EAGAIN) {
+      from.async_wait(tcp::socket::wait_read, [self = shared_from_this(), &from, &to, &d](const boost::system::error_code& ec) {
+        if (ec) return self->cut();
+        self->pump(from, to, d);
+      });
       return;
     }
+    return cut();
+  }
+}
+
+void Splice::copy(tcp::socket& from, tcp::socket& to, Direction& d) {
+  from.async_read_some(asio::buffer(d.buffer), [self = shared_from_this(), &from, &to, &d](const boost::system::error_code& ec,
+                                                                                           std::size_t n) {
+    if (ec == asio::error::eof) return self->end_of(to);
     if (ec) return self->cut();
-    asio::async_write(to, asio::buffer(buffer, n), [self, &from, &to, &buffer](const boost::system::error_code& wec, std::size_t) {
+    asio::async_write(to, asio::buffer(d.buffer, n), [self, &from, &to, &d](const boost::system::error_code& wec, std::size_t) {
       if (wec) return self->cut();
-      self->pump(from, to, buffer);
+      self->copy(from, to, d);
     });
   });
+}
+
+// The other side sees the end, and may still answer.
+void Splice::end_of(tcp::socket& to) {
+  boost::system::error_code ignored;
+  to.shutdown(tcp::socket::shutdown_send, ignored);
 }
 
 void reset(tcp::socket& socket) {

@@ -78,12 +78,15 @@ void collect(const unsigned char* answer, int length, std::vector<address>& out)
 
 UpstreamDns::UpstreamDns(std::vector<boost::asio::ip::address_v4> servers) : servers_(std::move(servers)) {}
 
+std::optional<std::vector<address>> UpstreamDns::cached(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  const auto it = cache_.find(name);
+  if (it != cache_.end() && it->second.until > Clock::now()) return it->second.addresses;
+  return std::nullopt;
+}
+
 std::vector<address> UpstreamDns::lookup(const std::string& name) {
-  {
-    std::lock_guard lock(mutex_);
-    const auto it = cache_.find(name);
-    if (it != cache_.end() && it->second.until > Clock::now()) return it->second.addresses;
-  }
+  if (auto kept = cached(name)) return *kept;
   std::vector<address> found = servers_.empty() ? ask_host(name) : ask_servers(name);
   if (found.empty()) return found;  // a failure is not kept: the next connection asks again
   std::lock_guard lock(mutex_);

@@ -9,7 +9,9 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <cstdint>
+#include <chrono>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -42,7 +44,14 @@ class Egress {
                    std::function<void(std::optional<std::string>)> done);
 
  private:
+  // The addresses `resolved` may be connected to, and why not if none.
+  std::vector<boost::asio::ip::address> permitted(const std::vector<boost::asio::ip::address>& resolved, std::string& why);
+  std::vector<boost::asio::ip::address> own_addresses();
+
   Options options_;
+  std::mutex own_mutex_;
+  std::vector<boost::asio::ip::address> own_;
+  std::chrono::steady_clock::time_point own_until_{};
   UpstreamDns upstream_;
   boost::asio::thread_pool lookups_{4};
 };

@@ -26,6 +26,10 @@ struct HostLinkOptions {
 // message. For the provider's option check.
 void check_pool(const std::string& pool);
 
+// Removes the host's table if no engine's link is left (an engine that died
+// leaves it). For the provider's start; never throws.
+void remove_unused_host_table(const HostLinkOptions& options) noexcept;
+
 // One sandbox's way out to the internet. Made when the sandbox gets network
 // `all`, destroyed when it ends or changes network.
 class HostLink {

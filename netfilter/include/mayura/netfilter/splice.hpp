@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <functional>
+#include <string>
 
 namespace mayura::netfilter {
 
@@ -24,13 +25,21 @@ class Splice : public std::enable_shared_from_this<Splice> {
   void cut();
 
  private:
-  static constexpr std::size_t kBuffer = 64 * 1024;
-  using Buffer = std::array<char, kBuffer>;
-  void pump(boost::asio::ip::tcp::socket& from, boost::asio::ip::tcp::socket& to, Buffer& buffer);
+  // One way: a pipe the kernel moves bytes through (splice(2), no copy to
+  // the engine), or a buffer when no pipe could be had.
+  struct Direction {
+    ~Direction();
+    int pipe[2] = {-1, -1};
+    std::size_t in_pipe = 0;  // bytes read into the pipe, not yet written out
+    std::array<char, 16 * 1024> buffer{};
+  };
+  void pump(boost::asio::ip::tcp::socket& from, boost::asio::ip::tcp::socket& to, Direction& d);
+  void copy(boost::asio::ip::tcp::socket& from, boost::asio::ip::tcp::socket& to, Direction& d);
+  static void end_of(boost::asio::ip::tcp::socket& to);
 
   boost::asio::ip::tcp::socket a_, b_;
   std::string head_;
-  Buffer ab_{}, ba_{};
+  Direction ab_, ba_;
 };
 
 // The splices of one service, so that stopping it (or a policy change) can

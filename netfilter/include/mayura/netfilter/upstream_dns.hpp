@@ -25,6 +25,9 @@ class UpstreamDns {
   // The addresses of `name` (IPv4 first), kept for a short while; empty if
   // it has none or the lookup failed.
   std::vector<boost::asio::ip::address> lookup(const std::string& name);
+  // What lookup() would return from what it keeps, without asking; none if
+  // it keeps nothing for `name`. Never blocks on the network.
+  std::optional<std::vector<boost::asio::ip::address>> cached(const std::string& name);
   // The upstream's answer to a whole DNS query; none if there is none.
   std::optional<std::string> forward(std::string_view query) const;
 
