@@ -1,14 +1,12 @@
 #include "mayura/netfilter/sandbox_network.hpp"
 
-#include <cstring>
-
 #include "mayura/errors.hpp"
 #include "mayura/netfilter/allowlist_proxy.hpp"
 #include "mayura/netfilter/dns_forwarder.hpp"
 #include "mayura/netfilter/dns_server.hpp"
-#include "mayura/netfilter/loopback.hpp"
 #include "mayura/netfilter/nftables.hpp"
 #include "mayura/netfilter/sandbox_services.hpp"
+#include "veth.hpp"
 
 namespace mayura::netfilter {
 namespace {
@@ -83,9 +81,9 @@ void SandboxNetwork::set(const Network& network) {
   clear();
   if (network.kind == NetworkKind::none) return;
   if (!service_address_) {
-    if (const int e = add_loopback_address(netns_, kServiceAddress, kServicePrefix)) {
-      throw SandboxError(Reason::INTERNAL, std::string("adding the service address to the sandbox's loopback: ") + std::strerror(e));
-    }
+    // On loopback the whole prefix becomes local: one address makes every
+    // synthetic address answerable inside.
+    RouteSocket(netns_).add_address("lo", kServiceAddress, kServicePrefix);
     service_address_ = true;
   }
   if (network.kind == NetworkKind::allowlist) {

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The benchmarks, side by side with the anchors (bubblewrap, crun), as root.
-#   sudo ./scripts/bench.sh [ITERATIONS]
+# The benchmarks, as root: sandboxes side by side with the anchors (bubblewrap,
+# crun), then the networks' costs in a private world.
+#   sudo ./scripts/bench.sh [ITERATIONS] [DOWNLOAD-MIB]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 "$here/deps.sh"
 "$here/build.sh" "$here/../build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-exec "$here/../build/bench/bench_sandbox" "${1:-200}" "$here/../build/tools/mayura-run"
+"$here/../build/bench/bench_sandbox" "${1:-200}" "$here/../build/tools/mayura-run"
+echo
+exec "$here/../build/bench/bench_network" "${2:-1024}" 1000

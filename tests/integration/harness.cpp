@@ -1,6 +1,9 @@
 #include "harness.hpp"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <net/if.h>
 #include <sched.h>
 #include <fcntl.h>
@@ -111,6 +114,33 @@ std::vector<pid_t> processes_in_range(const NativeOptions& o) {
   }
   return found;
 }
+
+int listening_sockets() {
+  std::ifstream in("/proc/self/net/tcp");
+  std::string line;
+  std::getline(in, line);
+  int n = 0;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string slot, local, remote, state;
+    f >> slot >> local >> remote >> state;
+    n += state == "0A";
+  }
+  return n;
+}
+
+HostListener::HostListener(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_port = htons(static_cast<std::uint16_t>(port));
+  const int on = 1;
+  ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0 || ::listen(fd_, 8) != 0) {
+    ADD_FAILURE() << "listening on port " << port << ": " << std::strerror(errno);
+  }
+}
+
+HostListener::~HostListener() { ::close(fd_); }
 
 std::vector<std::string> links_named(const std::string& prefix) {
   std::vector<std::string> found;

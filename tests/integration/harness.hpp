@@ -30,6 +30,22 @@ struct HostSnapshot {
 // host mounts. Adds a test failure for each.
 void expect_nothing_leaked(const NativeOptions& options, const HostSnapshot& before);
 
+// TCP sockets listening in the test process's network namespace.
+int listening_sockets();
+
+// A TCP socket listening on 0.0.0.0:port of the calling thread's namespace
+// (every address the "host" has); closed when it goes.
+class HostListener {
+ public:
+  explicit HostListener(int port);
+  ~HostListener();
+  HostListener(const HostListener&) = delete;
+  HostListener& operator=(const HostListener&) = delete;
+
+ private:
+  int fd_;
+};
+
 // Network links of the calling thread's namespace whose name starts so.
 std::vector<std::string> links_named(const std::string& prefix);
 

@@ -37,7 +37,7 @@ class NetworkTest : public NativeTest {
   void TearDown() override {
     NativeTest::TearDown();
     world_.reset();
-    EXPECT_EQ(listening(), 0) << "a listening socket was left in the host's namespace";
+    EXPECT_EQ(listening_sockets(), 0) << "a listening socket was left in the host's namespace";
   }
 
   World& world() { return *world_; }
@@ -65,19 +65,6 @@ class NetworkTest : public NativeTest {
     return {r.exit_code.value_or(-1), r.stdout + r.stderr};
   }
 
-  static int listening() {
-    std::ifstream in("/proc/self/net/tcp");
-    std::string line;
-    std::getline(in, line);
-    int n = 0;
-    while (std::getline(in, line)) {
-      std::istringstream f(line);
-      std::string slot, local, remote, state;
-      f >> slot >> local >> remote >> state;
-      n += state == "0A";
-    }
-    return n;
-  }
 
   bool world_was_asked(const std::string& name) {
     const auto q = world().dns_queries();
@@ -172,12 +159,7 @@ TEST_F(NetworkTest, AddressesUdpAndRawSocketsReachNothing) {
 TEST_F(NetworkTest, AnAllowedNameThatResolvesToAForbiddenAddressIsRefused) {
   const Sandbox s = allowing({"private.test", "loopback.test", "metadata.test", "host.test"});
   // Something listens on the host's loopback and its world address: it must hear nothing.
-  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in any{};
-  any.sin_family = AF_INET;
-  any.sin_port = htons(80);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&any), sizeof any), 0);
-  ASSERT_EQ(::listen(listener, 8), 0);
+  const HostListener listener(80);
   for (const std::string_view name_view : {"private.test", "loopback.test", "metadata.test", "host.test"}) {
     const std::string name(name_view);
     auto [code, out] = curl(s, "--noproxy '*' http://" + name + "/");
@@ -185,7 +167,6 @@ TEST_F(NetworkTest, AnAllowedNameThatResolvesToAForbiddenAddressIsRefused) {
     std::tie(code, out) = curl(s, "-o /dev/null -w '%{http_code}' http://" + name + "/");
     EXPECT_EQ(out, "502") << name;
   }
-  ::close(listener);
 }
 
 TEST_F(NetworkTest, APortRuleAllowsThatPortOnly) {
@@ -253,12 +234,7 @@ TEST_F(NetworkTest, AllReachesTheWorldButNotTheHostOtherSandboxesOrMetadata) {
   EXPECT_EQ(out, "200");
   EXPECT_TRUE(world_was_asked("secure.test"));
   // A service of the host, on every address it has: refused at once.
-  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in any{};
-  any.sin_family = AF_INET;
-  any.sin_port = htons(9000);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&any), sizeof any), 0);
-  ASSERT_EQ(::listen(listener, 8), 0);
+  const HostListener listener(9000);
   // Each sandbox's own address and its gateway (the host's end of its veth).
   const std::string where =
       "import socket, struct\n"
@@ -285,7 +261,6 @@ TEST_F(NetworkTest, AllReachesTheWorldButNotTheHostOtherSandboxesOrMetadata) {
   std::tie(code, out) = curl(b, "--retry 20 --retry-connrefused --retry-delay 0 -o /dev/null -w '%{http_code}' http://" +
                                     b_address + ":7000/");
   EXPECT_EQ(out, "200");
-  ::close(listener);
   a.release();
   b.release();
   EXPECT_TRUE(links_named("mayura").empty());

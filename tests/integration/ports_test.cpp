@@ -27,23 +27,10 @@ class PortsTest : public NativeTest {
   }
   void TearDown() override {
     NativeTest::TearDown();
-    EXPECT_EQ(listening(), 0) << "a listening socket was left";
+    EXPECT_EQ(listening_sockets(), 0) << "a listening socket was left";
   }
 
   // TCP sockets listening in the test's namespace.
-  static int listening() {
-    std::ifstream in("/proc/self/net/tcp");
-    std::string line;
-    std::getline(in, line);
-    int n = 0;
-    while (std::getline(in, line)) {
-      std::istringstream f(line);
-      std::string slot, local, remote, state;
-      f >> slot >> local >> remote >> state;
-      n += state == "0A";
-    }
-    return n;
-  }
 
   static int port_of(const std::string& url) {
     EXPECT_EQ(url.rfind("http://127.0.0.1:", 0), 0u) << url;
@@ -170,18 +157,18 @@ TEST_F(PortsTest, OnlyPortsAskedForArePublishedAndReleaseClosesThem) {
   auto s = create(c);
   EXPECT_EQ(reason_of([&] { s.url(8081); }), Reason::INVALID_INPUT);
   const int port = port_of(s.url(8080));
-  EXPECT_EQ(listening(), 1);
+  EXPECT_EQ(listening_sockets(), 1);
   s.release();
   EXPECT_EQ(reason_of([&] { s.url(8080); }), Reason::GONE);
   EXPECT_EQ(connect_to(port), -1);
   EXPECT_EQ(errno, ECONNREFUSED);
-  EXPECT_EQ(listening(), 0);
+  EXPECT_EQ(listening_sockets(), 0);
 }
 
 TEST_F(PortsTest, ASandboxWithoutPortsListensNowhere) {
   auto s = create();
   EXPECT_EQ(sh(s, "echo ok"), "ok\n");
-  EXPECT_EQ(listening(), 0);
+  EXPECT_EQ(listening_sockets(), 0);
 }
 
 }  // namespace
