@@ -2,6 +2,7 @@
 // order: an id range, a record, a cgroup, the init (namespaces, root,
 // privileges), and a deadline.
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -53,6 +54,7 @@ netfilter::Egress::Options egress_options(const NativeOptions& o) {
   }
   e.rules.allow_private = o.allow_private_addresses;
   for (const std::string& range : o.public_ranges) e.rules.also_public.push_back(netfilter::parse_prefix(range));
+  e.rules.never.push_back(netfilter::parse_prefix(o.all_network_pool));  // the sandboxes of network all
   return e;
 }
 
@@ -74,8 +76,19 @@ void check_options(const NativeOptions& o) {
     invalid("default_memory_mib must be 0 (no bound) or between 16 and 2^30");
   }
   if (o.default_pids < 0 || o.default_pids > (1ll << 22)) invalid("default_pids must be 0 (no bound) or at most 2^22");
-  egress_options(o);  // throws on a bad server or range
   netfilter::check_pool(o.all_network_pool);
+  egress_options(o);  // throws on a bad server or range
+}
+
+// Every proxied connection holds descriptors in this process; the soft limit
+// (often 1024) is raised to the hard one, as servers do. Commands get their
+// own bound (RLIMIT_NOFILE in the init).
+void raise_open_file_limit() {
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
 }
 
 // The parent directory of a cgroup path.
@@ -89,6 +102,7 @@ class NativeProvider final : public SandboxProvider {
   explicit NativeProvider(const NativeOptions& options) : options_(options) {
     check_options(options_);
     if (::geteuid() != 0) throw SandboxError(Reason::UNSUPPORTED, "the native provider needs root");
+    raise_open_file_limit();
     cgroups::Places& cg = places_.cgroups;
     cg.host = cgroups::detect_host();
     cg.root = cgroups::prepare_root(options_.cgroup_root, cg.host, options_.state_dir);

@@ -29,7 +29,10 @@ constexpr std::uint32_t v4(int a, int b, int c, int d) {
 
 AddressClass classify_v4(std::uint32_t a) {
   // Metadata first: some live inside ranges classified below.
-  for (std::uint32_t m : {v4(169, 254, 169, 254), v4(169, 254, 170, 2), v4(100, 100, 100, 200), v4(192, 0, 0, 192)}) {
+  // AWS/GCP/Azure IMDS, ECS task metadata, Alibaba, Oracle's 192.0.0.192,
+  // Azure's WireServer.
+  for (std::uint32_t m : {v4(169, 254, 169, 254), v4(169, 254, 170, 2), v4(100, 100, 100, 200), v4(192, 0, 0, 192),
+                          v4(168, 63, 129, 16)}) {
     if (a == m) return AddressClass::metadata;
   }
   if (in(a, v4(0, 0, 0, 0), 8)) return AddressClass::unspecified;
@@ -70,9 +73,14 @@ AddressClass classify_v6(const address_v6& a) {
   if (zero(b, 0, 12)) return classify_v4(v4_at(b, 12));
   if (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && zero(b, 4, 12)) return classify_v4(v4_at(b, 12));
   if (b[0] == 0x20 && b[1] == 0x02) return classify_v4(v4_at(b, 2));
-  // AWS's IPv6 metadata service, fd00:ec2::254
+  // AWS's and GCP's IPv6 metadata services
   static const address_v6 aws = boost::asio::ip::make_address_v6("fd00:ec2::254");
-  if (a == aws) return AddressClass::metadata;
+  static const address_v6 gcp = boost::asio::ip::make_address_v6("fd20:ce::254");
+  if (a == aws || a == gcp) return AddressClass::metadata;
+  // Local NAT64 (64:ff9b:1::/48) and Teredo (2001::/32) carry an IPv4
+  // address in forms not worth decoding: refused whole.
+  if (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4] == 0x00 && b[5] == 0x01) return AddressClass::reserved;
+  if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x00 && b[3] == 0x00) return AddressClass::reserved;
   if (a.is_multicast()) return AddressClass::multicast;
   if (a.is_link_local()) return AddressClass::link_local;                             // fe80::/10
   if ((b[0] & 0xfe) == 0xfc || a.is_site_local()) return AddressClass::private_range;  // fc00::/7, fec0::/10
@@ -153,6 +161,7 @@ bool may_connect(const address& a, bool allow_private, const std::vector<address
 }
 
 bool may_connect(const address& a, const EgressRules& rules, const std::vector<address>& host_addresses) {
+  if (std::any_of(rules.never.begin(), rules.never.end(), [&](const Prefix& p) { return p.contains(a); })) return false;
   const AddressClass c = classify(a);
   const bool opened = (c == AddressClass::private_range || c == AddressClass::reserved) &&
                       std::any_of(rules.also_public.begin(), rules.also_public.end(), [&](const Prefix& p) { return p.contains(a); });

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <atomic>
+#include <list>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -28,9 +29,14 @@ namespace {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-// A sandbox gets this many proxied connections at once; more are reset, so a
-// sandbox cannot use up the engine's descriptors.
-constexpr std::size_t kMaxConnections = 1024;
+// A sandbox gets this many proxied connections at once (a request head still
+// arriving counts), and this many being opened; more are reset, so one
+// sandbox cannot use up the engine's descriptors or its lookup threads. The
+// engine as a whole has a budget too (Egress).
+constexpr std::size_t kMaxConnections = 256;
+constexpr std::size_t kMaxOpening = 16;
+// After a failed accept (out of descriptors), a pause before the next.
+constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 // A client that does not finish its request head in this time is dropped.
 constexpr auto kHeadTimeout = std::chrono::seconds(30);
 
@@ -80,29 +86,50 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
   State(asio::io_context& context, std::shared_ptr<AllowlistPolicy> p, Egress& e)
       : io(context), transparent(context), http(context), policy(std::move(p)), egress(e) {}
 
+  // One accepted connection's place in the sandbox's and the engine's
+  // budgets, given back when the last thing holding it (the request head's
+  // reader, the lookup, the splice) is gone.
+  struct Ticket {
+    explicit Ticket(std::shared_ptr<State> s) : state(std::move(s)) { state->open_count.fetch_add(1); }
+    ~Ticket() {
+      state->open_count.fetch_sub(1);
+      state->egress.give_back_connection();
+    }
+    Ticket(const Ticket&) = delete;
+    Ticket& operator=(const Ticket&) = delete;
+    std::shared_ptr<State> state;
+  };
+
   void accept(tcp::acceptor& acceptor, bool is_transparent) {
     acceptor.async_accept([self = shared_from_this(), &acceptor, is_transparent](const boost::system::error_code& ec,
                                                                                  tcp::socket client) {
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
-      if (!ec) {
-        if (self->busy()) {
-          self->refused.fetch_add(1);
-          reset(client);
-        } else if (is_transparent) {
-          self->serve_transparent(std::move(client));
+      if (ec) return self->pause_then_accept(acceptor, is_transparent);
+      if (self->open_count.load() >= kMaxConnections || !self->egress.take_connection()) {
+        self->refused.fetch_add(1);
+        reset(client);
+      } else {
+        auto ticket = std::make_shared<Ticket>(self);
+        if (is_transparent) {
+          self->serve_transparent(std::move(client), std::move(ticket));
         } else {
-          self->serve_http(std::move(client));
+          self->serve_http(std::move(client), std::move(ticket));
         }
       }
       self->accept(acceptor, is_transparent);
     });
   }
 
-  bool busy() { return splices.size() + pending.load() >= kMaxConnections; }
+  void pause_then_accept(tcp::acceptor& acceptor, bool is_transparent) {
+    auto timer = std::make_shared<asio::steady_timer>(io, kAcceptPause);
+    timer->async_wait([self = shared_from_this(), timer, &acceptor, is_transparent](const boost::system::error_code&) {
+      if (!self->stopped) self->accept(acceptor, is_transparent);
+    });
+  }
 
   bool allowed(const std::string& name, std::uint16_t port) const { return policy->allowlist()->allows(name, port); }
 
-  void serve_transparent(tcp::socket client) {
+  void serve_transparent(tcp::socket client, std::shared_ptr<Ticket> ticket) {
     const auto original = original_destination(client);
     std::optional<std::string> name;
     if (original && original->address().is_v4()) name = policy->addresses().name_of(original->address().to_v4().to_uint());
@@ -111,15 +138,17 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
       return reset(client);
     }
     auto shared_client = std::make_shared<tcp::socket>(std::move(client));
-    open(Destination{*name, original->port()}, [shared_client](std::optional<tcp::socket> upstream, const std::string&,
-                                                                  const std::shared_ptr<State>& self, const Destination& d) {
+    open(Destination{*name, original->port()}, [shared_client, ticket](std::optional<tcp::socket> upstream, const std::string&,
+                                                                          const std::shared_ptr<State>& self, const Destination& d) {
       if (!upstream) return reset(*shared_client);
-      self->join(std::move(*shared_client), std::move(*upstream), d, {});
+      self->join(std::move(*shared_client), std::move(*upstream), d, {}, ticket);
     });
   }
 
-  void serve_http(tcp::socket client) {
-    auto conn = std::make_shared<HttpClient>(std::move(client), io);
+  void serve_http(tcp::socket client, std::shared_ptr<Ticket> ticket) {
+    auto conn = std::make_shared<HttpClient>(std::move(client), io, std::move(ticket));
+    std::erase_if(heads, [](const std::weak_ptr<HttpClient>& w) { return w.expired(); });
+    heads.push_back(conn);
     conn->timer.expires_after(kHeadTimeout);
     conn->timer.async_wait([conn](const boost::system::error_code& ec) {
       if (!ec) reset(conn->socket);
@@ -128,8 +157,10 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
   }
 
   struct HttpClient {
-    HttpClient(tcp::socket s, asio::io_context& io) : socket(std::move(s)), timer(io) {}
+    HttpClient(tcp::socket s, asio::io_context& io, std::shared_ptr<Ticket> t)
+        : socket(std::move(s)), ticket(std::move(t)), timer(io) {}
     tcp::socket socket;
+    std::shared_ptr<Ticket> ticket;
     asio::steady_timer timer;
     std::string data;
     std::array<char, 4096> chunk{};
@@ -169,14 +200,15 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
                                            std::optional<tcp::socket> upstream, const std::string& why,
                                            const std::shared_ptr<State>& self, const Destination& d) mutable {
       if (!upstream) return self->answer(conn, 502, d.name + ": " + why);
-      if (!tunnel) return self->join(std::move(conn->socket), std::move(*upstream), d, std::move(upstream_head));
+      if (!tunnel) return self->join(std::move(conn->socket), std::move(*upstream), d, std::move(upstream_head), conn->ticket);
       auto established = std::make_shared<std::string>("HTTP/1.1 200 Connection established\r\n\r\n");
       auto shared_upstream = std::make_shared<tcp::socket>(std::move(*upstream));
       asio::async_write(conn->socket, asio::buffer(*established),
                         [self, conn, established, shared_upstream, d, upstream_head = std::move(upstream_head)](
                             const boost::system::error_code& ec, std::size_t) mutable {
                           if (ec) return;
-                          self->join(std::move(conn->socket), std::move(*shared_upstream), d, std::move(upstream_head));
+                          self->join(std::move(conn->socket), std::move(*shared_upstream), d, std::move(upstream_head),
+                                     conn->ticket);
                         });
     });
   }
@@ -194,6 +226,10 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
   using Opened = std::function<void(std::optional<tcp::socket>, const std::string& why, const std::shared_ptr<State>&,
                                     const Destination&)>;
   void open(Destination d, Opened then) {
+    if (pending.load() >= kMaxOpening) {
+      refused.fetch_add(1);
+      return then(std::nullopt, "too many connections are being opened at once", shared_from_this(), d);
+    }
     pending.fetch_add(1);
     egress.connect(io, d.name, d.port, [self = shared_from_this(), d, then = std::move(then)](
                                            std::optional<tcp::socket> upstream, const std::string& why) mutable {
@@ -205,9 +241,14 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
     });
   }
 
-  void join(tcp::socket client, tcp::socket upstream, const Destination& d, std::string head) {
+  void join(tcp::socket client, tcp::socket upstream, const Destination& d, std::string head,
+            std::shared_ptr<Ticket> ticket) {
     auto splice = std::make_shared<Splice>(std::move(client), std::move(upstream));
+    // Checked again: a CONNECT's "200" was written since the last check, and
+    // a policy change in between would not have seen this connection.
+    if (stopped || !allowed(d.name, d.port)) return splice->cut();
     if (!splices.add(splice, d)) return;
+    splice->hold(std::move(ticket));
     allowed_count.fetch_add(1);
     splice->start(std::move(head));
   }
@@ -217,6 +258,13 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
     boost::system::error_code ignored;
     transparent.close(ignored);
     http.close(ignored);
+    for (const auto& w : heads) {
+      if (auto conn = w.lock()) {
+        conn->timer.cancel();
+        conn->socket.close(ignored);
+      }
+    }
+    heads.clear();
     splices.stop();
   }
 
@@ -226,8 +274,10 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
   std::shared_ptr<AllowlistPolicy> policy;
   Egress& egress;
   SpliceSet<Destination> splices;
-  std::atomic<std::size_t> pending{0};
-  bool stopped = false;  // only on the io thread
+  std::atomic<std::size_t> open_count{0};  // connections holding a ticket
+  std::atomic<std::size_t> pending{0};  // being opened upstream
+  std::list<std::weak_ptr<HttpClient>> heads;  // request heads being read; only on the io thread
+  bool stopped = false;                 // only on the io thread
   std::atomic<std::uint64_t> allowed_count{0};
   std::atomic<std::uint64_t> refused{0};
 };

@@ -18,7 +18,7 @@ using asio::ip::udp;
 
 // Queries of one sandbox being answered at once; more are dropped (the
 // client asks again), so one sandbox cannot hold every lookup thread.
-constexpr std::size_t kMaxOutstanding = 64;
+constexpr std::size_t kMaxOutstanding = 16;
 
 struct DnsForwarder::State : std::enable_shared_from_this<DnsForwarder::State> {
   State(asio::io_context& context, Egress& e) : io(context), socket(context), egress(e) {}

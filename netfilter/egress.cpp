@@ -1,5 +1,8 @@
 #include "mayura/netfilter/egress.hpp"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
@@ -51,6 +54,20 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
 Egress::Egress(Options options) : options_(std::move(options)), upstream_(options_.dns_servers) {}
 
 Egress::~Egress() { lookups_.join(); }
+
+bool Egress::take_connection() {
+  rlimit files{};
+  ::getrlimit(RLIMIT_NOFILE, &files);
+  // What is left after the engine's own needs, six per connection.
+  const long budget = std::max(64L, (static_cast<long>(std::min<rlim_t>(files.rlim_cur, 1u << 20)) - 512) / 6);
+  if (connections_.fetch_add(1) >= budget) {
+    connections_.fetch_sub(1);
+    return false;
+  }
+  return true;
+}
+
+void Egress::give_back_connection() { connections_.fetch_sub(1); }
 
 std::vector<asio::ip::address> Egress::own_addresses() {
   // Read again every second: cheap enough per connection burst, fresh

@@ -63,7 +63,10 @@ std::string nat_table_rules(const AddressPool& pool) {
          "    iifname \"" + p + "*\" fib saddr . iif oif missing drop\n"
          "    iifname \"" + p + "*\" oifname \"" + p + "*\" goto refuse\n"
          // Cloud metadata services hand out the host's credentials.
-         "    iifname \"" + p + "*\" ip daddr { 169.254.0.0/16, 100.100.100.200, 192.0.0.192 } goto refuse\n"
+         "    iifname \"" + p + "*\" ip daddr { 169.254.0.0/16, 100.100.100.200, 192.0.0.192, 168.63.129.16 } goto refuse\n"
+         // A host service published by DNAT (Docker's -p, a NodePort) is
+         // forwarded, not input: it is the host's all the same.
+         "    iifname \"" + p + "*\" ct status dnat goto refuse\n"
          // Nothing outside opens a connection into a sandbox.
          "    oifname \"" + p + "*\" ct state established,related accept\n"
          "    oifname \"" + p + "*\" drop\n"

@@ -1,6 +1,8 @@
 #include "mayura/netfilter/io_thread.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,7 +24,18 @@ namespace mayura::netfilter {
 
 namespace asio = boost::asio;
 
-IoThread::IoThread() : work_(asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
+IoThread::IoThread()
+    : work_(asio::make_work_guard(io_)), thread_([this] {
+        // splice(2) into a socket whose peer reset raises SIGPIPE, which
+        // would end the whole host process: on this thread it stays blocked
+        // (a blocked thread-directed signal only stays pending), and the
+        // call fails EPIPE as it should.
+        sigset_t pipe;
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+        io_.run();
+      }) {}
 
 IoThread::~IoThread() {
   work_.reset();
@@ -72,12 +85,18 @@ int bound_socket_in(int netns, int type, std::uint32_t address, std::uint16_t po
 }
 
 void run_and_wait(asio::io_context& io, const std::function<void()>& work) {
+  if (io.get_executor().running_in_this_thread()) return work();
   auto done = std::make_shared<std::promise<void>>();
   auto future = done->get_future();
   auto once = std::make_shared<std::once_flag>();
   asio::post(io, [work, done, once] { std::call_once(*once, [&] { work(); done->set_value(); }); });
-  if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
-    std::call_once(*once, [&] { work(); done->set_value(); });  // the io thread is gone or stuck: run it here
+  // Only a stopped io_context (its thread gone) lets the work run here: a
+  // busy one still runs the service's handlers, which must never race it.
+  while (future.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+    if (io.stopped()) {
+      std::call_once(*once, [&] { work(); done->set_value(); });
+      return;
+    }
   }
 }
 

@@ -7,6 +7,8 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <boost/asio/write.hpp>
 #include <cerrno>
 
@@ -27,8 +29,15 @@ struct PortForwarder::State : std::enable_shared_from_this<PortForwarder::State>
   void accept() {
     acceptor.async_accept([self = shared_from_this()](const boost::system::error_code& ec, tcp::socket outside) {
       if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) return;
-      if (!ec) self->forward(std::move(outside));
-      self->accept();
+      if (!ec) {
+        self->forward(std::move(outside));
+        return self->accept();
+      }
+      // Out of descriptors, most likely: a pause, not a spin.
+      auto timer = std::make_shared<asio::steady_timer>(self->io, std::chrono::milliseconds(100));
+      timer->async_wait([self, timer](const boost::system::error_code&) {
+        if (self->acceptor.is_open()) self->accept();
+      });
     });
   }
 

@@ -13,8 +13,9 @@ using asio::ip::tcp;
 
 namespace {
 
-// How much one pipe holds, so one splice moves a large part of a window.
-constexpr int kPipeBytes = 1 << 20;
+// How much one pipe holds: a large part of a window per splice, and a
+// bounded amount the engine holds for a reader that does not read.
+constexpr int kPipeBytes = 256 * 1024;
 
 }  // namespace
 

@@ -5,7 +5,7 @@ namespace mayura::netfilter {
 std::optional<std::uint32_t> SyntheticAddresses::address_of(const std::string& name) {
   std::lock_guard lock(mutex_);
   if (const auto it = by_name_.find(name); it != by_name_.end()) return it->second;
-  if (next_ > kLast) return std::nullopt;
+  if (next_ > kLast || by_name_.size() >= kMaxNames) return std::nullopt;
   const std::uint32_t address = next_++;
   by_name_.emplace(name, address);
   by_address_.emplace(address, name);

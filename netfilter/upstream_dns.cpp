@@ -113,7 +113,9 @@ std::vector<address> UpstreamDns::ask_host(const std::string& name) const {
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* list = nullptr;
   std::vector<address> v4, v6;
-  if (::getaddrinfo(name.c_str(), nullptr, &hints, &list) != 0) return v4;
+  // Fully qualified: the host's search domains must not turn an allowed
+  // name into an internal one.
+  if (::getaddrinfo((name + ".").c_str(), nullptr, &hints, &list) != 0) return v4;
   for (const addrinfo* i = list; i; i = i->ai_next) {
     if (i->ai_family == AF_INET) {
       const auto* in = reinterpret_cast<const sockaddr_in*>(i->ai_addr);

@@ -92,6 +92,12 @@ HostSnapshot HostSnapshot::take() {
     s.mounts.push_back(mount_point + " " + root);
   }
   std::sort(s.mounts.begin(), s.mounts.end());
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = fs::read_symlink(entry.path(), ec).string();
+    if (!ec && target.rfind("net:[", 0) == 0) s.network_namespaces.push_back(target);
+  }
+  std::sort(s.network_namespaces.begin(), s.network_namespaces.end());
   return s;
 }
 
@@ -187,7 +193,9 @@ void expect_nothing_leaked(const NativeOptions& o, const HostSnapshot& before) {
     fs::remove_all(o.state_dir);
   }
   fs::remove_all(o.image_dir);
-  EXPECT_EQ(HostSnapshot::take().mounts, before.mounts) << "the host's mounts changed";
+  const HostSnapshot after = HostSnapshot::take();
+  EXPECT_EQ(after.mounts, before.mounts) << "the host's mounts changed";
+  EXPECT_EQ(after.network_namespaces, before.network_namespaces) << "a network namespace is still held open";
   // Network all's veths and table, in the namespace the test runs in.
   for (const std::string& link : links_named("mayura")) ADD_FAILURE() << "a veth of the engine was left: " << link;
   const int self = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);

@@ -23,6 +23,9 @@ NativeOptions isolated_options();
 // What a leak check compares against.
 struct HostSnapshot {
   std::vector<std::string> mounts;
+  // The network namespaces this process holds open (fds to nsfs): the
+  // engine's made-ahead and sandbox namespaces must all be gone.
+  std::vector<std::string> network_namespaces;
   static HostSnapshot take();
 };
 

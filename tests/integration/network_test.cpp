@@ -9,7 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <chrono>
 #include <fstream>
 #include <future>
@@ -17,6 +20,7 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "mayura/netfilter/nftables.hpp"
 #include "../world/world.hpp"
 
 namespace mayura::testing {
@@ -28,8 +32,8 @@ class NetworkTest : public NativeTest {
  protected:
   void SetUp() override {
     enter_own_network_namespace();
+    world_.emplace();  // before the snapshot: its namespace is the test's, not the engine's
     NativeTest::SetUp();
-    world_.emplace();
     options().dns_servers = {World::kDnsAddress};
     options().public_ranges = {"203.0.113.0/24"};
     limits_.network = {NetworkKind::none, NetworkKind::allowlist, NetworkKind::all};
@@ -260,7 +264,7 @@ TEST_F(NetworkTest, AllReachesTheWorldButNotTheHostOtherSandboxesOrMetadata) {
   // while b itself serves on it
   std::tie(code, out) = curl(b, "--retry 20 --retry-connrefused --retry-delay 0 -o /dev/null -w '%{http_code}' http://" +
                                     b_address + ":7000/");
-  EXPECT_EQ(out, "200");
+  EXPECT_EQ(out.rfind("200", 0), 0u) << out;  // stdout first; curl's retry notes follow
   a.release();
   b.release();
   EXPECT_TRUE(links_named("mayura").empty());
@@ -285,6 +289,71 @@ TEST_F(NetworkTest, APublishedPortAnswersWithAnAllowlistToo) {
     }
   }
   EXPECT_EQ(got, "inside\n");
+}
+
+TEST_F(NetworkTest, APeerThatResetsAHalfClosedTransferEndsOnlyThatConnection) {
+  const Sandbox s = allowing({"allowed.test"});
+  // The engine is writing to the sandbox's socket when the sandbox half-closes
+  // and then resets it: the engine's next write fails EPIPE (and would raise
+  // SIGPIPE, ending the host process, if the engine let it).
+  s.write_file("reset.py",
+               "import socket, struct, time\n"
+               "c = socket.create_connection(('allowed.test', 80))\n"
+               "c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)\n"
+               "c.sendall(b'GET /bytes/100000000 HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n')\n"
+               "time.sleep(1)\n"
+               "c.shutdown(socket.SHUT_WR)\n"
+               "time.sleep(0.5)\n"
+               "c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))\n"
+               "c.close()\n");
+  EXPECT_EQ(run(s, "python3 reset.py").exit_code, 0);
+  std::this_thread::sleep_for(500ms);
+  auto [code, out] = curl(s, "--noproxy '*' http://allowed.test/");
+  EXPECT_EQ(code, 0) << out;
+}
+
+TEST_F(NetworkTest, OneSandboxsConnectionsAreBoundedAndOthersKeepWorking) {
+  const Sandbox greedy = allowing({"allowed.test"});
+  const Sandbox other = allowing({"allowed.test"});
+  auto engine_fds = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/fd"), std::filesystem::directory_iterator{});
+  };
+  const auto before = engine_fds();
+  // Connections that never send a request head, far more than the bound.
+  greedy.write_file("hold.py",
+                    "import socket, time\n"
+                    "held = []\n"
+                    "for i in range(1500):\n"
+                    "    try: held.append(socket.create_connection(('198.18.0.1', 80), timeout=2))\n"
+                    "    except OSError: pass\n"
+                    "print(len(held), flush=True)\n"
+                    "time.sleep(4)\n");
+  auto holder = std::async(std::launch::async, [&] { return run(greedy, "python3 hold.py"); });
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_LT(engine_fds() - before, 400) << "the engine holds a descriptor for every connection a sandbox opens";
+  auto [code, out] = curl(other, "--noproxy '*' http://allowed.test/");
+  EXPECT_EQ(code, 0) << out;
+  holder.get();
+}
+
+TEST_F(NetworkTest, AllCannotReachAHostPortPublishedByDnat) {
+  // A Docker-style published port on the host: DNAT to a world address.
+  const int host = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  ASSERT_TRUE(netfilter::run_nft(host, "table ip published {\n chain pre {\n"
+                                       "  type nat hook prerouting priority dstnat; policy accept;\n"
+                                       "  fib daddr type local tcp dport 8080 dnat to 203.0.113.10:80\n }\n}\n")
+                  .ok);
+  CreateOptions c;
+  c.network = Network::all();
+  const Sandbox s = create(c);
+  const auto started = std::chrono::steady_clock::now();
+  auto [code, out] = curl(s, std::string("--connect-timeout 10 http://") + World::kHostAddress + ":8080/");
+  EXPECT_NE(code, 0) << out;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  std::tie(code, out) = curl(s, "http://203.0.113.10/");  // the world itself, straight
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_TRUE(netfilter::run_nft(host, "delete table ip published\n").ok);
+  ::close(host);
 }
 
 }  // namespace

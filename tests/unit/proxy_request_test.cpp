@@ -110,5 +110,23 @@ TEST(EgressRules, ARangeIsParsedOrRefusedAsConfig) {
   }
 }
 
+TEST(EgressRules, NeverRangesWinOverEverything) {
+  EgressRules rules;
+  rules.allow_private = true;
+  rules.also_public = {parse_prefix("10.0.0.0/8")};
+  rules.never = {parse_prefix("10.234.0.0/16")};
+  EXPECT_TRUE(may_connect(make_address("10.1.0.1"), rules));
+  EXPECT_FALSE(may_connect(make_address("10.234.0.5"), rules));
+  EXPECT_FALSE(may_connect(make_address("::ffff:10.234.0.5"), rules));
+}
+
+TEST(AddressPolicy, MoreMetadataAndTunnelForms) {
+  EXPECT_EQ(classify(make_address("168.63.129.16")), AddressClass::metadata);  // Azure's WireServer
+  EXPECT_EQ(classify(make_address("fd20:ce::254")), AddressClass::metadata);   // GCP, IPv6
+  EXPECT_EQ(classify(make_address("64:ff9b:1::a9fe:a9fe")), AddressClass::reserved);  // local NAT64
+  EXPECT_EQ(classify(make_address("2001:0:4136:e378:8000:63bf:3fff:fdd2")), AddressClass::reserved);  // Teredo
+  EXPECT_FALSE(may_connect(make_address("168.63.129.16"), true));
+}
+
 }  // namespace
 }  // namespace mayura::netfilter

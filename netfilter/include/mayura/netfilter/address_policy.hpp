@@ -44,6 +44,9 @@ struct EgressRules {
   // test's world on documentation addresses, a company's own registry).
   // They never open loopback, link-local, multicast or metadata addresses.
   std::vector<Prefix> also_public;
+  // Ranges never reached whatever the above say (network all's pool: the
+  // other sandboxes).
+  std::vector<Prefix> never;
 };
 
 // Whether the proxy may connect to `address`: only global addresses (and

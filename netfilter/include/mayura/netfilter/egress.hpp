@@ -9,6 +9,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <cstdint>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <mutex>
@@ -38,6 +39,12 @@ class Egress {
   // addresses in turn from `io` (the engine's own network namespace).
   // `done` runs on `io`'s thread.
   void connect(boost::asio::io_context& io, const std::string& name, std::uint16_t port, Connected done);
+  // A place for one more proxied connection in the engine's budget (each
+  // takes up to six descriptors: two sockets, two pipes); false when the
+  // budget, drawn from the open-file limit, is spent.
+  bool take_connection();
+  void give_back_connection();
+
   // Passes a DNS query to the upstream servers off the io thread; `done`
   // gets the answer (none on failure) on `io`'s thread.
   void forward_dns(boost::asio::io_context& io, std::string query,
@@ -53,7 +60,8 @@ class Egress {
   std::vector<boost::asio::ip::address> own_;
   std::chrono::steady_clock::time_point own_until_{};
   UpstreamDns upstream_;
-  boost::asio::thread_pool lookups_{4};
+  std::atomic<long> connections_{0};
+  boost::asio::thread_pool lookups_{8};
 };
 
 }  // namespace mayura::netfilter

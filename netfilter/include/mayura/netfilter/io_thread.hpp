@@ -25,9 +25,9 @@ class IoThread {
   std::thread thread_;
 };
 
-// Runs `work` on `io`'s thread and returns once it has run (bounded: if the
-// thread does not take it within 10 s, it runs here). For stopping a
-// service: after it, none of the service's handlers runs.
+// Runs `work` on `io`'s thread and returns once it has run (here, if the
+// io_context has stopped: its thread is gone). For stopping a service:
+// after it, none of the service's handlers runs.
 void run_and_wait(boost::asio::io_context& io, const std::function<void()>& work);
 
 // A socket made inside the network namespace `netns` (the calling thread

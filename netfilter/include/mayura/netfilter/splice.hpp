@@ -23,6 +23,8 @@ class Splice : public std::enable_shared_from_this<Splice> {
   void start(std::string head = {});
   // Closes both sockets; the handlers under way end. Call on the io thread.
   void cut();
+  // Keeps `something` alive as long as the splice (a budget's ticket).
+  void hold(std::shared_ptr<void> something) { held_ = std::move(something); }
 
  private:
   // One way: a pipe the kernel moves bytes through (splice(2), no copy to
@@ -40,6 +42,7 @@ class Splice : public std::enable_shared_from_this<Splice> {
   boost::asio::ip::tcp::socket a_, b_;
   std::string head_;
   Direction ab_, ba_;
+  std::shared_ptr<void> held_;
 };
 
 // The splices of one service, so that stopping it (or a policy change) can

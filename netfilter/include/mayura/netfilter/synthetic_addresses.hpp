@@ -21,9 +21,12 @@ class SyntheticAddresses {
   // .0.0 to .0.255 stay free for the engine's own services.
   static constexpr std::uint32_t kFirst = kBase + 256;
   static constexpr std::uint32_t kLast = kBase + (1u << (32 - kPrefix)) - 2;
+  // Names one sandbox may have addresses for: far more than any build asks
+  // for, few enough that a wildcard cannot make the engine hold much.
+  static constexpr std::size_t kMaxNames = 16384;
 
-  // The name's address (the same one each time); none once the range is
-  // used up. `name` is normalized (lower case, no trailing dot).
+  // The name's address (the same one each time); none once kMaxNames
+  // names have one. `name` is normalized (lower case, no trailing dot).
   std::optional<std::uint32_t> address_of(const std::string& name);
   // The name behind an address handed out; none for any other address.
   std::optional<std::string> name_of(std::uint32_t address) const;
