@@ -52,9 +52,10 @@ void Splice::start(std::string head) {
 }
 
 void Splice::cut() {
-  boost::system::error_code ignored;
-  a_.close(ignored);
-  b_.close(ignored);
+  // A reset, not a FIN queued behind what the sockets still hold: a slow
+  // reader would otherwise go on receiving a cut connection's data.
+  reset(a_);
+  reset(b_);
 }
 
 void Splice::pump(tcp::socket& from, tcp::socket& to, Direction& d) {

@@ -21,7 +21,8 @@ class Splice : public std::enable_shared_from_this<Splice> {
   Splice(boost::asio::ip::tcp::socket a, boost::asio::ip::tcp::socket b);
   // Starts copying, with `head` (bytes already read from `a`) sent to `b` first.
   void start(std::string head = {});
-  // Closes both sockets; the handlers under way end. Call on the io thread.
+  // Resets both sockets (what they still hold is dropped); the handlers
+  // under way end. Call on the io thread.
   void cut();
   // Keeps `something` alive as long as the splice (a budget's ticket).
   void hold(std::shared_ptr<void> something) { held_ = std::move(something); }
