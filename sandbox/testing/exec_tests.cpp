@@ -1,9 +1,9 @@
 // exec: results and exit codes, output (apart, large, bounded, streamed),
 // arguments, env, cwd, stdin, and many callers at once.
 
-#include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <boost/asio/use_future.hpp>
@@ -28,11 +28,12 @@ std::string numbered_lines_awk(int lines, int width, const std::string& to = "")
          "d\\n\", i" + (to.empty() ? "" : " > \"" + to + "\"") + " }'";
 }
 
+// What that program prints (`width` is more than the digits of `lines`).
 std::string numbered_lines(int lines, int width) {
   std::string out;
   for (int i = 0; i < lines; ++i) {
-    std::string n = std::to_string(i);
-    out += std::string(static_cast<std::size_t>(width) - std::min(n.size(), static_cast<std::size_t>(width)), '0') + n + "\n";
+    const std::string n = std::to_string(i);
+    out.append(static_cast<std::size_t>(width) - n.size(), '0').append(n).append("\n");
   }
   return out;
 }
