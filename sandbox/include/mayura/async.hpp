@@ -51,12 +51,18 @@ auto async_run(const boost::asio::any_io_executor& fallback, Token&& token, Fn f
         std::thread([handler = std::move(handler), work = std::move(work), stop,
                      guard = std::move(guard)]() mutable {
           std::exception_ptr error;
+          // The work goes (with the Sandbox handle it holds, and through it
+          // the provider) before the caller hears of the end: a caller that
+          // then closes its Sandboxes and drops its handles must find the
+          // provider gone, not held by a thread that is about to exit.
+          std::optional<Fn> held(std::move(work));
           if constexpr (std::is_void_v<R>) {
             try {
-              work(stop->get_token());
+              (*held)(stop->get_token());
             } catch (...) {
               error = std::current_exception();
             }
+            held.reset();
             auto ex = guard.get_executor();
             // The slot is cleared on the handler's executor, where emit() runs.
             asio::dispatch(ex, [handler = std::move(handler), error]() mutable {
@@ -67,10 +73,11 @@ auto async_run(const boost::asio::any_io_executor& fallback, Token&& token, Fn f
           } else {
             std::optional<R> result;
             try {
-              result.emplace(work(stop->get_token()));
+              result.emplace((*held)(stop->get_token()));
             } catch (...) {
               error = std::current_exception();
             }
+            held.reset();
             auto ex = guard.get_executor();
             asio::dispatch(ex, [handler = std::move(handler), error, result = std::move(result)]() mutable {
               auto done = asio::get_associated_cancellation_slot(handler);

@@ -1,0 +1,76 @@
+// A released sandbox: every call fails GONE, and a command running when it
+// was released ends with it.
+
+#include <future>
+#include <thread>
+
+#include <boost/asio/use_future.hpp>
+
+#include "areas.hpp"
+#include "check.hpp"
+
+namespace mayura::testing::conformance {
+namespace {
+
+using std::chrono::milliseconds;
+
+// How long a command running at the release may take to end.
+constexpr auto kEndBound = milliseconds(20'000);
+
+void gone_after_release(const Sandbox& s) {
+  // A file to read and remove, so that GONE cannot be NOT_FOUND in disguise.
+  const std::string name = "conformance-gone-" + unique_token() + ".txt";
+  s.write_file(name, "there");
+
+  // On a thread of its own, holding its own handle: if the exec never ends,
+  // the test still does.
+  std::promise<std::optional<Reason>> ended;
+  auto running = ended.get_future();
+  std::thread([sandbox = s, ended = std::move(ended)]() mutable {
+    std::optional<Reason> how;
+    {
+      // The handle goes before the test hears of the end: a runner may check
+      // right after that nothing of the provider is left.
+      const Sandbox mine = std::move(sandbox);
+      try {
+        mine.exec({"sleep", "600"});
+      } catch (const SandboxError& e) {
+        how = e.reason();
+      } catch (...) {
+        how = Reason::INTERNAL;
+      }
+    }
+    ended.set_value(how);
+  }).detach();
+  std::this_thread::sleep_for(milliseconds(500));
+
+  s.release();
+  check(s.released(), "released() is false after release()");
+  s.release();  // again: nothing to do, and no error
+
+  check(running.wait_for(kEndBound) == std::future_status::ready,
+        "an exec running when its sandbox was released had not ended " + show(kEndBound.count()) + " ms later");
+  const std::optional<Reason> how = running.get();
+  check(how == Reason::GONE, "an exec running when its sandbox was released " +
+                                 (how ? "failed " + show(*how) : std::string("gave a result")) + " (GONE expected)");
+
+  check_fails(Reason::GONE, "exec after release", [&] { s.exec({"true"}); });
+  check_fails(Reason::GONE, "read_file after release", [&] { s.read_file(name); });
+  check_fails(Reason::GONE, "write_file after release", [&] { s.write_file(name, "again"); });
+  check_fails(Reason::GONE, "list after release", [&] { s.list(); });
+  check_fails(Reason::GONE, "remove after release", [&] { s.remove(name); });
+  check_fails(Reason::GONE, "async_exec after release",
+              [&] { s.async_exec({"true"}, {}, boost::asio::use_future).get(); });
+  check_fails(Reason::GONE, "async_read_file after release",
+              [&] { s.async_read_file(name, boost::asio::use_future).get(); });
+}
+
+}  // namespace
+
+std::vector<ConformanceTest> lifetime_tests() {
+  return {
+      make_test("lifetime_gone_after_release", gone_after_release, /*ends_sandbox=*/true),
+  };
+}
+
+}  // namespace mayura::testing::conformance
