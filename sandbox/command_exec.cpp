@@ -1,6 +1,7 @@
 // A command run over a command transport: one call starts it in the
-// background, then polls read its output files and look for its exit
-// status, sleeping a little longer each time nothing has changed.
+// background (and, a moment later, polls it once), then polls read its
+// output files and look for its exit status, sleeping a little longer each
+// time nothing has changed.
 
 #include "command_exec.hpp"
 
@@ -22,9 +23,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace scripts = exec_scripts;
 
-// The first poll comes this long after the start (a short command is done
-// by then), each quiet one after that waits half as long again as the one
-// before, up to the longest wait.
+// After the poll in the starting call, the next comes this long after it;
+// each quiet one after that waits half as long again as the one before, up
+// to the longest wait.
 constexpr auto kFirstPoll = std::chrono::milliseconds(5);
 constexpr auto kLongestPoll = std::chrono::milliseconds(200);
 constexpr double kPollGrowth = 1.5;
@@ -138,8 +139,7 @@ class CommandRun {
 
   ExecResult run() {
     try {
-      start();
-      supervise();
+      supervise(start());
     } catch (...) {
       abandon();
       if (options_.cancellation.stop_requested()) cancelled();
@@ -151,9 +151,10 @@ class CommandRun {
   }
 
  private:
-  // The directory, standard input, and the wrapper, in as few commands as
-  // fit. Arguments too long for a command line go through a file.
-  void start() {
+  // The directory, standard input and the wrapper, in as few commands as
+  // fit (arguments too long for a command line go through a file). The last
+  // command waits a moment and polls, so a quick command takes one call.
+  PollAnswer start() {
     std::vector<Fragment> fragments{{scripts::make_directory(dir_), std::nullopt}};
     if (options_.stdin) {
       auto input = channel_.upload(dir_ + "/in", *options_.stdin);
@@ -167,45 +168,52 @@ class CommandRun {
       launch = scripts::launch(dir_, tag_, std::nullopt);
     }
     fragments.push_back({std::move(launch), std::nullopt});
+    fragments.push_back({scripts::wait_briefly(dir_) + poll_script(), std::nullopt});
     const TransportResult r = channel_.run_all(fragments, options_.cancellation);
     if (r.exit_code != 0) throw sandbox_scripts::failure(r.exit_code, "cannot start the command");
+    return take(r.stdout);
   }
 
-  void supervise() {
+  // Polls until the status is there and every byte wanted is read; a poll
+  // that brought nothing new makes the next wait longer.
+  void supervise(PollAnswer a) {
     auto pause = std::chrono::duration<double, std::milli>(kFirstPoll);
-    bool wait = true;
     for (;;) {
-      if (wait) sleep_until(std::min(Clock::now() + std::chrono::duration_cast<Clock::duration>(pause), deadline_));
-      if (options_.cancellation.stop_requested()) cancelled();
-      if (!result_.exit_code && Clock::now() >= deadline_) return stop_at_timeout();
-      const PollAnswer a = poll(options_.cancellation);
       if (a.exit_code) {
         result_.exit_code = a.exit_code;
-        // The poll removed the directory once it held every byte wanted;
-        // else the rest is read at once.
+        // The poll removed the directory once it held every byte wanted.
         if (!out_.more_waiting() && !err_.more_waiting()) return;
-        wait = false;
       } else if (!a.wrapper_alive) {
         return lost_wrapper();
-      } else {
-        wait = !out_.more_waiting() && !err_.more_waiting();
-        if (wait) pause = std::min(pause * kPollGrowth, std::chrono::duration<double, std::milli>(kLongestPoll));
+      } else if (!out_.more_waiting() && !err_.more_waiting()) {
+        sleep_until(std::min(Clock::now() + std::chrono::duration_cast<Clock::duration>(pause), deadline_));
+        pause = std::min(pause * kPollGrowth, std::chrono::duration<double, std::milli>(kLongestPoll));
       }
+      if (options_.cancellation.stop_requested()) cancelled();
+      if (!result_.exit_code && Clock::now() >= deadline_) return stop_at_timeout();
+      a = poll(options_.cancellation);
     }
+  }
+
+  std::string poll_script() const { return scripts::poll(dir_, out_.next_request(), err_.next_request()); }
+
+  // A poll's answer, its output passed on.
+  PollAnswer take(const std::string& answer) {
+    PollAnswer a = PollAnswer::parse(answer);
+    out_.take(a.out, a.out_size);
+    err_.take(a.err, a.err_size);
+    return a;
   }
 
   // `before`: a script to run first; then_remove: the directory goes after
   // the poll whatever it found.
   PollAnswer poll(std::stop_token cancellation, std::string_view before = {}, bool then_remove = false) {
     std::string script(before);
-    script += scripts::poll(dir_, out_.next_request(), err_.next_request());
+    script += poll_script();
     if (then_remove) script += scripts::remove_directory(dir_);
     const TransportResult r = channel_.run(script, std::nullopt, std::move(cancellation));
     if (r.exit_code != 0) throw sandbox_scripts::failure(r.exit_code, "cannot follow the command");
-    PollAnswer a = PollAnswer::parse(r.stdout);
-    out_.take(a.out, a.out_size);
-    err_.take(a.err, a.err_size);
-    return a;
+    return take(r.stdout);
   }
 
   // Every process of the command is killed (and no cancellation stops

@@ -34,11 +34,12 @@ std::string number(std::uint64_t n) {
   return std::to_string(std::min<std::uint64_t>(n, static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
 }
 
-// The text that writes the wanted part of a stream file in base64.
-std::string chunk(std::string_view file, const StreamRequest& r) {
+// The text that writes the wanted part of a stream file in base64, if the
+// file (its size in `size_var`) grew past what was read.
+std::string chunk(std::string_view file, std::string_view size_var, const StreamRequest& r) {
   if (r.length == 0) return "";
-  return "tail -c +" + number(r.offset + 1) + " \"$d/" + std::string(file) + "\" 2>/dev/null | head -c " +
-         number(r.length) + " | base64 || exit 9\n";
+  return "if [ \"$" + std::string(size_var) + "\" -gt " + number(r.offset) + " ]; then tail -c +" + number(r.offset + 1) +
+         " \"$d/" + std::string(file) + "\" 2>/dev/null | head -c " + number(r.length) + " | base64 || exit 9; fi\n";
 }
 
 }  // namespace
@@ -69,9 +70,9 @@ std::string launch(std::string_view dir, std::string_view tag, const std::option
   // this shell (a shell starts those with SIGINT and SIGQUIT ignored, and
   // the command would inherit that). Without setsid, a background job it
   // is.
-  std::string s = "d=" + quote(dir) + "\n";
+  std::string s = "d=" + quote(dir) + " w=" + quote(kWrapper) + "\n";
   s += ": > \"$d/out\" && : > \"$d/err\" || exit 9\n";
-  const std::string start = "MAYURA_TAG=" + quote(tag) + " $s sh -c " + quote(kWrapper) + " sh \"$d\"" +
+  const std::string start = "MAYURA_TAG=" + quote(tag) + " $s sh -c \"$w\" sh \"$d\"" +
                             (words ? " " + *words : std::string()) + " < /dev/null > /dev/null 2>&1";
   s += "if command -v setsid > /dev/null 2>&1; then\n  s='setsid setsid'\n  " + start + " || exit 9\nelse\n  s=\n  " +
        start + " &\nfi\n";
@@ -86,16 +87,24 @@ std::string poll(std::string_view dir, const StreamRequest& out, const StreamReq
 if { read -r w < "$d/pid"; } 2>/dev/null && ! kill -0 "$w" 2>/dev/null; then a=0; fi
 { read -r x < "$d/status"; } 2>/dev/null || x=-
 [ -n "$x" ] || x=-
-z=$(stat -c %s "$d/out" "$d/err") || exit 9
-echo "$x $a" $z
+z='0 0'
+if [ -s "$d/out" ] || [ -s "$d/err" ]; then z=$(stat -c %s "$d/out" "$d/err") || exit 9; fi
+set -- $z
+echo "$x $a $1 $2"
+o=$1 e=$2
 )";
-  s += chunk("out", out);
+  s += chunk("out", "o", out);
   s += "echo -\n";
-  s += chunk("err", err);
-  s += "set -- $z\n";
-  s += "if [ \"$x\" != - ] && [ \"$1\" -le " + number(out.complete_at) + " ] && [ \"$2\" -le " +
+  s += chunk("err", "e", err);
+  s += "if [ \"$x\" != - ] && [ \"$o\" -le " + number(out.complete_at) + " ] && [ \"$e\" -le " +
        number(err.complete_at) + " ]; then rm -rf \"$d\"; fi\n";
   return s;
+}
+
+std::string wait_briefly(std::string_view dir) {
+  // A fraction of a second is not POSIX: a sleep without it ends the wait.
+  return "i=0\nwhile [ ! -s " + quote(std::string(dir) + "/status") +
+         " ] && [ $i -lt 40 ]; do sleep 0.001 2>/dev/null || break; i=$((i + 1)); done\n";
 }
 
 std::string remove_directory(std::string_view dir) { return "rm -rf " + quote(dir) + "\n"; }

@@ -47,6 +47,11 @@ struct StreamRequest {
 // out chunk in base64, a line "-", the err chunk in base64.
 std::string poll(std::string_view dir, const StreamRequest& out, const StreamRequest& err);
 
+// Waits a little for the status (40 sleeps of a millisecond at most, some
+// 50 to 100 ms in all), so that a quick command is seen done by the poll in
+// the same call as its start.
+std::string wait_briefly(std::string_view dir);
+
 std::string remove_directory(std::string_view dir);
 
 }  // namespace mayura::detail::exec_scripts

@@ -26,6 +26,8 @@ struct Variant {
   std::string name() const { return toolbox.name + (takes_stdin ? "_stdin" : "_cmdline"); }
 };
 
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name(); }
+
 std::vector<Variant> all_variants() {
   std::vector<Variant> v;
   for (const auto& t : all_toolboxes()) {
@@ -151,7 +153,7 @@ TEST_P(CommandBackendLocal, TransportCommandsStayWithinTheirBound) {
   const int before = provider->transport->calls();
   EXPECT_EQ(sandbox.exec({"true"}).exit_code, 0);
   const int calls = provider->transport->calls() - before;
-  EXPECT_GE(calls, 2);   // start, then at least one poll
+  EXPECT_GE(calls, 1);   // the start polls once, a moment later
   EXPECT_LE(calls, 12);  // a quick command is seen within a few polls
 }
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <mutex>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct Toolbox {
   std::string shell;  // the program `sh` runs
   bool busybox_tools = false;
 };
+
+inline void PrintTo(const Toolbox& t, std::ostream* os) { *os << t.name; }
 
 // Every toolbox the tests run under.
 std::vector<Toolbox> all_toolboxes();
