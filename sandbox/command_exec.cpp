@@ -31,6 +31,9 @@ constexpr auto kLongestPoll = std::chrono::milliseconds(200);
 constexpr double kPollGrowth = 1.5;
 // A timeout beyond a year is no timeout (and must not overflow).
 constexpr std::int64_t kYearMs = 365LL * 24 * 3600 * 1000;
+// A wrapper that has not started by then never will (no sh in PATH, a
+// sandbox out of processes).
+constexpr auto kStartBound = std::chrono::seconds(30);
 // A shell's way to say a process was killed by SIGKILL.
 constexpr int kKilledExitCode = 128 + 9;
 constexpr std::uint64_t kNoBound = std::numeric_limits<std::uint64_t>::max();
@@ -61,7 +64,7 @@ T field_number(std::string_view text) {
 // One poll's answer, read from its text.
 struct PollAnswer {
   std::optional<int> exit_code;  // the status file was there
-  bool wrapper_alive = true;
+  enum class Wrapper { starting, running, gone } wrapper = Wrapper::starting;
   std::uint64_t out_size = 0;
   std::uint64_t err_size = 0;
   std::string out;
@@ -83,8 +86,9 @@ struct PollAnswer {
       a.exit_code = field_number<int>(fields[0]);
       if (*a.exit_code < 0 || *a.exit_code > 255) bad_poll();
     }
-    if (fields[1] != "0" && fields[1] != "1") bad_poll();
-    a.wrapper_alive = fields[1] == "1";
+    if (fields[1] == "1") a.wrapper = Wrapper::running;
+    else if (fields[1] == "0") a.wrapper = Wrapper::gone;
+    else if (fields[1] != "-") bad_poll();
     a.out_size = field_number<std::uint64_t>(fields[2]);
     a.err_size = field_number<std::uint64_t>(fields[3]);
     // base64 has no '-': the first one is the line between the streams.
@@ -183,8 +187,10 @@ class CommandRun {
         result_.exit_code = a.exit_code;
         // The poll removed the directory once it held every byte wanted.
         if (!out_.more_waiting() && !err_.more_waiting()) return;
-      } else if (!a.wrapper_alive) {
+      } else if (a.wrapper == PollAnswer::Wrapper::gone) {
         return lost_wrapper();
+      } else if (a.wrapper == PollAnswer::Wrapper::starting && Clock::now() - start_ > kStartBound) {
+        throw SandboxError(Reason::INTERNAL, "the command did not start in the sandbox");
       } else if (!out_.more_waiting() && !err_.more_waiting()) {
         sleep_until(std::min(Clock::now() + std::chrono::duration_cast<Clock::duration>(pause), deadline_));
         pause = std::min(pause * kPollGrowth, std::chrono::duration<double, std::milli>(kLongestPoll));
@@ -195,7 +201,9 @@ class CommandRun {
     }
   }
 
-  std::string poll_script() const { return scripts::poll(dir_, out_.next_request(), err_.next_request()); }
+  std::string poll_script(bool ended = false) const {
+    return scripts::poll(dir_, out_.next_request(), err_.next_request(), ended);
+  }
 
   // A poll's answer, its output passed on.
   PollAnswer take(const std::string& answer) {
@@ -205,23 +213,24 @@ class CommandRun {
     return a;
   }
 
-  // `before`: a script to run first; then_remove: the directory goes after
-  // the poll whatever it found.
-  PollAnswer poll(std::stop_token cancellation, std::string_view before = {}, bool then_remove = false) {
-    std::string script(before);
-    script += poll_script();
-    if (then_remove) script += scripts::remove_directory(dir_);
-    const TransportResult r = channel_.run(script, std::nullopt, std::move(cancellation));
+  // `before`: a script to run first; `ended`: the command was killed, so
+  // the directory goes once every byte wanted is read.
+  PollAnswer poll(std::stop_token cancellation, std::string_view before = {}, bool ended = false) {
+    const TransportResult r = channel_.run(std::string(before) + poll_script(ended), std::nullopt, std::move(cancellation));
     if (r.exit_code != 0) throw sandbox_scripts::failure(r.exit_code, "cannot follow the command");
     return take(r.stdout);
   }
 
-  // Every process of the command is killed (and no cancellation stops
-  // that); what it wrote by then is the result's.
+  // Every process of the command is killed, and no cancellation stops
+  // that; what it wrote by then is read to the end.
+  void kill_and_drain() {
+    poll({}, sandbox_scripts::kill(tag_), true);
+    while (out_.more_waiting() || err_.more_waiting()) poll({}, {}, true);
+  }
+
   void stop_at_timeout() {
     result_.timed_out = true;
-    directory_left_ = false;
-    poll({}, sandbox_scripts::kill(tag_), true);
+    kill_and_drain();
     result_.exit_code.reset();
   }
 
@@ -229,15 +238,14 @@ class CommandRun {
   // killed (a command that kills its own process group takes it along, as
   // it would take itself). Whatever is left of the command goes too.
   void lost_wrapper() {
-    directory_left_ = false;
-    poll({}, sandbox_scripts::kill(tag_), true);
+    kill_and_drain();
     result_.exit_code = kKilledExitCode;
   }
 
-  // After a failure or a cancellation: nothing of the command may stay.
-  // Not cancellable itself; a sandbox gone has nothing left to stop.
+  // After a failure or a cancellation nothing of the command may stay. Not
+  // cancellable itself; a sandbox gone has nothing left to stop.
   void abandon() noexcept {
-    if (!directory_left_ || !channel_.usable()) return;
+    if (!channel_.usable()) return;
     try {
       channel_.run(sandbox_scripts::kill(tag_) + scripts::remove_directory(dir_), std::nullopt, {});
     } catch (...) {
@@ -259,7 +267,6 @@ class CommandRun {
   Clock::time_point deadline_ = Clock::time_point::max();
   const std::string tag_;
   const std::string dir_;
-  bool directory_left_ = true;  // false once a script removed it (or will have)
   ExecResult result_;
   Stream out_;
   Stream err_;

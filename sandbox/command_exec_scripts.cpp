@@ -79,12 +79,12 @@ std::string launch(std::string_view dir, std::string_view tag, const std::option
   return s;
 }
 
-std::string poll(std::string_view dir, const StreamRequest& out, const StreamRequest& err) {
+std::string poll(std::string_view dir, const StreamRequest& out, const StreamRequest& err, bool ended) {
   // Alive is asked before the status is read: a wrapper gone by then had
   // written its status, if it ever would.
   std::string s = "d=" + quote(dir) + "\n";
-  s += R"(a=1
-if { read -r w < "$d/pid"; } 2>/dev/null && ! kill -0 "$w" 2>/dev/null; then a=0; fi
+  s += R"(a=-
+if { read -r w < "$d/pid"; } 2>/dev/null; then if kill -0 "$w" 2>/dev/null; then a=1; else a=0; fi; fi
 { read -r x < "$d/status"; } 2>/dev/null || x=-
 [ -n "$x" ] || x=-
 z='0 0'
@@ -96,8 +96,8 @@ o=$1 e=$2
   s += chunk("out", "o", out);
   s += "echo -\n";
   s += chunk("err", "e", err);
-  s += "if [ \"$x\" != - ] && [ \"$o\" -le " + number(out.complete_at) + " ] && [ \"$e\" -le " +
-       number(err.complete_at) + " ]; then rm -rf \"$d\"; fi\n";
+  s += std::string("if ") + (ended ? "" : "[ \"$x\" != - ] && ") + "[ \"$o\" -le " + number(out.complete_at) +
+       " ] && [ \"$e\" -le " + number(err.complete_at) + " ]; then rm -rf \"$d\"; fi\n";
   return s;
 }
 

@@ -34,18 +34,19 @@ std::string arguments_file(const std::string& words);
 std::string launch(std::string_view dir, std::string_view tag, const std::optional<std::string>& words);
 
 // What one poll asks for: up to `length` bytes of each stream from `offset`.
-// When the exit status is there and a stream is no larger than its
-// `complete_at` (every byte wanted is then in this answer), the poll removes
-// the directory.
+// When the exit status is there (or the command has `ended` by a kill) and
+// each stream is no larger than its `complete_at` (every byte wanted is then
+// in this answer), the poll removes the directory.
 struct StreamRequest {
   std::uint64_t offset = 0;
   std::uint64_t length = 0;
   std::uint64_t complete_at = 0;
 };
 
-// Prints "<status or -> <wrapper alive 1 or 0> <out size> <err size>", the
-// out chunk in base64, a line "-", the err chunk in base64.
-std::string poll(std::string_view dir, const StreamRequest& out, const StreamRequest& err);
+// Prints "<status or -> <wrapper: 1 alive, 0 gone, - not started yet> <out
+// size> <err size>", the out chunk in base64, a line "-", the err chunk in
+// base64.
+std::string poll(std::string_view dir, const StreamRequest& out, const StreamRequest& err, bool ended = false);
 
 // Waits a little for the status (40 sleeps of a millisecond at most, some
 // 50 to 100 ms in all), so that a quick command is seen done by the poll in

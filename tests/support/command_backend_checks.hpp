@@ -174,6 +174,11 @@ inline void timeout_kills_every_process(const Sandbox& s) {
   EXPECT_GE(r.duration_ms, 700);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
   for (const char* pid : {"bg.pid", "session.pid", "stubborn.pid"}) EXPECT_FALSE(still_running(s, pid)) << pid;
+  // what it wrote before the timeout is all in the result, however much
+  o.timeout_ms = 1'000;
+  const ExecResult wrote = sh(s, "sleep 0.3; head -c 3000000 /dev/zero; sleep 1000", o);
+  EXPECT_TRUE(wrote.timed_out);
+  EXPECT_EQ(wrote.stdout.size(), 3'000'000u);
   // a command that ends in time is not timed out
   o.timeout_ms = 30'000;
   const ExecResult quick = sh(s, "echo ok", o);
