@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <filesystem>
-#include <regex>
 #include <set>
 #include <thread>
 
@@ -107,9 +106,12 @@ TEST_P(CommandBackendLocal, EachCommandCleansUpItsDirectory) {
   EXPECT_EQ(reason_of([&] { sandbox.exec({"sleep", "10"}, o); }), Reason::CANCELLED);
   canceller.join();
   std::set<std::string> directories;
-  const std::regex directory("/tmp/\\.mayura-cmd-[0-9a-f]+");
+  const std::string prefix = "/tmp/.mayura-cmd-";
   for (const auto& head : provider->transport->command_heads()) {
-    for (std::sregex_iterator m(head.begin(), head.end(), directory), end; m != end; ++m) directories.insert(m->str());
+    for (auto at = head.find(prefix); at != std::string::npos; at = head.find(prefix, at + 1)) {
+      const auto end = head.find_first_not_of("0123456789abcdef", at + prefix.size());
+      directories.insert(head.substr(at, end - at));
+    }
   }
   EXPECT_EQ(directories.size(), 6u);
   for (const auto& d : directories) EXPECT_FALSE(std::filesystem::exists(d)) << d;
