@@ -9,6 +9,8 @@ packages=(
   libboost1.81-dev nlohmann-json3-dev libgtest-dev
   # what the tests run inside sandboxes on the host image
   python3 hostname coreutils findutils gawk
+  # the shells the command backend's scripts are tested under
+  dash busybox
   # the test world's HTTPS server and certificate, and the client the network tests run
   openssl curl
   # anchors for the benchmarks

@@ -1,0 +1,244 @@
+// The command backend inside real native sandboxes: a transport that runs
+// each short command with Sandbox::exec({"/bin/sh", "-c", command}), made a
+// provider, and the whole contract exercised through create_sandboxes. One
+// transport takes stdin; the other carries everything in command lines of
+// at most 32 KiB.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+
+#include "../support/command_backend_checks.hpp"
+#include "harness.hpp"
+#include "mayura/command_backend.hpp"
+
+namespace mayura::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Variant {
+  std::string name;
+  bool takes_stdin = true;
+  std::size_t max_command_bytes = 64 * 1024;
+};
+
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
+
+// Each command is one exec in the native sandbox.
+class NativeTransport final : public CommandTransport {
+ public:
+  NativeTransport(Sandbox native, const Variant& variant) : native_(std::move(native)), variant_(variant) {}
+
+  TransportResult run(const std::string& command, const TransportOptions& options) override {
+    ++calls;
+    // A transport that is not given what it cannot take: the backend must
+    // keep to the bounds it declares.
+    if (command.size() > variant_.max_command_bytes) {
+      ADD_FAILURE() << "a command of " << command.size() << " bytes";
+      throw SandboxError(Reason::INTERNAL, "command too long");
+    }
+    if (options.stdin && !variant_.takes_stdin) {
+      ADD_FAILURE() << "stdin given to a transport that takes none";
+      throw SandboxError(Reason::INTERNAL, "no stdin here");
+    }
+    ExecOptions o;
+    o.stdin = options.stdin;
+    o.cancellation = options.cancellation;
+    const ExecResult r = native_.exec({"/bin/sh", "-c", command}, o);
+    if (!r.exit_code) throw SandboxError(Reason::INTERNAL, "the transport's command did not end");
+    return {*r.exit_code, r.stdout};
+  }
+  bool takes_stdin() const override { return variant_.takes_stdin; }
+  std::size_t max_command_bytes() const override { return variant_.max_command_bytes; }
+
+  std::atomic<int> calls{0};
+
+ private:
+  Sandbox native_;
+  const Variant variant_;
+};
+
+// Sandboxes of the command backend, each over a native sandbox of the
+// harness's provider; releasing one releases its native sandbox.
+class CommandOverNative final : public SandboxProvider {
+ public:
+  CommandOverNative(Sandboxes native, const Variant& variant) : native_(std::move(native)), variant_(variant) {}
+
+  std::string id() const override { return "command-over-native"; }
+  Features features() const override {
+    Features f;
+    f.stdin = true;
+    f.network = {NetworkKind::none};
+    return f;
+  }
+  std::string workdir() const override { return native_.workdir(); }
+  std::int64_t max_lifetime_ms() const override { return 0; }
+
+  std::unique_ptr<SandboxBackend> create(const CreateOptions& options, std::stop_token cancellation) override {
+    CreateOptions native_options;
+    native_options.lifetime_ms = options.lifetime_ms;
+    native_options.env = options.env;
+    Sandbox native = native_.create(native_options, cancellation);
+    {
+      std::lock_guard lock(mutex_);
+      last_native = native;
+      last_transport = std::make_shared<NativeTransport>(native, variant_);
+    }
+    return command_sandbox_backend(id(), last_transport, [native] { native.release(); });
+  }
+
+  std::mutex mutex_;
+  Sandbox last_native;
+  std::shared_ptr<NativeTransport> last_transport;
+
+ private:
+  Sandboxes native_;
+  const Variant variant_;
+};
+
+class CommandBackend : public NativeTest, public ::testing::WithParamInterface<Variant> {
+ protected:
+  void TearDown() override {
+    if (command_) command_->close();
+    command_.reset();
+    provider_.reset();  // it holds the harness's sandboxes too
+    NativeTest::TearDown();
+  }
+
+  Sandbox create_command(CreateOptions create = {}) {
+    if (!command_) {
+      provider_ = std::make_shared<CommandOverNative>(sandboxes(), GetParam());
+      SandboxesOptions limits;
+      limits.max_sandboxes = 2;
+      command_ = create_sandboxes(provider_, limits);
+    }
+    if (create.lifetime_ms == 0) create.lifetime_ms = 120'000;
+    return command_->create(create);
+  }
+
+  // Live processes in the native sandbox whose name is `name` (zombies are
+  // dead: the init reaps them a moment later).
+  int processes_named(const std::string& name) {
+    return std::stoi(sh(provider_->last_native,
+                        "n=0; for p in /proc/[0-9]*; do s=$(cat $p/stat 2>/dev/null) || continue; "
+                        "case $s in *\"(" + name + ") \"[!Z]*) n=$((n+1));; esac; done; echo $n"));
+  }
+
+  std::shared_ptr<CommandOverNative> provider_;
+  std::optional<Sandboxes> command_;
+};
+
+TEST_P(CommandBackend, ExitCodesAndStreams) { command_checks::exit_codes_and_streams(create_command()); }
+TEST_P(CommandBackend, ArgumentsArriveUnchanged) { command_checks::arguments_arrive_unchanged(create_command()); }
+TEST_P(CommandBackend, EnvCwdAndStdin) { command_checks::env_cwd_and_stdin(create_command()); }
+TEST_P(CommandBackend, LargeOutputTruncationAndStreaming) {
+  command_checks::large_output_truncation_and_streaming(create_command());
+}
+TEST_P(CommandBackend, BinaryLargeAndNestedFiles) { command_checks::binary_large_and_nested_files(create_command()); }
+TEST_P(CommandBackend, ListingAndRemoval) { command_checks::listing_and_removal(create_command()); }
+TEST_P(CommandBackend, ErrorsByReason) { command_checks::errors_by_reason(create_command()); }
+
+TEST_P(CommandBackend, TimeoutKillsEveryProcessOfTheCommand) {
+  auto s = create_command();
+  command_checks::timeout_kills_every_process(s);
+  // nothing of it is left anywhere in the sandbox, nor its directory
+  EXPECT_EQ(processes_named("sleep"), 0);
+  EXPECT_EQ(sh(provider_->last_native, "ls -a /tmp | grep -c mayura-cmd || :"), "0\n");
+}
+
+TEST_P(CommandBackend, CancellationKillsEveryProcessOfTheCommand) {
+  auto s = create_command();
+  command_checks::cancellation_kills_every_process(s);
+  EXPECT_EQ(processes_named("sleep"), 0);
+  EXPECT_EQ(sh(provider_->last_native, "ls -a /tmp | grep -c mayura-cmd || :"), "0\n");
+}
+
+TEST_P(CommandBackend, SandboxEnvReachesCommands) {
+  CreateOptions o;
+  o.env = {{"FROM_CREATE", "yes it's"}};
+  auto s = create_command(o);
+  EXPECT_EQ(command_checks::sh(s, "printf %s \"$FROM_CREATE\"").stdout, "yes it's");
+}
+
+TEST_P(CommandBackend, GoneAfterRelease) {
+  auto s = create_command();
+  EXPECT_EQ(s.exec({"true"}).exit_code, 0);
+  Sandbox native = provider_->last_native;
+  s.release();
+  EXPECT_TRUE(native.released());  // the native sandbox went with it
+  EXPECT_EQ(reason_of([&] { s.exec({"true"}); }), Reason::GONE);
+  EXPECT_EQ(reason_of([&] { s.read_file("x"); }), Reason::GONE);
+  EXPECT_EQ(reason_of([&] { s.write_file("x", "y"); }), Reason::GONE);
+  EXPECT_EQ(reason_of([&] { s.list("."); }), Reason::GONE);
+  EXPECT_EQ(reason_of([&] { s.remove("x"); }), Reason::GONE);
+  // ports are not among the features
+  EXPECT_FALSE(s.features().ports);
+  EXPECT_EQ(reason_of([&] { s.url(8080); }), Reason::INVALID_INPUT);
+}
+
+TEST_P(CommandBackend, GoneWhenTheSandboxUnderneathEnds) {
+  auto s = create_command();
+  provider_->last_native.release();
+  EXPECT_EQ(reason_of([&] { s.exec({"true"}); }), Reason::GONE);
+  EXPECT_EQ(reason_of([&] { s.read_file("x"); }), Reason::GONE);
+}
+
+TEST_P(CommandBackend, ReleaseDuringAnExecEndsIt) {
+  auto s = create_command();
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    s.release();
+  });
+  const auto start = Clock::now();
+  EXPECT_EQ(reason_of([&] { s.exec({"sleep", "1000"}); }), Reason::GONE);
+  releaser.join();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST_P(CommandBackend, ManyCommandsAtOnce) {
+  auto s = create_command();
+  std::vector<std::thread> threads;
+  std::atomic<int> right{0};
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      const ExecResult r = s.exec({"sh", "-c", "sleep 0.2; echo $1", "sh", std::to_string(i)});
+      right += r.exit_code == 0 && r.stdout == std::to_string(i) + "\n";
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(right, 8);
+}
+
+// What one exec of `true` costs through the backend, beside the transport's
+// own exec it is made of.
+TEST_P(CommandBackend, CostOfOneExec) {
+  auto s = create_command();
+  auto median_ms = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::vector<double> command, native;
+  const int calls_before = provider_->last_transport->calls;
+  for (int i = 0; i < 20; ++i) {
+    auto start = Clock::now();
+    EXPECT_EQ(s.exec({"true"}).exit_code, 0);
+    command.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    start = Clock::now();
+    EXPECT_EQ(provider_->last_native.exec({"true"}).exit_code, 0);
+    native.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+  const double calls = (provider_->last_transport->calls - calls_before) / 20.0;
+  std::printf("[ cost     ] exec true through the command backend (%s): median %.1f ms, %.1f transport calls each; "
+              "native exec: median %.1f ms\n",
+              GetParam().name.c_str(), median_ms(command), calls, median_ms(native));
+  EXPECT_LT(median_ms(command), 200.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, CommandBackend,
+                         ::testing::Values(Variant{"stdin", true, 64 * 1024}, Variant{"cmdline", false, 32 * 1024}),
+                         [](const ::testing::TestParamInfo<Variant>& p) { return p.param.name; });
+
+}  // namespace
+}  // namespace mayura::testing

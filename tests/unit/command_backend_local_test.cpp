@@ -1,0 +1,166 @@
+// The command backend over shells on the host (dash, bash, BusyBox), with a
+// transport that takes standard input and one that carries everything in
+// short command lines. No root: each test has a directory of its own as
+// the sandbox's workdir.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "../support/command_backend_checks.hpp"
+#include "mayura/command_backend.hpp"
+#include "mayura/sandbox.hpp"
+#include "shell_toolbox.hpp"
+
+namespace mayura::testing {
+namespace {
+
+struct Variant {
+  Toolbox toolbox;
+  bool takes_stdin = true;
+  std::size_t max_command_bytes = 64 * 1024;
+  std::string name() const { return toolbox.name + (takes_stdin ? "_stdin" : "_cmdline"); }
+};
+
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name(); }
+
+std::vector<Variant> all_variants() {
+  std::vector<Variant> v;
+  for (const auto& t : all_toolboxes()) {
+    v.push_back({t, true});
+    v.push_back({t, false, 32 * 1024});
+  }
+  return v;
+}
+
+// A provider whose sandboxes are the test's directory on the host.
+class LocalProvider final : public SandboxProvider {
+ public:
+  LocalProvider(const ShellPlace& place, const Variant& variant) : place_(place), variant_(variant) {}
+  std::string id() const override { return "local-command"; }
+  Features features() const override {
+    Features f;
+    f.stdin = true;
+    f.network = {NetworkKind::none};
+    return f;
+  }
+  std::string workdir() const override { return place_.work(); }
+  std::int64_t max_lifetime_ms() const override { return 0; }
+  std::unique_ptr<SandboxBackend> create(const CreateOptions&, std::stop_token) override {
+    transport = std::make_shared<LocalTransport>(place_, variant_.takes_stdin, variant_.max_command_bytes);
+    return command_sandbox_backend(id(), transport, [this] { ++releases; });
+  }
+
+  std::shared_ptr<LocalTransport> transport;
+  std::atomic<int> releases{0};
+
+ private:
+  const ShellPlace& place_;
+  const Variant variant_;
+};
+
+class CommandBackendLocal : public ::testing::TestWithParam<Variant> {
+ protected:
+  void TearDown() override { sandboxes.close(); }
+
+  ShellPlace place{GetParam().toolbox};
+  std::shared_ptr<LocalProvider> provider = std::make_shared<LocalProvider>(place, GetParam());
+  Sandboxes sandboxes = create_sandboxes(provider, {});
+  Sandbox sandbox = sandboxes.create(long_lived());
+
+  static CreateOptions long_lived() {
+    CreateOptions o;
+    o.lifetime_ms = 600'000;
+    return o;
+  }
+};
+
+TEST_P(CommandBackendLocal, ExitCodesAndStreams) { command_checks::exit_codes_and_streams(sandbox); }
+TEST_P(CommandBackendLocal, ArgumentsArriveUnchanged) { command_checks::arguments_arrive_unchanged(sandbox); }
+TEST_P(CommandBackendLocal, EnvCwdAndStdin) { command_checks::env_cwd_and_stdin(sandbox); }
+TEST_P(CommandBackendLocal, LargeOutputTruncationAndStreaming) {
+  command_checks::large_output_truncation_and_streaming(sandbox);
+}
+TEST_P(CommandBackendLocal, TimeoutKillsEveryProcess) { command_checks::timeout_kills_every_process(sandbox); }
+TEST_P(CommandBackendLocal, CancellationKillsEveryProcess) { command_checks::cancellation_kills_every_process(sandbox); }
+TEST_P(CommandBackendLocal, BinaryLargeAndNestedFiles) { command_checks::binary_large_and_nested_files(sandbox); }
+TEST_P(CommandBackendLocal, ListingAndRemoval) { command_checks::listing_and_removal(sandbox); }
+TEST_P(CommandBackendLocal, ErrorsByReason) { command_checks::errors_by_reason(sandbox); }
+
+TEST_P(CommandBackendLocal, EachCommandCleansUpItsDirectory) {
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(sandbox.exec({"true"}).exit_code, 0);
+  EXPECT_EQ(sandbox.exec({"sh", "-c", "head -c 3000000 /dev/zero"}).stdout.size(), 3'000'000u);
+  ExecOptions o;
+  o.timeout_ms = 100;
+  EXPECT_TRUE(sandbox.exec({"sleep", "10"}, o).timed_out);
+  std::stop_source stop;
+  o.timeout_ms.reset();
+  o.cancellation = stop.get_token();
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stop.request_stop();
+  });
+  EXPECT_EQ(reason_of([&] { sandbox.exec({"sleep", "10"}, o); }), Reason::CANCELLED);
+  canceller.join();
+  std::set<std::string> directories;
+  const std::string prefix = "/tmp/.mayura-cmd-";
+  for (const auto& head : provider->transport->command_heads()) {
+    for (auto at = head.find(prefix); at != std::string::npos; at = head.find(prefix, at + 1)) {
+      const auto end = head.find_first_not_of("0123456789abcdef", at + prefix.size());
+      directories.insert(head.substr(at, end - at));
+    }
+  }
+  EXPECT_EQ(directories.size(), 6u);
+  for (const auto& d : directories) EXPECT_FALSE(std::filesystem::exists(d)) << d;
+}
+
+TEST_P(CommandBackendLocal, ReleaseOnceThenGone) {
+  auto transport = std::make_shared<LocalTransport>(place, GetParam().takes_stdin, GetParam().max_command_bytes);
+  int releases = 0;
+  auto backend = command_sandbox_backend("local", transport, [&] { ++releases; });
+  EXPECT_TRUE(backend->alive());
+  EXPECT_EQ(backend->exec({"true"}, {}).exit_code, 0);
+  EXPECT_EQ(reason_of([&] { backend->url(8080); }), Reason::UNSUPPORTED);
+  backend->release();
+  backend->release();
+  EXPECT_EQ(releases, 1);
+  EXPECT_FALSE(backend->alive());
+  const int calls = transport->calls();
+  EXPECT_EQ(reason_of([&] { backend->exec({"true"}, {}); }), Reason::GONE);
+  EXPECT_EQ(reason_of([&] { backend->read_file("x", {}); }), Reason::GONE);
+  EXPECT_EQ(reason_of([&] { backend->write_file("x", "y", {}); }), Reason::GONE);
+  EXPECT_EQ(reason_of([&] { backend->list(".", {}); }), Reason::GONE);
+  EXPECT_EQ(reason_of([&] { backend->remove("x", {}); }), Reason::GONE);
+  EXPECT_EQ(transport->calls(), calls);  // nothing reached the transport
+  backend.reset();
+  EXPECT_EQ(releases, 1);
+
+  // a backend dropped without release() is released as it goes
+  auto dropped = command_sandbox_backend("local", transport, [&] { ++releases; });
+  dropped.reset();
+  EXPECT_EQ(releases, 2);
+
+  // through the limits layer
+  sandbox.release();
+  EXPECT_EQ(provider->releases, 1);
+  EXPECT_EQ(reason_of([&] { sandbox.exec({"true"}); }), Reason::GONE);
+}
+
+TEST_P(CommandBackendLocal, TransportCommandsStayWithinTheirBound) {
+  // Everything the checks send stays under the bound: LocalTransport throws
+  // otherwise. Here, the count of calls a plain command takes.
+  const int before = provider->transport->calls();
+  EXPECT_EQ(sandbox.exec({"true"}).exit_code, 0);
+  const int calls = provider->transport->calls() - before;
+  EXPECT_GE(calls, 1);   // the start polls once, a moment later
+  EXPECT_LE(calls, 12);  // a quick command is seen within a few polls
+}
+
+INSTANTIATE_TEST_SUITE_P(Shells, CommandBackendLocal, ::testing::ValuesIn(all_variants()),
+                         [](const ::testing::TestParamInfo<Variant>& p) { return p.param.name(); });
+
+}  // namespace
+}  // namespace mayura::testing
