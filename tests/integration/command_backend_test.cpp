@@ -12,6 +12,7 @@
 #include "../support/command_backend_checks.hpp"
 #include "harness.hpp"
 #include "mayura/command_backend.hpp"
+#include "mayura/testing/conformance.hpp"
 
 namespace mayura::testing {
 namespace {
@@ -98,36 +99,47 @@ class CommandOverNative final : public SandboxProvider {
   const Variant variant_;
 };
 
+// The command backend's sandboxes, each over a native sandbox of the
+// harness's provider; closed before the harness's leak check.
+class CommandSandboxes {
+ public:
+  Sandbox create(const Sandboxes& native, const Variant& variant, CreateOptions create = {}) {
+    if (!sandboxes) {
+      provider = std::make_shared<CommandOverNative>(native, variant);
+      SandboxesOptions limits;
+      limits.max_sandboxes = 2;
+      sandboxes = create_sandboxes(provider, limits);
+    }
+    if (create.lifetime_ms == 0) create.lifetime_ms = 120'000;
+    return sandboxes->create(create);
+  }
+  void close() {
+    if (sandboxes) sandboxes->close();
+    sandboxes.reset();
+    provider.reset();  // it holds the harness's sandboxes too
+  }
+  std::shared_ptr<CommandOverNative> provider;
+  std::optional<Sandboxes> sandboxes;
+};
+
 class CommandBackend : public NativeTest, public ::testing::WithParamInterface<Variant> {
  protected:
   void TearDown() override {
-    if (command_) command_->close();
-    command_.reset();
-    provider_.reset();  // it holds the harness's sandboxes too
+    command_.close();
     NativeTest::TearDown();
   }
 
-  Sandbox create_command(CreateOptions create = {}) {
-    if (!command_) {
-      provider_ = std::make_shared<CommandOverNative>(sandboxes(), GetParam());
-      SandboxesOptions limits;
-      limits.max_sandboxes = 2;
-      command_ = create_sandboxes(provider_, limits);
-    }
-    if (create.lifetime_ms == 0) create.lifetime_ms = 120'000;
-    return command_->create(create);
-  }
+  Sandbox create_command(CreateOptions create = {}) { return command_.create(sandboxes(), GetParam(), std::move(create)); }
 
   // Live processes in the native sandbox whose name is `name` (zombies are
   // dead: the init reaps them a moment later).
   int processes_named(const std::string& name) {
-    return std::stoi(sh(provider_->last_native,
+    return std::stoi(sh(command_.provider->last_native,
                         "n=0; for p in /proc/[0-9]*; do s=$(cat $p/stat 2>/dev/null) || continue; "
                         "case $s in *\"(" + name + ") \"[!Z]*) n=$((n+1));; esac; done; echo $n"));
   }
 
-  std::shared_ptr<CommandOverNative> provider_;
-  std::optional<Sandboxes> command_;
+  CommandSandboxes command_;
 };
 
 TEST_P(CommandBackend, ExitCodesAndStreams) { command_checks::exit_codes_and_streams(create_command()); }
@@ -145,14 +157,14 @@ TEST_P(CommandBackend, TimeoutKillsEveryProcessOfTheCommand) {
   command_checks::timeout_kills_every_process(s);
   // nothing of it is left anywhere in the sandbox, nor its directory
   EXPECT_EQ(processes_named("sleep"), 0);
-  EXPECT_EQ(sh(provider_->last_native, "ls -a /tmp | grep -c mayura-cmd || :"), "0\n");
+  EXPECT_EQ(sh(command_.provider->last_native, "ls -a /tmp | grep -c mayura-cmd || :"), "0\n");
 }
 
 TEST_P(CommandBackend, CancellationKillsEveryProcessOfTheCommand) {
   auto s = create_command();
   command_checks::cancellation_kills_every_process(s);
   EXPECT_EQ(processes_named("sleep"), 0);
-  EXPECT_EQ(sh(provider_->last_native, "ls -a /tmp | grep -c mayura-cmd || :"), "0\n");
+  EXPECT_EQ(sh(command_.provider->last_native, "ls -a /tmp | grep -c mayura-cmd || :"), "0\n");
 }
 
 TEST_P(CommandBackend, SandboxEnvReachesCommands) {
@@ -165,7 +177,7 @@ TEST_P(CommandBackend, SandboxEnvReachesCommands) {
 TEST_P(CommandBackend, GoneAfterRelease) {
   auto s = create_command();
   EXPECT_EQ(s.exec({"true"}).exit_code, 0);
-  Sandbox native = provider_->last_native;
+  Sandbox native = command_.provider->last_native;
   s.release();
   EXPECT_TRUE(native.released());  // the native sandbox went with it
   EXPECT_EQ(reason_of([&] { s.exec({"true"}); }), Reason::GONE);
@@ -180,7 +192,7 @@ TEST_P(CommandBackend, GoneAfterRelease) {
 
 TEST_P(CommandBackend, GoneWhenTheSandboxUnderneathEnds) {
   auto s = create_command();
-  provider_->last_native.release();
+  command_.provider->last_native.release();
   EXPECT_EQ(reason_of([&] { s.exec({"true"}); }), Reason::GONE);
   EXPECT_EQ(reason_of([&] { s.read_file("x"); }), Reason::GONE);
 }
@@ -220,16 +232,16 @@ TEST_P(CommandBackend, CostOfOneExec) {
     return v[v.size() / 2];
   };
   std::vector<double> command, native;
-  const int calls_before = provider_->last_transport->calls;
+  const int calls_before = command_.provider->last_transport->calls;
   for (int i = 0; i < 20; ++i) {
     auto start = Clock::now();
     EXPECT_EQ(s.exec({"true"}).exit_code, 0);
     command.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     start = Clock::now();
-    EXPECT_EQ(provider_->last_native.exec({"true"}).exit_code, 0);
+    EXPECT_EQ(command_.provider->last_native.exec({"true"}).exit_code, 0);
     native.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
   }
-  const double calls = (provider_->last_transport->calls - calls_before) / 20.0;
+  const double calls = (command_.provider->last_transport->calls - calls_before) / 20.0;
   std::printf("[ cost     ] exec true through the command backend (%s): median %.1f ms, %.1f transport calls each; "
               "native exec: median %.1f ms\n",
               GetParam().name.c_str(), median_ms(command), calls, median_ms(native));
@@ -239,6 +251,40 @@ TEST_P(CommandBackend, CostOfOneExec) {
 INSTANTIATE_TEST_SUITE_P(Transports, CommandBackend,
                          ::testing::Values(Variant{"stdin", true, 64 * 1024}, Variant{"cmdline", false, 32 * 1024}),
                          [](const ::testing::TestParamInfo<Variant>& p) { return p.param.name; });
+
+// The conformance suite, every entry on a sandbox of its own, over both
+// transports: the command-only path proven against the same contract as the
+// native provider.
+class CommandConformance : public NativeTest, public ::testing::WithParamInterface<std::tuple<Variant, std::string>> {
+ protected:
+  void TearDown() override {
+    command_.close();
+    NativeTest::TearDown();
+  }
+  CommandSandboxes command_;
+};
+
+TEST_P(CommandConformance, Passes) {
+  const auto& [variant, name] = GetParam();
+  const auto& suite = sandbox_conformance();
+  const auto it = std::find_if(suite.begin(), suite.end(), [&](const ConformanceTest& t) { return t.name == name; });
+  ASSERT_NE(it, suite.end());
+  const Sandbox sandbox = command_.create(sandboxes(), variant);
+  EXPECT_EQ(it->run({sandbox}), kConformancePassed);
+}
+
+std::vector<std::string> conformance_names() {
+  std::vector<std::string> names;
+  for (const auto& t : sandbox_conformance()) names.push_back(t.name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Conformance, CommandConformance,
+                         ::testing::Combine(::testing::Values(Variant{"stdin", true, 64 * 1024}, Variant{"cmdline", false, 32 * 1024}),
+                                            ::testing::ValuesIn(conformance_names())),
+                         [](const ::testing::TestParamInfo<std::tuple<Variant, std::string>>& p) {
+                           return std::get<0>(p.param).name + "_" + std::get<1>(p.param);
+                         });
 
 }  // namespace
 }  // namespace mayura::testing
