@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base64.hpp"
 #include "mayura/errors.hpp"
 
 namespace mayura::tool_json {
@@ -36,8 +37,6 @@ std::size_t char_start(std::string_view s, std::size_t i) {
   for (int k = 0; k < 3 && i > 0 && i < s.size() && (static_cast<unsigned char>(s[i]) & 0xc0) == 0x80; ++k) --i;
   return i;
 }
-
-constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 }  // namespace
 
@@ -116,47 +115,12 @@ std::string clip_middle(std::string_view text, std::size_t max) {
          std::string(text.substr(tail));
 }
 
-std::string base64(std::string_view bytes) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  const auto at = [&](std::size_t k) { return static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[k])); };
-  for (; i + 3 <= bytes.size(); i += 3) {
-    const std::uint32_t v = at(i) << 16 | at(i + 1) << 8 | at(i + 2);
-    for (int s = 18; s >= 0; s -= 6) out.push_back(kAlphabet[(v >> s) & 63]);
-  }
-  if (const std::size_t rest = bytes.size() - i; rest > 0) {
-    const std::uint32_t v = at(i) << 16 | (rest == 2 ? at(i + 1) << 8 : 0);
-    out.push_back(kAlphabet[(v >> 18) & 63]);
-    out.push_back(kAlphabet[(v >> 12) & 63]);
-    out.push_back(rest == 2 ? kAlphabet[(v >> 6) & 63] : '=');
-    out.push_back('=');
-  }
-  return out;
-}
+std::string base64(std::string_view bytes) { return detail::base64_encode(bytes); }
 
 std::string unbase64(std::string_view text) {
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  std::size_t padding = 0;
-  for (char c : text) {
-    if (c == '\n' || c == '\r') continue;
-    if (c == '=') {
-      ++padding;
-      continue;
-    }
-    const auto pos = kAlphabet.find(c);
-    if (pos == std::string_view::npos || padding > 0) bad("the content is not base64");
-    acc = acc << 6 | static_cast<std::uint32_t>(pos);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  if (padding > 2 || bits >= 6) bad("the content is not base64");
-  return out;
+  auto bytes = detail::base64_decode(text);
+  if (!bytes) bad("the content is not base64");
+  return std::move(*bytes);
 }
 
 }  // namespace mayura::tool_json
