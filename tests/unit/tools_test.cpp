@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
 #include <thread>
 
 #include "../support/reason_of.hpp"
@@ -173,6 +177,23 @@ TEST_F(ToolsTest, FilesAsTextOrBase64) {
   EXPECT_EQ(r["content"], "héllo");
   EXPECT_EQ(reason_of([&] { find(tools, "workspace.write").call({{"path", "f"}, {"content", "123456789"}}, run); }),
             Reason::LIMIT_REACHED);
+}
+
+TEST_F(ToolsTest, ACallHasAnAsynchronousFormThatCancels) {
+  SandboxToolsOptions o;
+  o.name = "workspace";
+  o.exec = true;
+  const Tool exec = find(sandbox_tools(sandbox, o), "workspace.exec");
+  boost::asio::io_context io;
+  auto done = async_call(exec, {{"command", "true"}}, granted({"exec"}), io.get_executor(), boost::asio::use_future);
+  EXPECT_EQ(done.get()["exitCode"], 0);
+  provider->state->block_until_cancelled = true;
+  boost::asio::cancellation_signal cancel;
+  auto blocked = async_call(exec, {{"command", "sleep 100"}}, granted({"exec"}), io.get_executor(),
+                            boost::asio::bind_cancellation_slot(cancel.slot(), boost::asio::use_future));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  cancel.emit(boost::asio::cancellation_type::terminal);
+  EXPECT_EQ(reason_of([&] { blocked.get(); }), Reason::CANCELLED);
 }
 
 TEST_F(ToolsTest, BadOptionsAreInvalid) {

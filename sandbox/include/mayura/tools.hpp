@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "mayura/async.hpp"
 #include "mayura/sandboxes.hpp"
 
 namespace mayura {
@@ -62,6 +63,21 @@ struct Tool {
   // sandbox says.
   std::function<nlohmann::json(const nlohmann::json& input, const RunContext& run)> call;
 };
+
+// The asynchronous form of a tool call: completes `token` with the result
+// (or the SandboxError) on the token's executor, else on `executor`; Asio
+// per-operation cancellation stops the call as the run's cancellation does.
+template <class Token>
+auto async_call(const Tool& tool, nlohmann::json input, RunContext run, const boost::asio::any_io_executor& executor,
+                Token&& token) {
+  return detail::async_run(executor, std::forward<Token>(token),
+                           [call = tool.call, input = std::move(input), run = std::move(run)](std::stop_token stop) {
+                             detail::JoinedStop joined(stop, run.cancellation);
+                             RunContext r = run;
+                             r.cancellation = joined.token();
+                             return call(input, r);
+                           });
+}
 
 // Where the tools find their sandbox: one that exists, or the run's own.
 using SandboxSource = std::function<Sandbox(const RunContext& run)>;
