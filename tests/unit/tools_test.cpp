@@ -240,6 +240,24 @@ TEST_F(ToolsTest, APerRunSandboxIsCreatedOnceOnFirstUseAndReleasedAtTheEnd) {
   EXPECT_EQ(per_run->size(), 0u);
 }
 
+TEST_F(ToolsTest, ARefusedCallMakesNoPerRunSandbox) {
+  auto per_run = sandbox_per_run(sandboxes, [](const RunInfo&) {
+    CreateOptions c;
+    c.lifetime_ms = 60000;
+    return c;
+  });
+  SandboxToolsOptions o;
+  o.name = "workspace";
+  o.exec = true;
+  const auto tools = sandbox_tools(per_run->source(), o);
+  const int before = provider->state->creates;
+  RunContext run = granted({"exec"});
+  run.permissions.erase("effect:write");
+  EXPECT_EQ(reason_of([&] { find(tools, "workspace.exec").call({{"command", "true"}}, run); }), Reason::PERMISSION_DENIED);
+  EXPECT_EQ(provider->state->creates, before);
+  EXPECT_EQ(per_run->size(), 0u);
+}
+
 TEST_F(ToolsTest, ARunScopeReleasesOnEveryWayOut) {
   auto per_run = sandbox_per_run(sandboxes, [](const RunInfo&) {
     CreateOptions c;
