@@ -29,6 +29,7 @@ struct SandboxPerRun::State {
     std::promise<Sandbox> promise;
     {
       std::lock_guard lock(mutex);
+      if (closed) throw SandboxError(Reason::GONE, "the per-run sandboxes were closed");
       if (ended_set.count(run.run_id)) throw SandboxError(Reason::GONE, "the run has ended; its sandbox was released");
       auto it = runs.find(run.run_id);
       if (it == runs.end()) {
@@ -46,16 +47,17 @@ struct SandboxPerRun::State {
   void create(const RunContext& run, std::promise<Sandbox>& promise) {
     try {
       Sandbox made = sandboxes.create(options(RunInfo{run.run_id}), run.cancellation);
-      bool released_meanwhile = false;
       {
+        // Checked and handed out under one lock: a release either comes
+        // before (and this sandbox goes at once) or finds it ready.
         std::lock_guard lock(mutex);
-        released_meanwhile = ended_set.count(run.run_id) > 0;
+        if (!closed && !ended_set.count(run.run_id)) {
+          promise.set_value(std::move(made));
+          return;
+        }
       }
-      if (released_meanwhile) {
-        made.release();  // the run ended while its sandbox was being made
-        throw SandboxError(Reason::GONE, "the run ended while its sandbox was being made");
-      }
-      promise.set_value(std::move(made));
+      made.release();  // the run ended while its sandbox was being made
+      throw SandboxError(Reason::GONE, "the run ended while its sandbox was being made");
     } catch (...) {
       {
         // A failed create is not kept: the next call of the run tries again.
@@ -70,13 +72,18 @@ struct SandboxPerRun::State {
     std::shared_future<Sandbox> pending;
     {
       std::lock_guard lock(mutex);
-      if (!ended_set.count(run_id)) {
-        ended_set.insert(run_id);
-        ended.push_back(run_id);
-        if (ended.size() > kEndedRemembered) {
-          ended_set.erase(ended.front());
-          ended.pop_front();
+      try {
+        if (!ended_set.count(run_id)) {
+          ended_set.insert(run_id);
+          ended.push_back(run_id);
+          if (ended.size() > kEndedRemembered) {
+            ended_set.erase(ended.front());
+            ended.pop_front();
+          }
         }
+      } catch (...) {
+        // Out of memory: the run is not remembered as ended, but its
+        // sandbox is still released below.
       }
       const auto it = runs.find(run_id);
       if (it == runs.end()) return;
@@ -99,18 +106,26 @@ struct SandboxPerRun::State {
   }
 
   void release_all() noexcept {
-    std::vector<std::string> ids;
+    std::map<std::string, std::shared_future<Sandbox>> held;
     {
       std::lock_guard lock(mutex);
-      for (const auto& [id, _] : runs) ids.push_back(id);
+      closed = true;  // a tool call after this makes nothing
+      held.swap(runs);
     }
-    for (const auto& id : ids) release(id);
+    for (auto& [id, pending] : held) {
+      try {
+        if (pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) pending.get().release();
+      } catch (...) {
+        // The create failed: nothing to release.
+      }
+    }
   }
 
   Sandboxes sandboxes;
   std::function<CreateOptions(const RunInfo&)> options;
   mutable std::mutex mutex;
   std::map<std::string, std::shared_future<Sandbox>> runs;
+  bool closed = false;
   std::set<std::string> ended_set;
   std::deque<std::string> ended;
 };

@@ -5,6 +5,7 @@
 #include "mayura/tools.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include "tool_json.hpp"
 
@@ -49,7 +50,10 @@ class ToolMaker {
  public:
   ToolMaker(SandboxSource source, const SandboxToolsOptions& options) : source_(std::move(source)), options_(options) {}
 
-  using Act = std::function<json(const Sandbox&, const json&, const RunContext&)>;
+  // The sandbox, reached only when asked for: an act checks its input (and
+  // the budget) first, so a refused call creates no per-run sandbox.
+  using SandboxOf = std::function<Sandbox()>;
+  using Act = std::function<json(const SandboxOf&, const json&, const RunContext&)>;
 
   Tool make(const std::string& verb, ToolEffect effect, std::string description, json schema, Act act) const {
     Tool tool;
@@ -66,7 +70,7 @@ class ToolMaker {
         if (!run.permissions.count(p)) throw SandboxError(Reason::PERMISSION_DENIED, id + " needs the permission " + p);
       }
       if (run.cancellation.stop_requested()) throw SandboxError(Reason::CANCELLED, "the run was cancelled");
-      return act(source(run), input, run);
+      return act([&] { return source(run); }, input, run);
     };
     return tool;
   }
@@ -82,14 +86,14 @@ Tool read_tool(const ToolMaker& maker, const SandboxToolsOptions& o) {
       "Read a file in the sandbox. Paths are relative to the working directory, or absolute. Text comes back as is; "
       "other bytes as base64 (encoding: base64). Files over " + std::to_string(o.max_read_bytes) + " bytes are refused.",
       object_schema({{"path", string_property("the file's path")}}, {"path"}),
-      [o](const Sandbox& s, const json& in, const RunContext& run) {
+      [o](const ToolMaker::SandboxOf& sandbox, const json& in, const RunContext& run) {
         const Input input(in, {"path"});
         const std::string path = input.string("path");
         ReadOptions r;
         r.max_bytes = o.max_read_bytes;
         r.cancellation = run.cancellation;
-        const std::string data = s.read_file(path, r);
-        json out = {{"path", path}, {"bytes", data.size()}};
+        const std::string data = sandbox().read_file(path, r);
+        json out = {{"path", tool_json::valid_utf8(path)}, {"bytes", data.size()}};
         if (tool_json::is_valid_utf8(data)) {
           out["content"] = data;
           out["encoding"] = "utf8";
@@ -104,31 +108,31 @@ Tool read_tool(const ToolMaker& maker, const SandboxToolsOptions& o) {
 Tool list_tool(const ToolMaker& maker) {
   return maker.make("list", ToolEffect::read, "List a directory in the sandbox (default: the working directory).",
                     object_schema({{"path", string_property("the directory's path; default '.'")}}, {}),
-                    [](const Sandbox& s, const json& in, const RunContext& run) {
+                    [](const ToolMaker::SandboxOf& sandbox, const json& in, const RunContext& run) {
                       const Input input(in, {"path"});
                       const std::string path = input.optional_string("path").value_or(".");
                       FileOptions f;
                       f.cancellation = run.cancellation;
                       json entries = json::array();
-                      for (const FileEntry& e : s.list(path, f)) {
+                      for (const FileEntry& e : sandbox().list(path, f)) {
                         entries.push_back({{"name", tool_json::valid_utf8(e.name)},
                                            {"type", file_type_name(e.type)},
                                            {"size", e.size},
                                            {"mode", e.mode},
                                            {"mtimeMs", e.mtime_ms}});
                       }
-                      return json{{"path", path}, {"entries", std::move(entries)}};
+                      return json{{"path", tool_json::valid_utf8(path)}, {"entries", std::move(entries)}};
                     });
 }
 
 Tool url_tool(const ToolMaker& maker) {
   return maker.make("url", ToolEffect::read, "The URL at which a port published by the sandbox is reached.",
                     object_schema({{"port", {{"type", "integer"}, {"minimum", 1}, {"maximum", 65535}}}}, {"port"}),
-                    [](const Sandbox& s, const json& in, const RunContext&) {
+                    [](const ToolMaker::SandboxOf& sandbox, const json& in, const RunContext&) {
                       const Input input(in, {"port"});
                       const auto port = input.optional_integer("port", 1, 65535);
                       if (!port) throw SandboxError(Reason::INVALID_INPUT, "'port' is required");
-                      return json{{"port", *port}, {"url", s.url(static_cast<int>(*port))}};
+                      return json{{"port", *port}, {"url", sandbox().url(static_cast<int>(*port))}};
                     });
 }
 
@@ -144,7 +148,7 @@ Tool exec_tool(const ToolMaker& maker, const SandboxToolsOptions& o) {
                      {"stdin", string_property("what the command reads on its standard input")},
                      {"timeoutMs", {{"type", "integer"}, {"minimum", 1}, {"maximum", o.exec_timeout_ms}}}},
                     {"command"}),
-      [o](const Sandbox& s, const json& in, const RunContext& run) {
+      [o](const ToolMaker::SandboxOf& sandbox, const json& in, const RunContext& run) {
         const Input input(in, {"command", "cwd", "env", "stdin", "timeoutMs"});
         const std::string command = input.string("command");
         ExecOptions e;
@@ -153,10 +157,20 @@ Tool exec_tool(const ToolMaker& maker, const SandboxToolsOptions& o) {
         e.stdin = input.optional_string("stdin");
         e.timeout_ms = input.optional_integer("timeoutMs", 1, o.exec_timeout_ms).value_or(o.exec_timeout_ms);
         e.cancellation = run.cancellation;
-        if (o.exec_cost_micros > 0 && run.budget && !run.budget->charge(o.exec_cost_micros)) {
+        const bool charged = o.exec_cost_micros > 0 && run.budget;
+        if (charged && !run.budget->charge(o.exec_cost_micros)) {
           throw SandboxError(Reason::LIMIT_REACHED, "the run's budget is spent");
         }
-        const ExecResult r = s.exec({"/bin/sh", "-c", command}, e);
+        ExecResult r;
+        try {
+          r = sandbox().exec({"/bin/sh", "-c", command}, e);
+        } catch (const SandboxError& error) {
+          // A command refused before it ran costs nothing.
+          if (charged && (error.reason() == Reason::INVALID_INPUT || error.reason() == Reason::GONE)) {
+            run.budget->refund(o.exec_cost_micros);
+          }
+          throw;
+        }
         const std::string out = tool_json::valid_utf8(tool_json::clip_middle(r.stdout, o.max_output_bytes));
         const std::string err = tool_json::valid_utf8(tool_json::clip_middle(r.stderr, o.max_output_bytes));
         return json{{"exitCode", r.exit_code ? json(*r.exit_code) : json(nullptr)},
@@ -177,7 +191,7 @@ Tool write_tool(const ToolMaker& maker, const SandboxToolsOptions& o) {
                      {"content", string_property("what the file holds")},
                      {"encoding", {{"type", "string"}, {"enum", {"utf8", "base64"}}}}},
                     {"path", "content"}),
-      [o](const Sandbox& s, const json& in, const RunContext& run) {
+      [o](const ToolMaker::SandboxOf& sandbox, const json& in, const RunContext& run) {
         const Input input(in, {"path", "content", "encoding"});
         const std::string path = input.string("path");
         const std::string encoding = input.optional_string("encoding").value_or("utf8");
@@ -189,21 +203,21 @@ Tool write_tool(const ToolMaker& maker, const SandboxToolsOptions& o) {
         }
         FileOptions f;
         f.cancellation = run.cancellation;
-        s.write_file(path, data, f);
-        return json{{"path", path}, {"bytes", data.size()}};
+        sandbox().write_file(path, data, f);
+        return json{{"path", tool_json::valid_utf8(path)}, {"bytes", data.size()}};
       });
 }
 
 Tool remove_tool(const ToolMaker& maker) {
   return maker.make("remove", ToolEffect::write, "Remove a file or a directory (with what it holds) in the sandbox.",
                     object_schema({{"path", string_property("the path to remove")}}, {"path"}),
-                    [](const Sandbox& s, const json& in, const RunContext& run) {
+                    [](const ToolMaker::SandboxOf& sandbox, const json& in, const RunContext& run) {
                       const Input input(in, {"path"});
                       const std::string path = input.string("path");
                       FileOptions f;
                       f.cancellation = run.cancellation;
-                      s.remove(path, f);
-                      return json{{"path", path}, {"removed", true}};
+                      sandbox().remove(path, f);
+                      return json{{"path", tool_json::valid_utf8(path)}, {"removed", true}};
                     });
 }
 
@@ -216,6 +230,11 @@ bool RunBudget::charge(std::int64_t micros) {
   if (micros > remaining_) return false;
   remaining_ -= micros;
   return true;
+}
+
+void RunBudget::refund(std::int64_t micros) {
+  std::lock_guard lock(mutex_);
+  remaining_ += micros;
 }
 
 std::int64_t RunBudget::remaining() const {

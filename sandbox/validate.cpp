@@ -8,6 +8,15 @@
 namespace mayura {
 namespace {
 
+// Caller text quoted in a message: printable ASCII only and bounded, so a
+// message is always valid text (a host may put it into JSON as is).
+std::string printable(std::string_view text) {
+  std::string out;
+  for (char c : text.substr(0, 64)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+  return out;
+}
+
+
 [[noreturn]] void invalid(const std::string& message) { throw SandboxError(Reason::INVALID_INPUT, message); }
 
 bool has_nul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
@@ -37,7 +46,7 @@ void check_env(const std::map<std::string, std::string>& env) {
     const bool rest_ok = std::all_of(key.begin(), key.end(), [](char c) {
       return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
     });
-    if (!leading_ok || !rest_ok) invalid("env variable name '" + key.substr(0, 64) + "' is not a valid name");
+    if (!leading_ok || !rest_ok) invalid("env variable name '" + printable(key) + "' is not a valid name");
     if (has_nul(value)) invalid("env variable " + key + " has a NUL byte in its value");
     total += key.size() + value.size() + 2;
   }
@@ -84,7 +93,7 @@ std::string normalize_domain(std::string_view name) {
 }
 
 DomainPattern parse_domain_pattern(std::string_view pattern) {
-  const std::string quoted = "allowed domain '" + std::string(pattern.substr(0, 64)) + "'";
+  const std::string quoted = "allowed domain '" + printable(pattern) + "'";
   if (pattern.empty()) invalid("allowed domain is empty");
   if (has_nul(pattern) || pattern.size() > 260) invalid("allowed domain is malformed");
   DomainPattern out;

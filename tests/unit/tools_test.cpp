@@ -254,6 +254,8 @@ TEST_F(ToolsTest, ARefusedCallMakesNoPerRunSandbox) {
   RunContext run = granted({"exec"});
   run.permissions.erase("effect:write");
   EXPECT_EQ(reason_of([&] { find(tools, "workspace.exec").call({{"command", "true"}}, run); }), Reason::PERMISSION_DENIED);
+  // nor does input that does not fit
+  EXPECT_EQ(reason_of([&] { find(tools, "workspace.exec").call({{"command", 1}}, granted({"exec"})); }), Reason::INVALID_INPUT);
   EXPECT_EQ(provider->state->creates, before);
   EXPECT_EQ(per_run->size(), 0u);
 }

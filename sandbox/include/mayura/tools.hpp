@@ -27,6 +27,8 @@ class RunBudget {
   explicit RunBudget(std::int64_t micros) : remaining_(micros) {}
   // Takes `micros` if that much is left; false (and nothing taken) if not.
   bool charge(std::int64_t micros);
+  // Gives back what was charged for something that did not happen.
+  void refund(std::int64_t micros);
   std::int64_t remaining() const;
 
  private:
