@@ -8,7 +8,7 @@
 namespace mayura::fdpass {
 
 constexpr std::size_t kMaxMessage = 512 * 1024;
-constexpr std::size_t kMaxFds = 8;
+constexpr std::size_t kMaxFds = 128;  // a stored image's layers travel in one message
 
 // Sends one message with `fds` attached. 0, or -1 with errno. With a
 // timeout (ms, >= 0) it never blocks longer than that (ETIMEDOUT).

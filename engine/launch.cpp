@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "fdpass.hpp"
+#include "image_layers.hpp"
 #include "mayura/rootfs/mount_tree.hpp"
 #include "requests.hpp"
 #include "sys_error.hpp"
@@ -236,13 +237,18 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
   init.pidfd_ = std::move(spawned.pidfd);
   timer.step("zygote cloned the init");
 
+  std::vector<UniqueFd> layers;
   {
     const UniqueFd proc = open_proc(init.pid_, init.pidfd_.get());
     write_map(proc.get(), "uid_map", host_id_base);
     write_map(proc.get(), "gid_map", host_id_base);
+    layers = idmapped_layers(proc.get(), config.plan);
   }
   place(init.pid_);
-  check_sys(fdpass::send(engine_end.get(), "g", {}), "releasing the init");
+  std::vector<int> layer_fds;
+  for (const auto& layer : layers) layer_fds.push_back(layer.get());
+  check_sys(fdpass::send(engine_end.get(), "g", layer_fds), "releasing the init");
+  layers.clear();
   timer.step("id maps");
 
   for (;;) {

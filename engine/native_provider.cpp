@@ -25,6 +25,7 @@
 #include "native_sandbox.hpp"
 #include "prepared.hpp"
 #include "records.hpp"
+#include "sandbox_image.hpp"
 #include "sys_error.hpp"
 #include "trace.hpp"
 
@@ -140,17 +141,12 @@ class NativeProvider final : public SandboxProvider {
     if (options.network.kind == NetworkKind::allowlist) netfilter::Allowlist{options.network.allow};  // throws on a bad pattern
     const cgroups::Limits limits = limits_for(options);
     const Filters filters = seccomp_for(options);
-    rootfs::Image image;
-    try {
-      image = rootfs::resolve_image(options.image, options_.image_dir);
-    } catch (const rootfs::ImageError& e) {
-      throw SandboxError(Reason::INVALID_CONFIG, e.what());
-    }
+    SandboxImage image = resolve_sandbox_image(options.image, options_);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.lifetime_ms);
 
     std::shared_ptr<native::SandboxCore> core;
     // Sandboxes made ahead run the default filter (it is fixed at their start).
-    if (image.host && !options.seccomp_profile) core = prepared_.take();
+    if (image.image.host && !options.seccomp_profile) core = prepared_.take();
     timer.step(core ? "prepared sandbox taken" : "no prepared sandbox");
     if (!core) {
       core = build(image, filters, cancellation);
@@ -172,7 +168,8 @@ class NativeProvider final : public SandboxProvider {
       throw;
     }
     timer.step("limits and ports");
-    core->base_env = base_env(options, core->hostname);
+    core->image_hold = std::move(image.hold);
+    core->base_env = base_env(options, image, core->hostname, core->workdir);
     reaper_.watch(deadline, core);
     timer.step("ready");
     return std::make_unique<native::NativeSandbox>(core);
@@ -181,26 +178,26 @@ class NativeProvider final : public SandboxProvider {
  private:
   // One sandbox, up to a running init: an id range, a record, a cgroup, a
   // network namespace, the init and its root.
-  std::shared_ptr<native::SandboxCore> build(const rootfs::Image& image, const Filters& filters,
+  std::shared_ptr<native::SandboxCore> build(const SandboxImage& image, const Filters& filters,
                                              std::stop_token cancellation) {
     StepTimer timer("build");
     auto core = std::make_shared<native::SandboxCore>();
     const std::string name = random_hex(16);
     core->hostname = "mayura-" + name.substr(0, 8);
-    core->workdir = options_.workdir;
+    core->workdir = image.workdir.empty() ? options_.workdir : image.workdir;
 
     rootfs::RootOptions root;
-    root.workdir = options_.workdir;
+    root.workdir = core->workdir;
     root.hostname = core->hostname;
-    root.uid = options_.uid;
-    root.gid = options_.gid;
+    root.uid = image.uid.value_or(options_.uid);
+    root.gid = image.gid.value_or(options_.gid);
     root.workdir_bytes = options_.workdir_mib << 20;
     root.tmp_bytes = options_.tmp_mib << 20;
     root.shm_bytes = options_.shm_mib << 20;
     root.inodes = options_.tmpfs_inodes;
     root.resolv_conf = netfilter::resolv_conf();
     protocol::Config config;
-    config.plan = rootfs::plan_for(image, root);
+    config.plan = rootfs::plan_for(image.image, root);
     config.hostname = root.hostname;
     config.workdir = root.workdir;
     config.uid = root.uid;
@@ -274,16 +271,22 @@ class NativeProvider final : public SandboxProvider {
     }
   }
 
-  std::map<std::string, std::string> base_env(const CreateOptions& options, const std::string& hostname) const {
+  // The engine's variables, then the image's Env, then the create's: each
+  // wins over the one before.
+  std::map<std::string, std::string> base_env(const CreateOptions& options, const SandboxImage& image,
+                                              const std::string& hostname, const std::string& workdir) const {
+    const std::string user = image.uid ? (image.user_name.empty() ? std::to_string(*image.uid) : image.user_name)
+                                       : std::string("sandbox");
     std::map<std::string, std::string> env = {
         {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-        {"HOME", options_.workdir},
-        {"USER", "sandbox"},
-        {"LOGNAME", "sandbox"},
+        {"HOME", workdir},
+        {"USER", user},
+        {"LOGNAME", user},
         {"SHELL", "/bin/sh"},
         {"LANG", "C.UTF-8"},
         {"HOSTNAME", hostname},
     };
+    for (const auto& [k, v] : image.env) env[k] = v;
     for (const auto& [k, v] : options.env) env[k] = v;
     return env;
   }
@@ -313,7 +316,9 @@ class NativeProvider final : public SandboxProvider {
   native::LifetimeReaper reaper_;
   // Last: its thread uses everything above, and stops first.
   native::PreparedPool prepared_{options_.prepared, [this] {
-    return build(rootfs::Image{"host", "/", true}, default_seccomp_, std::stop_token{});
+    SandboxImage host;
+    host.image = rootfs::Image{"host", "/", true, {}};
+    return build(host, default_seccomp_, std::stop_token{});
   }};
 };
 

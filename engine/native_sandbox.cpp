@@ -48,6 +48,7 @@ void SandboxCore::end() noexcept {
     timer.step("init reaped");
     cgroup.destroy();
     timer.step("cgroups removed");
+    image_hold.reset();  // its image may leave the store now
     lease.clear();
     timer.step("record cleared");
   }

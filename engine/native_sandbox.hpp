@@ -31,6 +31,7 @@ class SandboxCore {
   std::map<int, std::unique_ptr<netfilter::PortForwarder>> ports;
   std::string hostname;
   std::string workdir;
+  UniqueFd image_hold;  // a stored image's shared lock: its layers stay while the sandbox runs
   std::map<std::string, std::string> base_env;  // every command's, before the exec's own
   // What the sandbox's namespace reaches. Set at create, before the sandbox
   // is handed out; changed by set_network under network_mutex_.
@@ -74,6 +75,7 @@ class NativeSandbox final : public SandboxBackend {
   std::vector<FileEntry> list(const std::string& path, const FileOptions& options) override;
   void remove(const std::string& path, const FileOptions& options) override;
   std::string url(int port) override;
+  std::string workdir() const override { return core_->workdir; }
   void set_network(const Network& network) override { core_->set_network(network); }
   void release() noexcept override { core_->end(); }
   bool alive() const noexcept override { return core_->alive(); }

@@ -110,6 +110,13 @@ void add_common(Plan& plan, const RootOptions& o) {
   }
 }
 
+// The image entry a workdir replaces: "/workspace" -> "workspace"; a deeper
+// one ("/usr/src/app") replaces none, its tmpfs goes over the image's directory.
+std::string top_level_of(const std::string& path) {
+  const std::string rest = path.substr(path.find_first_not_of('/') == std::string::npos ? path.size() : path.find_first_not_of('/'));
+  return rest.find('/') == std::string::npos ? rest : std::string();
+}
+
 std::string passwd_for(const RootOptions& o) {
   return "root:x:0:0:root:/root:/bin/sh\n"
          "sandbox:x:" + std::to_string(o.uid) + ":" + std::to_string(o.gid) + ":sandbox:" + o.workdir + ":/bin/sh\n"
@@ -137,7 +144,7 @@ constexpr std::array kHostEtcMasks = {
 }  // namespace
 
 Image resolve_image(const std::string& image, const std::string& image_dir) {
-  if (image.empty() || image == "host") return Image{"host", "/", true};
+  if (image.empty() || image == "host") return Image{"host", "/", true, {}};
   if (image.front() == '/') {
     // The host's whole root is never an image: `host` is its safe form.
     if (image.find_first_not_of('/') == std::string::npos) throw ImageError("image / is the host itself; use host");
@@ -145,7 +152,7 @@ Image resolve_image(const std::string& image, const std::string& image_dir) {
     if (!is_dir(image + "/bin") && !is_dir(image + "/usr")) {
       throw ImageError("image directory " + image + " holds no root file system (no bin or usr)");
     }
-    return Image{image, image, false};
+    return Image{image, image, false, {}};
   }
   const bool name_ok = image.size() <= 255 && image.find("..") == std::string::npos &&
                        std::all_of(image.begin(), image.end(), [](char c) {
@@ -155,7 +162,7 @@ Image resolve_image(const std::string& image, const std::string& image_dir) {
   if (!name_ok) throw ImageError("image name '" + image.substr(0, 64) + "' is malformed");
   for (const std::string& candidate : {image_dir + "/" + image + "/rootfs", image_dir + "/" + image}) {
     if (is_dir(candidate) && (is_dir(candidate + "/bin") || is_dir(candidate + "/usr"))) {
-      return Image{image, candidate, false};
+      return Image{image, candidate, false, {}};
     }
   }
   throw ImageError("image '" + image + "' is not in " + image_dir);
@@ -174,8 +181,13 @@ Plan plan_for(const Image& image, const RootOptions& o) {
     for (const char* secret : kHostEtcMasks) {
       plan.push_back(simple(OpKind::mask, std::string("/etc/") + secret, {}, 0, kOptional));
     }
+  } else if (!image.layers.empty()) {
+    Op layers = simple(OpKind::image_layers, "/");
+    for (const auto& dir : image.layers) layers.data += dir + "\n";
+    layers.src = "dev/proc/sys/tmp/run/" + top_level_of(o.workdir);
+    plan.push_back(layers);
   } else {
-    const std::string workdir_name = o.workdir.substr(1);
+    const std::string workdir_name = top_level_of(o.workdir);
     std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(image.root.c_str()), ::closedir);
     if (!dir) throw ImageError("image directory " + image.root + " cannot be read");
     std::vector<std::string> names;

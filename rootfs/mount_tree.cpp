@@ -14,8 +14,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <cerrno>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -116,6 +119,84 @@ Fd staged_file(int root, const std::string& name, const std::string& data, mode_
   return tree;
 }
 
+bool skipped(const std::string& names, const std::string& name) {
+  std::size_t i = 0;
+  while (i <= names.size()) {
+    const auto slash = names.find('/', i);
+    if (names.compare(i, slash == std::string::npos ? std::string::npos : slash - i, name) == 0 &&
+        (slash == std::string::npos ? names.size() - i : slash - i) == name.size()) {
+      return true;
+    }
+    if (slash == std::string::npos) return false;
+    i = slash + 1;
+  }
+  return false;
+}
+
+// Binds every top-level entry of `image` (an open directory) into the root,
+// read-only; symlinks are made again.
+int bind_entries(int root, int image, const std::string& skip) {
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(::dup(image)), ::closedir);
+  if (!dir) return -1;
+  while (const dirent* e = ::readdir(dir.get())) {
+    const std::string name = e->d_name;
+    if (name == "." || name == ".." || skipped(skip, name)) continue;
+    struct stat st {};
+    if (::fstatat(image, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return -1;
+    if (S_ISLNK(st.st_mode)) {
+      char target[4096];
+      const ssize_t n = ::readlinkat(image, name.c_str(), target, sizeof target - 1);
+      if (n <= 0) return -1;
+      target[n] = '\0';
+      if (::symlinkat(target, root, name.c_str()) != 0) return -1;
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) continue;
+    Fd tree(::open_tree(image, name.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW));
+    if (!tree || set_attrs(tree.get(), 0, true) != 0) return -1;
+    Fd target = S_ISDIR(st.st_mode) ? ensure_dir(root, "/" + name, 0755) : ensure_file(root, "/" + name);
+    if (!target || attach(tree.get(), target.get()) != 0) return -1;
+  }
+  return 0;
+}
+
+// A stored image: its layers attached under hidden names of the root, an
+// overlay of them mounted read-only (userxattr: the store marks opaque
+// directories with user.overlay.opaque, and an overlay mounted in a user
+// namespace reads no trusted xattrs), its entries bound into the root, and
+// the scaffolding detached again. The bound entries keep the overlay alive.
+int mount_image(int root, const Op& op, std::vector<Fd>& layers) {
+  if (layers.empty() || layers.size() > 256) return errno = EINVAL, -1;
+  Fd hidden = ensure_dir(root, "/.l", 0700);
+  if (!hidden) return -1;
+  std::string lower;
+  for (std::size_t i = layers.size(); i-- > 0;) {  // the top layer first
+    const std::string at = "/.l/" + std::to_string(i);
+    Fd dir = ensure_dir(root, at, 0700);
+    if (!dir || attach(layers[i].get(), dir.get()) != 0) return -1;
+    layers[i].reset();
+    lower += (lower.empty() ? "" : ":") + std::string(kStaging) + at;
+  }
+  Fd merged_at = ensure_dir(root, "/.i", 0700);
+  if (!merged_at) return -1;
+  if (mount_fs("overlay", merged_at.get(), MS_RDONLY | MS_NOSUID | MS_NODEV, "lowerdir=" + lower + ",userxattr") != 0) {
+    return -1;
+  }
+  Fd merged(openat2_in_root(root, ".i", O_RDONLY | O_DIRECTORY));
+  const int bound = merged ? bind_entries(root, merged.get(), op.src) : -1;
+  const int saved = errno;
+  merged.reset();
+  ::umount2((std::string(kStaging) + "/.i").c_str(), MNT_DETACH);
+  ::unlinkat(root, ".i", AT_REMOVEDIR);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    ::umount2((std::string(kStaging) + "/.l/" + std::to_string(i)).c_str(), MNT_DETACH);
+    ::unlinkat(hidden.get(), std::to_string(i).c_str(), AT_REMOVEDIR);
+  }
+  ::unlinkat(root, ".l", AT_REMOVEDIR);
+  errno = saved;
+  return bound;
+}
+
 int run_op(int root, const Op& op, std::size_t index, Fd& source) {
   switch (op.kind) {
     case OpKind::bind: {
@@ -190,6 +271,8 @@ int run_op(int root, const Op& op, std::size_t index, Fd& source) {
       errno = saved;
       return attached;
     }
+    case OpKind::image_layers:
+      break;  // build() runs it: it needs the layers
   }
   errno = EINVAL;
   return -1;
@@ -231,7 +314,7 @@ BuildResult clone_sources(const Plan& plan, std::vector<UniqueFd>& trees) {
   return {};
 }
 
-BuildResult build(const Plan& plan, std::vector<UniqueFd>& sources) {
+BuildResult build(const Plan& plan, std::vector<UniqueFd>& sources, std::vector<UniqueFd>& layers) {
   // Nothing we mount may propagate back to the host.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return {false, kStepPrivate, errno};
   sources.resize(plan.size());
@@ -243,7 +326,9 @@ BuildResult build(const Plan& plan, std::vector<UniqueFd>& sources) {
   if (!root) return {false, kStepRoot, errno};
 
   for (std::size_t i = 0; i < plan.size(); ++i) {
-    if (run_op(root.get(), plan[i], i, sources[i]) != 0) return {false, static_cast<std::uint32_t>(i), errno};
+    const int done = plan[i].kind == OpKind::image_layers ? mount_image(root.get(), plan[i], layers)
+                                                          : run_op(root.get(), plan[i], i, sources[i]);
+    if (done != 0) return {false, static_cast<std::uint32_t>(i), errno};
     sources[i].reset();
   }
 

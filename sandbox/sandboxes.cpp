@@ -39,6 +39,7 @@ struct SandboxState {
   std::string id;
   std::map<std::string, std::string> labels;
   std::vector<int> ports;
+  std::string workdir;
   Clock::time_point deadline;
 
   mutable std::mutex mutex;  // guards backend against release while a call starts
@@ -228,7 +229,7 @@ detail::SandboxState& Sandbox::state() const {
 std::string Sandbox::id() const { return state().id; }
 const std::map<std::string, std::string>& Sandbox::labels() const { return state().labels; }
 Features Sandbox::features() const { return state().owner->features; }
-std::string Sandbox::workdir() const { return state().owner->workdir; }
+std::string Sandbox::workdir() const { return state().workdir; }
 bool Sandbox::released() const { return !state().current(); }
 
 boost::asio::any_io_executor Sandbox::default_executor() const { return state().owner->executor; }
@@ -365,6 +366,12 @@ Sandbox Sandboxes::create(const CreateOptions& options, std::stop_token cancella
   state->id = new_id();
   state->labels = options.labels;
   state->ports = options.ports;
+  try {
+    state->workdir = backend->workdir();
+  } catch (...) {
+    // a provider's failure here must not leak the sandbox: the provider's workdir stands
+  }
+  if (state->workdir.empty()) state->workdir = s.workdir;
   state->deadline = start + std::chrono::milliseconds(options.lifetime_ms);
   state->backend = std::move(backend);
   {

@@ -60,14 +60,14 @@ int set_rlimits() {
 }
 
 // The sequence that turns a fresh set of namespaces into a sandbox.
-Identity contain(const protocol::Config& config, std::vector<UniqueFd>& trees) {
+Identity contain(const protocol::Config& config, std::vector<UniqueFd>& trees, std::vector<UniqueFd>& layers) {
   // Nothing inside may ptrace us or read our memory through /proc.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   ::prctl(PR_SET_NAME, "mayura-init", 0, 0, 0);
   // Root the cgroup namespace at the sandbox's own cgroup (clone3 roots it at
   // the engine's), so nothing inside learns the host's cgroup paths.
   if (::unshare(CLONE_NEWCGROUP) != 0) fail(Step::cgroup_ns, errno);
-  const rootfs::BuildResult built = rootfs::build(config.plan, trees);
+  const rootfs::BuildResult built = rootfs::build(config.plan, trees, layers);
   if (!built.ok) fail(Step::rootfs, built.error, built.step);
   if (::sethostname(config.hostname.data(), config.hostname.size()) != 0) fail(Step::hostname, errno);
   if (set_rlimits() != 0) fail(Step::rlimits, errno);
@@ -219,13 +219,17 @@ int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
   if (::syscall(SYS_close_range, 3, kParkedFds - 1, 0) != 0 || ::dup2(control, kControlFd) < 0) ::_exit(1);
   ::close(control);
 
-  // The engine writes our id maps, then says go.
-  char go = 0;
-  if (::read(kControlFd, &go, 1) != 1) ::_exit(1);
+  // The engine writes our id maps, then says go, handing over a stored
+  // image's layers mounted with those maps.
+  std::string go;
+  std::vector<int> received;
+  if (fdpass::receive(kControlFd, go, received) <= 0 || go != "g") ::_exit(1);
+  std::vector<UniqueFd> layers;
+  for (int fd : received) layers.emplace_back(fd);
   // Root of our user namespace, with no host groups left over.
   if (::setgroups(0, nullptr) != 0 || ::setresgid(0, 0, 0) != 0 || ::setresuid(0, 0, 0) != 0) fail(Step::ids, errno);
 
-  const Identity who = contain(config, trees);
+  const Identity who = contain(config, trees, layers);
   sigset_t mask;
   sigemptyset(&mask);
   sigaddset(&mask, SIGCHLD);

@@ -21,6 +21,9 @@ struct NativeOptions {
   // live sandboxes (so that an engine started after a crash can remove what
   // the dead one left).
   std::string image_dir = "/var/lib/mayura/images";
+  // The image store: images imported from OCI and docker-save archives
+  // (mayura::ImageStore, `mayura-run image import`), used as NAME[:TAG].
+  std::string image_store = "/var/lib/mayura/store";
   std::string state_dir = "/run/mayura";
   // The cgroup2 directory the engine makes its sandboxes' cgroups under.
   // Empty: <cgroup2 mount>/mayura.

@@ -22,6 +22,9 @@ class SandboxBackend {
   virtual std::vector<FileEntry> list(const std::string& path, const FileOptions& options) = 0;
   virtual void remove(const std::string& path, const FileOptions& options) = 0;
   virtual std::string url(int port) = 0;
+  // This sandbox's working directory, when it is not the provider's (an
+  // image's WorkingDir). Empty: the provider's.
+  virtual std::string workdir() const { return {}; }
   // Changes the running sandbox's network (already checked). A provider that
   // cannot fails UNSUPPORTED.
   virtual void set_network(const Network& network);

@@ -6,21 +6,18 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "mayura/rootfs/image_error.hpp"
 #include "mayura/rootfs/plan.hpp"
 
 namespace mayura::rootfs {
 
-// An image that is not there or is not a root file system.
-class ImageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 struct Image {
   std::string name;  // as asked for
-  std::string root;  // the host directory that is the image's root ("/" for host)
+  std::string root;  // the host directory that is the image's root ("/" for host); empty for a stored image
   bool host = false;
+  std::vector<std::string> layers;  // a stored image's layer directories, bottom first
 };
 
 // Finds the image; throws ImageError if it is not usable.

@@ -20,6 +20,11 @@ enum class OpKind : std::uint32_t {
   override_file = 8,  // a read-only file with contents data over the existing dst
   mask = 9,           // hide the existing dst: an empty read-only file or directory over it
   read_only = 10,     // the existing dst (and all below it) made read-only, noexec, nosuid, nodev
+  // An image from the store: its layers (data: one host directory per line,
+  // bottom first; the engine hands them over idmapped) merged by a read-only
+  // overlay, whose top-level entries are bound into the root like a
+  // directory image's, except the names in src ('/'-separated).
+  image_layers = 11,
 };
 
 enum OpFlags : std::uint32_t {

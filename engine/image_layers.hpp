@@ -1,0 +1,21 @@
+#pragma once
+// A stored image's layers, as the sandbox's init mounts them: each layer's
+// directory cloned and idmapped with the sandbox's own user namespace, so
+// the image's owners show inside as the image says (root as root, the app
+// user as itself) while on the host they stay whoever owns the store.
+// Done by the engine: only host root may idmap a mount of the host's
+// file systems.
+
+#include <vector>
+
+#include "fd.hpp"
+#include "mayura/rootfs/plan.hpp"
+
+namespace mayura {
+
+// The detached mounts of the plan's image_layers op, bottom first (none if
+// the plan has none). `proc` is the init's /proc/<pid> directory, after its
+// id maps are written. Throws SandboxError naming the step.
+std::vector<UniqueFd> idmapped_layers(int proc, const rootfs::Plan& plan);
+
+}  // namespace mayura

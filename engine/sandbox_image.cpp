@@ -1,0 +1,99 @@
+#include "sandbox_image.hpp"
+
+#include "mayura/errors.hpp"
+#include "mayura/rootfs/image_store.hpp"
+
+namespace mayura {
+namespace {
+
+constexpr std::uint32_t kIdsInside = 65536;  // a sandbox maps ids 0..65535
+
+// An absolute, normal path a tmpfs can be mounted on.
+bool usable_dir(const std::string& path) {
+  if (path.size() < 2 || path.size() > 1024 || path.front() != '/' || path.back() == '/') return false;
+  std::size_t i = 1;
+  while (i <= path.size()) {
+    const auto slash = path.find('/', i);
+    const std::string part = path.substr(i, slash == std::string::npos ? std::string::npos : slash - i);
+    if (part.empty() || part == "." || part == "..") return false;
+    if (slash == std::string::npos) break;
+    i = slash + 1;
+  }
+  return path.find_first_of(std::string(",:\n\0", 4)) == std::string::npos;
+}
+
+SandboxImage from_store(const rootfs::ImageReference& ref, rootfs::StoredImage stored, UniqueFd hold,
+                        const NativeOptions& options) {
+  SandboxImage out;
+  out.image.name = ref.str();
+  for (const auto& layer : stored.layers) out.image.layers.push_back(layer.dir);
+  if (out.image.layers.empty()) throw SandboxError(Reason::INVALID_CONFIG, "image '" + ref.str() + "' has no layers");
+  out.hold = std::move(hold);
+  for (const auto& kv : stored.env) {
+    const auto eq = kv.find('=');
+    if (eq == 0 || eq == std::string::npos) continue;
+    out.env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  if (!stored.working_dir.empty() && stored.working_dir != "/" && stored.working_dir != options.workdir) {
+    if (!usable_dir(stored.working_dir)) {
+      throw SandboxError(Reason::INVALID_CONFIG, "image '" + ref.str() + "' has a WorkingDir that cannot be a working directory");
+    }
+    // A workdir below the top level is mounted over the image's directory,
+    // which must be there (a read-only root grows no new ones).
+    const bool nested = stored.working_dir.find('/', 1) != std::string::npos;
+    if (nested && !rootfs::image_has_directory(stored, stored.working_dir)) {
+      throw SandboxError(Reason::INVALID_CONFIG, "image '" + ref.str() + "' has no directory " + stored.working_dir +
+                                                     " for its WorkingDir");
+    }
+    out.workdir = stored.working_dir;
+  }
+  if (!stored.user.empty()) {
+    try {
+      const auto [uid, gid] = rootfs::image_user_ids(stored, stored.user);
+      if (uid >= kIdsInside || gid >= kIdsInside) {
+        throw SandboxError(Reason::INVALID_CONFIG, "image '" + ref.str() + "' runs as " + stored.user +
+                                                       ", an id above the 65535 a sandbox maps");
+      }
+      out.uid = uid;
+      out.gid = gid;
+      const std::string name = stored.user.substr(0, stored.user.find(':'));
+      if (name.find_first_not_of("0123456789") != std::string::npos) out.user_name = name;
+    } catch (const rootfs::ImageError& e) {
+      throw SandboxError(Reason::INVALID_CONFIG, "image '" + ref.str() + "': " + e.what());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+SandboxImage resolve_sandbox_image(const std::string& image, const NativeOptions& options) {
+  const bool by_name = !image.empty() && image != "host" && image.front() != '/';
+  std::string store_said;
+  if (by_name) {
+    if (const auto ref = rootfs::parse_image_reference(image)) {
+      try {
+        auto [stored, hold] = rootfs::ImageStore(options.image_store).acquire(*ref);
+        return from_store(*ref, std::move(stored), std::move(hold), options);
+      } catch (const rootfs::ImageError& e) {
+        if (e.kind() != rootfs::ImageError::Kind::not_found) {
+          throw SandboxError(Reason::INVALID_CONFIG, std::string("image '") + image + "' cannot be used: " + e.what());
+        }
+        store_said = e.what();
+      }
+    }
+  }
+  try {
+    SandboxImage out;
+    out.image = rootfs::resolve_image(image, options.image_dir);
+    return out;
+  } catch (const rootfs::ImageError& e) {
+    if (!store_said.empty()) {
+      throw SandboxError(Reason::INVALID_CONFIG, store_said + " (nor in " + options.image_dir +
+                                                     "); import it with `mayura-run image import`");
+    }
+    throw SandboxError(Reason::INVALID_CONFIG, e.what());
+  }
+}
+
+}  // namespace mayura
