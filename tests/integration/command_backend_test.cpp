@@ -223,31 +223,6 @@ TEST_P(CommandBackend, ManyCommandsAtOnce) {
   EXPECT_EQ(right, 8);
 }
 
-// What one exec of `true` costs through the backend, beside the transport's
-// own exec it is made of.
-TEST_P(CommandBackend, CostOfOneExec) {
-  auto s = create_command();
-  auto median_ms = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  std::vector<double> command, native;
-  const int calls_before = command_.provider->last_transport->calls;
-  for (int i = 0; i < 20; ++i) {
-    auto start = Clock::now();
-    EXPECT_EQ(s.exec({"true"}).exit_code, 0);
-    command.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-    start = Clock::now();
-    EXPECT_EQ(command_.provider->last_native.exec({"true"}).exit_code, 0);
-    native.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  }
-  const double calls = (command_.provider->last_transport->calls - calls_before) / 20.0;
-  std::printf("[ cost     ] exec true through the command backend (%s): median %.1f ms, %.1f transport calls each; "
-              "native exec: median %.1f ms\n",
-              GetParam().name.c_str(), median_ms(command), calls, median_ms(native));
-  EXPECT_LT(median_ms(command), 200.0);
-}
-
 INSTANTIATE_TEST_SUITE_P(Transports, CommandBackend,
                          ::testing::Values(Variant{"stdin", true, 64 * 1024}, Variant{"cmdline", false, 32 * 1024}),
                          [](const ::testing::TestParamInfo<Variant>& p) { return p.param.name; });
