@@ -110,7 +110,6 @@ class NativeProvider final : public SandboxProvider {
     cg.host = cgroups::enable_v2_controllers(cg.host, parent_of(cg.root), cg.root);
     places_.state_dir = options_.state_dir;
     records::clean_orphans(options_.state_dir, cg);
-    netfilter::remove_unused_host_table(network_.host_link);
     default_seccomp_ = {seccomp::default_program()};
     default_limits_ = limits_for(CreateOptions{});
     init_memfd_ = make_init_memfd();
@@ -307,10 +306,11 @@ class NativeProvider final : public SandboxProvider {
   UniqueFd init_memfd_;
   netfilter::NetnsPool netns_pool_{options_.netns_pool};
   // The engine's network services (published ports, the allowlists' DNS and
-  // proxies, network all's DNS); outlive every sandbox.
+  // proxies, network all's DNS); outlive every sandbox. The way out (Egress)
+  // starts with the first network that needs it, and a host table a dead
+  // engine left is removed before the first link of network all.
   netfilter::IoThread io_;
-  netfilter::Egress egress_{egress_options(options_)};
-  netfilter::NetworkContext network_{io_.context(), egress_,
+  netfilter::NetworkContext network_{io_.context(), egress_options(options_),
                                      netfilter::HostLinkOptions{options_.all_network_pool, options_.state_dir + "/" + records::kNetworkLock}};
   Zygote zygote_;
   native::LifetimeReaper reaper_;

@@ -1,13 +1,9 @@
 #include "mayura/netfilter/dns_forwarder.hpp"
 
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <array>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/post.hpp>
 
-#include "mayura/errors.hpp"
 #include "mayura/netfilter/io_thread.hpp"
 #include "mayura/netfilter/sandbox_services.hpp"
 
@@ -21,7 +17,7 @@ using asio::ip::udp;
 constexpr std::size_t kMaxOutstanding = 16;
 
 struct DnsForwarder::State : std::enable_shared_from_this<DnsForwarder::State> {
-  State(asio::io_context& context, Egress& e) : io(context), socket(context), egress(e) {}
+  State(asio::io_context& context, udp::socket s, Egress& e) : io(context), socket(std::move(s)), egress(e) {}
 
   void receive() {
     socket.async_receive_from(asio::buffer(packet), sender, [self = shared_from_this()](const boost::system::error_code& ec,
@@ -51,14 +47,8 @@ struct DnsForwarder::State : std::enable_shared_from_this<DnsForwarder::State> {
 };
 
 DnsForwarder::DnsForwarder(asio::io_context& io, int netns, Egress& egress)
-    : state_(std::make_shared<State>(io, egress)) {
-  const int fd = bound_socket_in(netns, SOCK_DGRAM, kServiceAddress, kDnsPort, "the DNS forwarder");
-  boost::system::error_code ec;
-  state_->socket.assign(udp::v4(), fd, ec);
-  if (ec) {
-    ::close(fd);
-    throw SandboxError(Reason::INTERNAL, "serving the DNS forwarder's socket: " + ec.message());
-  }
+    : state_(std::make_shared<State>(io, bound_udp_socket_in(io, netns, kServiceAddress, kDnsPort, "the DNS forwarder"),
+                                     egress)) {
   asio::post(io, [s = state_] { s->receive(); });
 }
 

@@ -1,18 +1,10 @@
 #include "mayura/netfilter/dns_server.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <array>
 #include <atomic>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/post.hpp>
-#include <cerrno>
-#include <cstring>
 
-#include "mayura/errors.hpp"
 #include "mayura/netfilter/dns_message.hpp"
 #include "mayura/netfilter/io_thread.hpp"
 
@@ -27,7 +19,7 @@ constexpr std::uint32_t kTtl = 60;
 }  // namespace
 
 struct DnsServer::State : std::enable_shared_from_this<DnsServer::State> {
-  State(asio::io_context& context, Resolve r) : io(context), socket(context), resolve(std::move(r)) {}
+  State(asio::io_context& context, udp::socket s, Resolve r) : io(context), socket(std::move(s)), resolve(std::move(r)) {}
 
   void receive() {
     socket.async_receive_from(asio::buffer(packet), sender,
@@ -65,14 +57,7 @@ struct DnsServer::State : std::enable_shared_from_this<DnsServer::State> {
 };
 
 DnsServer::DnsServer(asio::io_context& io, int netns, std::uint32_t address, std::uint16_t port, Resolve resolve)
-    : state_(std::make_shared<State>(io, std::move(resolve))) {
-  const int fd = bound_socket_in(netns, SOCK_DGRAM, address, port, "the DNS server");
-  boost::system::error_code ec;
-  state_->socket.assign(udp::v4(), fd, ec);
-  if (ec) {
-    ::close(fd);
-    throw SandboxError(Reason::INTERNAL, "serving the DNS server's socket: " + ec.message());
-  }
+    : state_(std::make_shared<State>(io, bound_udp_socket_in(io, netns, address, port, "the DNS server"), std::move(resolve))) {
   asio::post(io, [s = state_] { s->receive(); });
 }
 

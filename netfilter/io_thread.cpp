@@ -84,6 +84,19 @@ int bound_socket_in(int netns, int type, std::uint32_t address, std::uint16_t po
   return fd;
 }
 
+asio::ip::udp::socket bound_udp_socket_in(asio::io_context& io, int netns, std::uint32_t address, std::uint16_t port,
+                                          const std::string& what) {
+  const int fd = bound_socket_in(netns, SOCK_DGRAM, address, port, what);
+  asio::ip::udp::socket socket(io);
+  boost::system::error_code ec;
+  socket.assign(asio::ip::udp::v4(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    throw SandboxError(Reason::INTERNAL, "serving " + what + "'s socket: " + ec.message());
+  }
+  return socket;
+}
+
 void run_and_wait(asio::io_context& io, const std::function<void()>& work) {
   if (io.get_executor().running_in_this_thread()) return work();
   auto done = std::make_shared<std::promise<void>>();

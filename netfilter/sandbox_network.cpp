@@ -23,6 +23,16 @@ const std::string kRedirect = std::string(
 
 }  // namespace
 
+Egress& NetworkContext::egress() {
+  std::call_once(egress_started_, [this] { egress_ = std::make_unique<Egress>(egress_options_); });
+  return *egress_;
+}
+
+const HostLinkOptions& NetworkContext::host_link() {
+  std::call_once(host_table_checked_, [this] { remove_unused_host_table(host_link_); });
+  return host_link_;
+}
+
 struct SandboxNetwork::Allowlisted {
   Allowlisted(NetworkContext& context, int netns, const Network& network)
       : policy(std::make_shared<AllowlistPolicy>(Allowlist(network.allow))), netns_fd(netns) {
@@ -33,7 +43,7 @@ struct SandboxNetwork::Allowlisted {
         if (!p->allowlist()->allows_name(name)) return std::nullopt;
         return p->addresses().address_of(normalize_domain(name));
       });
-      proxy = std::make_unique<AllowlistProxy>(context.io, netns, policy, context.egress);
+      proxy = std::make_unique<AllowlistProxy>(context.io, netns, policy, context.egress());
     } catch (...) {
       remove_rule();
       throw;
@@ -54,7 +64,7 @@ struct SandboxNetwork::Allowlisted {
 
 struct SandboxNetwork::Open {
   Open(NetworkContext& context, int netns, std::uint32_t slot)
-      : link(netns, slot, context.host_link), dns(context.io, netns, context.egress) {}
+      : link(netns, slot, context.host_link()), dns(context.io, netns, context.egress()) {}
   HostLink link;
   DnsForwarder dns;
 };

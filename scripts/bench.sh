@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The benchmarks, as root: sandboxes side by side with the anchors (bubblewrap,
-# crun), then the networks' costs in a private world.
+# crun), an exec through the command backend beside a native one, then the
+# networks' costs in a private world.
 #   sudo ./scripts/bench.sh [ITERATIONS] [DOWNLOAD-MIB]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 "$here/deps.sh"
 "$here/build.sh" "$here/../build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 "$here/../build/bench/bench_sandbox" "${1:-200}" "$here/../build/tools/mayura-run"
+echo
+"$here/../build/bench/bench_command_backend" "${1:-200}"
 echo
 exec "$here/../build/bench/bench_network" "${2:-1024}" 1000

@@ -117,6 +117,11 @@ std::string sh(const Sandbox& sandbox, const std::string& script, ExecOptions op
   return r.stdout;
 }
 
+std::string wait_for_file(std::string_view file) {
+  // A fraction of a second where sleep takes one (GNU, BusyBox), else one.
+  return "until [ -e " + std::string(file) + " ]; do sleep 0.05 2>/dev/null || sleep 1; done";
+}
+
 std::int64_t ms_between(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
 }

@@ -104,6 +104,17 @@ std::string unique_token();
 // Runs `sh -c script` and fails unless it exits 0; gives its stdout.
 std::string sh(const Sandbox& sandbox, const std::string& script, ExecOptions options = {});
 
+// How long the suite waits for something it knows must come (a command's
+// end once it is to stop, the end of a release, processes leaving /proc)
+// before it gives up. Only a provider that never does it reaches this: the
+// suite asserts what happened, never how fast.
+inline constexpr std::chrono::seconds kHangBound{60};
+
+// A shell loop that returns once `file` (a plain name, no quoting needed;
+// relative to the current directory) is there: a command that waits for the
+// test, not for a clock. It has no single quote, so it fits in sh -c '...'.
+std::string wait_for_file(std::string_view file);
+
 // Milliseconds between two moments.
 std::int64_t ms_between(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to);
 
@@ -135,7 +146,8 @@ inline constexpr std::string_view kTagVariable = "MAYURA_CONFORMANCE_TAG";
 // The processes of the sandbox whose environment holds the tag, one line
 // each ("pid command line"); empty when there are none. Waits up to `grace`
 // for them to go, since a killed process takes a moment to leave /proc.
-std::string processes_tagged(const Sandbox& sandbox, const std::string& tag, std::chrono::milliseconds grace);
+std::string processes_tagged(const Sandbox& sandbox, const std::string& tag,
+                             std::chrono::milliseconds grace = kHangBound);
 // Fails unless the listing above sees a tagged process it knows is alive:
 // a listing that sees nothing (no /proc, processes hidden) proves nothing.
 void check_tag_listing_works(const Sandbox& sandbox);

@@ -15,7 +15,12 @@ TEST_P(MyProvider, Conforms) {
   auto sandbox = sandboxes.create({.lifetime_ms = 10 * 60'000});  // one per test: some end theirs
   const std::string verdict = GetParam().run({sandbox});
   sandboxes.close();
-  if (mayura::testing::conformance_not_applicable(verdict)) GTEST_SKIP() << verdict;
+  if (mayura::testing::conformance_not_applicable(verdict)) {
+    // Passed by design: the provider does not claim the feature, and the
+    // refusal the contract asks for held. Recorded (in the XML report), never skipped.
+    RecordProperty("not_applicable", verdict);
+    return;
+  }
   EXPECT_EQ(verdict, "passed");
 }
 

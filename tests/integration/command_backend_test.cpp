@@ -17,8 +17,6 @@
 namespace mayura::testing {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 struct Variant {
   std::string name;
   bool takes_stdin = true;
@@ -203,10 +201,12 @@ TEST_P(CommandBackend, ReleaseDuringAnExecEndsIt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     s.release();
   });
-  const auto start = Clock::now();
-  EXPECT_EQ(reason_of([&] { s.exec({"sleep", "1000"}); }), Reason::GONE);
+  // The release is the event; an exec it misses ends at this timeout with a
+  // result instead of GONE, and the check fails.
+  ExecOptions o;
+  o.timeout_ms = 60'000;
+  EXPECT_EQ(reason_of([&] { s.exec({"sleep", "1000"}, o); }), Reason::GONE);
   releaser.join();
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
 }
 
 TEST_P(CommandBackend, ManyCommandsAtOnce) {
@@ -221,31 +221,6 @@ TEST_P(CommandBackend, ManyCommandsAtOnce) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(right, 8);
-}
-
-// What one exec of `true` costs through the backend, beside the transport's
-// own exec it is made of.
-TEST_P(CommandBackend, CostOfOneExec) {
-  auto s = create_command();
-  auto median_ms = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  std::vector<double> command, native;
-  const int calls_before = command_.provider->last_transport->calls;
-  for (int i = 0; i < 20; ++i) {
-    auto start = Clock::now();
-    EXPECT_EQ(s.exec({"true"}).exit_code, 0);
-    command.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-    start = Clock::now();
-    EXPECT_EQ(command_.provider->last_native.exec({"true"}).exit_code, 0);
-    native.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  }
-  const double calls = (command_.provider->last_transport->calls - calls_before) / 20.0;
-  std::printf("[ cost     ] exec true through the command backend (%s): median %.1f ms, %.1f transport calls each; "
-              "native exec: median %.1f ms\n",
-              GetParam().name.c_str(), median_ms(command), calls, median_ms(native));
-  EXPECT_LT(median_ms(command), 200.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, CommandBackend,

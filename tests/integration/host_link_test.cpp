@@ -15,7 +15,6 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -35,7 +34,6 @@ namespace mayura::netfilter {
 namespace {
 
 using testing::reason_of;
-using Clock = std::chrono::steady_clock;
 
 class Fd {
  public:
@@ -93,7 +91,6 @@ int listen_in(int netns, const std::string& address, std::uint16_t& port) {
 
 struct Attempt {
   int error = 0;  // 0: connected; ETIMEDOUT: no answer within the bound
-  Clock::duration took{};
 };
 
 // A TCP connect from `netns` to address:port, given up after `bound_ms`.
@@ -103,7 +100,6 @@ Attempt connect_from(int netns, const std::string& address, std::uint16_t port, 
   Fd owned(connected ? -1 : fd);
   if (connected) connected->reset(fd);
   const sockaddr_in a = endpoint(address, port);
-  const auto start = Clock::now();
   Attempt result;
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0) return result;
   if (errno != EINPROGRESS) {
@@ -117,17 +113,15 @@ Attempt connect_from(int netns, const std::string& address, std::uint16_t port, 
       ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &result.error, &len);
     }
   }
-  result.took = Clock::now() - start;
   return result;
 }
 
-std::chrono::milliseconds ms(Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d); }
-
-// Refused at once: a TCP reset, not a timeout.
-void expect_refused_fast(int netns, const std::string& address, std::uint16_t port) {
-  const Attempt a = connect_from(netns, address, port, 2000);
+// Refused at once: the connect fails ECONNREFUSED (a TCP reset). A drop
+// gives no answer, and the connect fails ETIMEDOUT once the generous bound,
+// there only so that the test cannot hang, has passed.
+void expect_refused(int netns, const std::string& address, std::uint16_t port) {
+  const Attempt a = connect_from(netns, address, port, 20'000);
   EXPECT_EQ(a.error, ECONNREFUSED) << address << ":" << port << ": " << std::strerror(a.error);
-  EXPECT_LT(ms(a.took).count(), 2000) << address;
 }
 
 // The IPv4 addresses of `link` in `netns`, as "a.b.c.d/len".
@@ -289,8 +283,8 @@ TEST_F(HostLinkTest, TheSandboxReachesNoServiceOfTheHost) {
   // The listener answers the host itself on every one of its addresses...
   EXPECT_EQ(connect_from(host_ns_, l->host_address(), port, 2000).error, 0);
   // ...and a sandbox on none, at once.
-  expect_refused_fast(sandbox.get(), l->host_address(), port);
-  expect_refused_fast(sandbox.get(), "198.51.100.1", port);
+  expect_refused(sandbox.get(), l->host_address(), port);
+  expect_refused(sandbox.get(), "198.51.100.1", port);
   // Not TCP: the host's answer is an ICMP error, which a connected UDP
   // socket sees, and the host's socket gets nothing.
   const Fd host_udp(socket_of(host_ns_, SOCK_DGRAM));
@@ -318,9 +312,9 @@ TEST_F(HostLinkTest, SandboxesCannotReachEachOther) {
   std::uint16_t port = 0;
   const Fd listener(listen_in(a_ns.get(), "0.0.0.0", port));
   EXPECT_EQ(connect_from(a_ns.get(), a->sandbox_address(), port, 2000).error, 0);  // it does listen on eth0
-  expect_refused_fast(b_ns.get(), a->sandbox_address(), port);
-  expect_refused_fast(b_ns.get(), a->host_address(), port);
-  expect_refused_fast(a_ns.get(), b->sandbox_address(), port);
+  expect_refused(b_ns.get(), a->sandbox_address(), port);
+  expect_refused(b_ns.get(), a->host_address(), port);
+  expect_refused(a_ns.get(), b->sandbox_address(), port);
 }
 
 TEST_F(HostLinkTest, TheSandboxReachesTheInternetMasqueradedAndNothingReachesIt) {
@@ -355,7 +349,7 @@ TEST_F(HostLinkTest, TheSandboxReachesTheInternetMasqueradedAndNothingReachesIt)
 
   // Cloud metadata services, which hand out a host's credentials, are refused.
   for (const char* metadata : {"169.254.169.254", "100.100.100.200", "192.0.0.192"}) {
-    expect_refused_fast(sandbox.get(), metadata, 80);
+    expect_refused(sandbox.get(), metadata, 80);
   }
 }
 

@@ -27,7 +27,7 @@ struct HostLinkOptions {
 void check_pool(const std::string& pool);
 
 // Removes the host's table if no engine's link is left (an engine that died
-// leaves it). For the provider's start; never throws.
+// leaves it). For an engine, before its first link; never throws.
 void remove_unused_host_table(const HostLinkOptions& options) noexcept;
 
 // One sandbox's way out to the internet. Made when the sandbox gets network

@@ -4,6 +4,7 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -38,5 +39,11 @@ int socket_in(int netns, int domain, int type) noexcept;
 // address:port (host byte order). Throws SandboxError(INTERNAL) saying
 // which step of making `what` failed.
 int bound_socket_in(int netns, int type, std::uint32_t address, std::uint16_t port, const std::string& what);
+
+// The same for UDP, adopted by `io`: a service's socket, ready for its
+// receive loop. Throws SandboxError(INTERNAL) saying which step of making
+// `what` failed; nothing is left open then.
+boost::asio::ip::udp::socket bound_udp_socket_in(boost::asio::io_context& io, int netns, std::uint32_t address,
+                                                 std::uint16_t port, const std::string& what);
 
 }  // namespace mayura::netfilter

@@ -21,11 +21,32 @@
 namespace mayura::netfilter {
 
 // What every sandbox's network shares: the engine's io thread, its way out
-// and where the veths of network `all` get their addresses.
-struct NetworkContext {
+// and where the veths of network `all` get their addresses. What only a
+// network needs is done once the first network needs it, never for an
+// engine whose sandboxes have none (mayura-run's usual case).
+class NetworkContext {
+ public:
+  NetworkContext(boost::asio::io_context& context, Egress::Options egress, HostLinkOptions host_link)
+      : io(context), egress_options_(std::move(egress)), host_link_(std::move(host_link)) {}
+  NetworkContext(const NetworkContext&) = delete;
+  NetworkContext& operator=(const NetworkContext&) = delete;
+
+  // The engine's way out, started (its lookup threads) by the first call,
+  // from the first allowlist or `all` network; safe from many threads.
+  Egress& egress();
+  // The options of network `all`'s host links. The first call removes the
+  // host's table if a dead engine left it unused, so that the first link
+  // starts from a table defined afresh; safe from many threads.
+  const HostLinkOptions& host_link();
+
   boost::asio::io_context& io;
-  Egress& egress;
-  HostLinkOptions host_link;
+
+ private:
+  const Egress::Options egress_options_;
+  const HostLinkOptions host_link_;
+  std::once_flag egress_started_;
+  std::unique_ptr<Egress> egress_;
+  std::once_flag host_table_checked_;
 };
 
 class SandboxNetwork {

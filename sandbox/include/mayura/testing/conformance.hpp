@@ -42,7 +42,8 @@ inline constexpr std::string_view kConformancePassed = "passed";
 // How a verdict starts when the sandbox's provider does not claim a feature
 // the test is about (features()), so nothing of the feature could be tried;
 // the rest of the verdict says why, and what was checked instead (the
-// refusal the contract asks for). Never "passed": a skip stays visible.
+// refusal the contract asks for). Never "passed", so that a runner reports
+// it as what it is (recorded, or failed; a skip would hide it).
 inline constexpr std::string_view kConformanceNotApplicable = "not applicable: ";
 
 struct ConformanceTest {
