@@ -7,6 +7,8 @@ packages=(
   g++ cmake ninja-build pkg-config
   libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev libnftables-dev
   libboost1.81-dev nlohmann-json3-dev libgtest-dev
+  # the test images: archives written with libarchive, digests with OpenSSL
+  libarchive-dev libssl-dev
   # what the tests run inside sandboxes on the host image
   python3 hostname coreutils findutils gawk
   # the shells the command backend's scripts are tested under
