@@ -76,4 +76,122 @@ std::string sha256_hex(std::string_view bytes);
 // "sha256:<hex>".
 std::string sha256_digest(std::string_view bytes);
 
+// ---------------------------------------------------------------- images
+
+struct ImageSpec {
+  std::vector<std::vector<Entry>> layers;
+  Compression compression = Compression::none;
+  std::vector<std::string> env;
+  std::string working_dir;
+  std::string user;
+  std::vector<std::string> cmd;
+  std::vector<std::string> entrypoint;
+  std::string architecture = "amd64";
+  std::string os = "linux";
+};
+
+// The OCI image config (architecture, os, config{Env, WorkingDir, User,
+// Cmd, Entrypoint}, rootfs{layers, diff_ids}, history). Empty fields are
+// left out, as Go's omitempty does.
+std::string image_config(const ImageSpec& spec);
+
+// One layer as the archives hold it.
+struct BuiltLayer {
+  std::string tar;         // uncompressed
+  std::string blob;        // compressed per the spec
+  std::string diff_id;     // sha256:<hex> of tar
+  std::string digest;      // sha256:<hex> of blob
+  std::string media_type;  // application/vnd.oci.image.layer.v1.tar[+gzip|+zstd]
+};
+
+// An image as the writers put it in an archive (without corruption), for the
+// digests a test expects to see in the store.
+struct BuiltImage {
+  std::vector<BuiltLayer> layers;
+  std::string config;  // image_config(spec)
+  std::string config_digest;
+  std::string manifest;  // the OCI image manifest
+  std::string manifest_digest;
+};
+BuiltImage build_image(const ImageSpec& spec);
+
+// ---------------------------------------------------------------- archives
+
+// Damage a test asks for. A layer index counts the image's layers from the
+// base (0); with several images (or platforms) in an archive it applies to
+// each of them.
+struct Corruption {
+  // The layer's blob (or layer.tar, its directory kept) is not in the archive.
+  std::optional<std::size_t> omit_layer;
+  // The blob's middle byte is inverted after its digest was taken: same size,
+  // stored under the digest the manifest declares. The classic docker shape
+  // names layers by ID, so there it shows only as a diff_id mismatch.
+  std::optional<std::size_t> wrong_layer_digest;
+  // The config declares a well-formed diff_id that is not the layer tar's;
+  // the config's and manifest's own digests are right.
+  std::optional<std::size_t> wrong_diff_id;
+};
+
+struct Platform {
+  std::string os = "linux";
+  std::string architecture;
+  std::string variant;  // "" for none, "v8" for arm64/v8
+};
+
+struct OciOptions {
+  // Non-empty: index.json names one image index blob, which lists one
+  // manifest per platform (the image's config with that os, architecture and
+  // variant), as multi-platform pulls give.
+  std::vector<Platform> platforms;
+  // With platforms: each platform's image gets one more layer holding
+  // "etc/mayura-platform" ("linux/arm64/v8\n"), so a test sees which one an
+  // importer took.
+  bool platform_marker_layer = false;
+  Corruption corrupt;
+  Compression outer_compression = Compression::none;  // gzip: `skopeo copy ... oci-archive:` piped through gzip
+};
+
+struct OciImage {
+  ImageSpec spec;
+  // "busybox:1" gives the annotations org.opencontainers.image.ref.name "1"
+  // and io.containerd.image.name "busybox:1", as docker 25+, containerd and
+  // skopeo write them; no tag gives "latest"; "" gives no annotations.
+  std::string ref_name;
+};
+
+// An OCI image layout archive: blobs/sha256/<hex> (layers, configs,
+// manifests, indexes), index.json, oci-layout. Throws std::runtime_error.
+void write_oci_archive(const std::filesystem::path& path, const ImageSpec& spec, std::string_view ref_name,
+                       const OciOptions& options = {});
+void write_oci_archive(const std::filesystem::path& path, const std::vector<OciImage>& images,
+                       const OciOptions& options = {});
+
+struct DockerOptions {
+  // A layer met a second time under another layer ID (same bytes, another
+  // parent chain) is stored as the symlink "<id2>/layer.tar ->
+  // ../<id1>/layer.tar", as docker before 25 does; otherwise it is copied.
+  bool shared_layer_symlink = false;
+  // The docker 25+ shape: an OCI image layout (blobs/sha256, index.json,
+  // oci-layout) plus manifest.json and repositories pointing into blobs/.
+  bool oci_layout = false;
+  Corruption corrupt;
+  Compression outer_compression = Compression::none;  // `docker save | gzip`
+};
+
+struct DockerImage {
+  ImageSpec spec;
+  std::vector<std::string> repo_tags;  // "busybox:1"; may be empty (an image saved by ID)
+};
+
+// A `docker save` archive: manifest.json
+// [{"Config":"<hex>.json","RepoTags":[...],"Layers":["<id>/layer.tar",...]}],
+// repositories, <hex>.json, <id>/{VERSION,json,layer.tar}. Layers use the
+// spec's compression (docker's own are uncompressed). Layer directories are
+// named by chain, so images sharing base layers store them once. Throws
+// std::runtime_error.
+void write_docker_archive(const std::filesystem::path& path, const ImageSpec& spec,
+                          const std::vector<std::string>& repo_tags, const DockerOptions& options = {});
+void write_docker_archive(const std::filesystem::path& path, const std::vector<DockerImage>& images,
+                          const DockerOptions& options = {});
+
 }  // namespace mayura::testing::images
