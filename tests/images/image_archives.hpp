@@ -194,4 +194,29 @@ void write_docker_archive(const std::filesystem::path& path, const ImageSpec& sp
 void write_docker_archive(const std::filesystem::path& path, const std::vector<DockerImage>& images,
                           const DockerOptions& options = {});
 
+// ---------------------------------------------------------------- contents
+
+// A BusyBox root file system over three layers, from the host's
+// /bin/busybox and the libraries ldd lists for it:
+//  1. base: bin/busybox and applet symlinks, the libraries, etc/passwd (root,
+//     app 1234:1234, nobody), etc/group, opt/gone/file, opt/opaque/old{1,2},
+//     etc/removed.txt, home/app/secret (1234:1234, 0600), tmp (1777).
+//  2. changes: whiteouts of opt/gone and etc/removed.txt, opt/opaque made
+//     opaque with opt/opaque/new, usr/bin/suid (04755), usr/bin/sgid (02755),
+//     dev/evil-null (char 1,3), dev/evil-sda (block 8,0), srv/owned
+//     (1234:1234, 0640), srv/a with its hardlink srv/a-link.
+//  3. app: app/hello.txt ("hello from the image\n") and app/run.sh.
+// Throws std::runtime_error if the host has no BusyBox.
+std::vector<std::vector<Entry>> busybox_layers();
+// busybox_layers() with env PATH, GREETING=from-image, SHARED=image; working
+// dir /app; user app; cmd /bin/sh; the host's architecture.
+ImageSpec busybox_spec(Compression compression);
+
+// Incompressible files (data/blob-NNNN, 4 MiB each, the last one shorter)
+// of `bytes` in total, the same for the same seed.
+std::vector<Entry> big_layer(std::size_t bytes, std::uint64_t seed = 1);
+
+// The image architecture of the host ("amd64", "arm64", ...).
+std::string host_architecture();
+
 }  // namespace mayura::testing::images
