@@ -7,7 +7,7 @@ packages=(
   g++ cmake ninja-build pkg-config
   libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev libnftables-dev
   libboost1.81-dev nlohmann-json3-dev libgtest-dev
-  # the image store: archives and their compression, and the digests
+  # the image store (and the tests' image archives): archives and their compression, and the digests
   libarchive-dev libssl-dev
   # what the tests run inside sandboxes on the host image
   python3 hostname coreutils findutils gawk
