@@ -82,7 +82,7 @@ constexpr std::array kProcReadOnly = {"sys", "bus", "fs", "irq", "tty", "sysvipc
 // What every sandbox gets, whatever its image: the writable places, a
 // minimal /dev, its own /proc.
 void add_common(Plan& plan, const RootOptions& o) {
-  plan.push_back(tmpfs(o.workdir, o.workdir_bytes, o.inodes, 0755, o.uid, o.gid));
+  plan.push_back(tmpfs(o.workdir, o.workdir_bytes, o.inodes, 0755, o.uid, o.gid, kKeepContents));
   plan.push_back(tmpfs("/tmp", o.tmp_bytes, o.inodes, 01777, 0, 0));
 
   plan.push_back(tmpfs("/dev", 1 << 20, 256, 0755, 0, 0, kNoExec));
@@ -184,7 +184,9 @@ Plan plan_for(const Image& image, const RootOptions& o) {
   } else if (!image.layers.empty()) {
     Op layers = simple(OpKind::image_layers, "/");
     for (const auto& dir : image.layers) layers.data += dir + "\n";
-    layers.src = "dev/proc/sys/tmp/run/" + top_level_of(o.workdir);
+    // The workdir is kept: an image's WorkingDir holds its app, which stays
+    // visible under the writable tmpfs.
+    layers.src = "dev/proc/sys/tmp";
     plan.push_back(layers);
   } else {
     const std::string workdir_name = top_level_of(o.workdir);

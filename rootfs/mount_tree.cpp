@@ -197,6 +197,41 @@ int mount_image(int root, const Op& op, std::vector<Fd>& layers) {
   return bound;
 }
 
+bool has_entries(int dir) {
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(::dup(dir)), ::closedir);
+  if (!d) return false;
+  while (const dirent* e = ::readdir(d.get())) {
+    if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") return true;
+  }
+  return false;
+}
+
+// The tmpfs as the upper layer of an overlay over what the image has at
+// dst: the image's files show, and whatever is written goes to the tmpfs
+// (bounded by its size). The tmpfs is mounted at a hidden place, and
+// detached again once the overlay holds it.
+int mount_over_contents(int root, const Op& op, const char* tmpfs_data) {
+  if (op.dst.find_first_of(",:\\") != std::string::npos) return errno = EINVAL, -1;
+  Fd scratch = ensure_dir(root, "/.w", 0700);
+  if (!scratch || mount_fs("tmpfs", scratch.get(), MS_NOSUID | MS_NODEV, tmpfs_data) != 0) return -1;
+  const std::string at = std::string(kStaging) + "/.w";
+  Fd upper_root(openat2_in_root(root, ".w", O_RDONLY | O_DIRECTORY));
+  int result = -1;
+  if (upper_root && ::mkdirat(upper_root.get(), "upper", op.mode) == 0 &&
+      ::fchownat(upper_root.get(), "upper", op.uid, op.gid, 0) == 0 && ::fchmodat(upper_root.get(), "upper", op.mode, 0) == 0 &&
+      ::mkdirat(upper_root.get(), "work", 0700) == 0) {
+    const std::string target = std::string(kStaging) + op.dst;
+    const std::string data = "lowerdir=" + target + ",upperdir=" + at + "/upper,workdir=" + at + "/work,userxattr";
+    result = ::mount("overlay", target.c_str(), "overlay", MS_NOSUID | MS_NODEV, data.c_str());
+  }
+  const int saved = errno;
+  upper_root.reset();
+  ::umount2(at.c_str(), MNT_DETACH);
+  ::unlinkat(root, ".w", AT_REMOVEDIR);
+  errno = saved;
+  return result;
+}
+
 int run_op(int root, const Op& op, std::size_t index, Fd& source) {
   switch (op.kind) {
     case OpKind::bind: {
@@ -228,6 +263,10 @@ int run_op(int root, const Op& op, std::size_t index, Fd& source) {
       std::snprintf(data, sizeof data, "size=%llu,nr_inodes=%llu,mode=%o,uid=%u,gid=%u",
                     static_cast<unsigned long long>(op.size), static_cast<unsigned long long>(op.inodes), op.mode,
                     op.uid, op.gid);
+      if ((op.flags & kKeepContents) && op.dst != "/") {
+        Fd contents(openat2_in_root(root, relative(op.dst), O_RDONLY | O_DIRECTORY));
+        if (contents && has_entries(contents.get())) return mount_over_contents(root, op, data);
+      }
       unsigned long flags = MS_NOSUID | MS_NODEV;
       if (op.flags & kNoExec) flags |= MS_NOEXEC;
       return mount_fs("tmpfs", target.get(), flags, data);

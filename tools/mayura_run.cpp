@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "image_commands.hpp"
 #include "mayura/native.hpp"
 #include "mayura/sandbox.hpp"
 
@@ -26,11 +27,14 @@ constexpr int kSandboxFailed = 125;
 constexpr int kTimedOut = 124;
 
 const char* kUsage = R"(usage: mayura-run [OPTIONS] [--] COMMAND [ARG...]
+       mayura-run image import|list|inspect|rm ...   (mayura-run image --help)
 
 Runs COMMAND in a fresh sandbox, streams its output, and releases the sandbox.
 
 Options:
-  --image NAME|DIR       the sandbox's image (default: host)
+  --image IMAGE          the sandbox's image (default: host): NAME[:TAG] of the
+                         image store (its Env, WorkingDir and User apply), or a
+                         directory holding a root file system
   --network none|all     the sandbox's network: none (the default: loopback
                          only) or all (the internet, but not this host's
                          services, other sandboxes or metadata addresses)
@@ -60,7 +64,9 @@ Options:
   doctor                 (as the only argument) the same report as --version
 
 Environment (where the engine keeps its state; defaults suit most hosts):
-  MAYURA_IMAGE_DIR       where images are found by name (/var/lib/mayura/images)
+  MAYURA_IMAGE_STORE     the image store (/var/lib/mayura/store)
+  MAYURA_IMAGE_DIR       where directory images are found by name
+                         (/var/lib/mayura/images)
   MAYURA_STATE_DIR       the engine's records (/run/mayura)
   MAYURA_CGROUP_ROOT     the cgroup2 directory for sandboxes (<cgroup2>/mayura)
   MAYURA_ID_BASE, MAYURA_ID_SLOTS   the host id ranges sandboxes map to
@@ -241,6 +247,7 @@ mayura::NativeOptions engine_options_from_env() {
     }
   };
   text("MAYURA_IMAGE_DIR", o.image_dir);
+  text("MAYURA_IMAGE_STORE", o.image_store);
   text("MAYURA_STATE_DIR", o.state_dir);
   text("MAYURA_CGROUP_ROOT", o.cgroup_root);
   number("MAYURA_ID_BASE", o.id_base);
@@ -276,6 +283,7 @@ void write_out(int fd, std::string_view chunk) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "image") return mayura::tools::run_image_command(argc - 1, argv + 1);
   Args args = parse(argc, argv);
 
   // SIGINT, SIGTERM and SIGHUP cancel the command and release the sandbox.

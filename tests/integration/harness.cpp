@@ -70,6 +70,7 @@ NativeOptions isolated_options() {
   o.prepared = 0;
   o.id_base = 0x40000000u + id_range_of_this_process() * o.id_slots * 65536u;
   o.image_dir = "/run/mayura-test-" + std::to_string(pid) + "-images";
+  o.image_store = "/run/mayura-test-" + std::to_string(pid) + "-store";
   return o;
 }
 
@@ -193,6 +194,7 @@ void expect_nothing_leaked(const NativeOptions& o, const HostSnapshot& before) {
     fs::remove_all(o.state_dir);
   }
   fs::remove_all(o.image_dir);
+  fs::remove_all(o.image_store);
   const HostSnapshot after = HostSnapshot::take();
   EXPECT_EQ(after.mounts, before.mounts) << "the host's mounts changed";
   EXPECT_EQ(after.network_namespaces, before.network_namespaces) << "a network namespace is still held open";

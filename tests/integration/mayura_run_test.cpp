@@ -33,7 +33,7 @@ class MayuraRunTest : public NativeTest {
     const std::string command = env + " MAYURA_STATE_DIR=" + options().state_dir + " MAYURA_CGROUP_ROOT=" +
                                 options().cgroup_root + " MAYURA_ID_BASE=" + std::to_string(options().id_base) +
                                 " MAYURA_ID_SLOTS=" + std::to_string(options().id_slots) + " MAYURA_IMAGE_DIR=" +
-                                options().image_dir + " " + MAYURA_RUN_PATH + " " + args + " <" + in + " >" + out +
+                                options().image_dir + " MAYURA_IMAGE_STORE=" + options().image_store + " " + MAYURA_RUN_PATH + " " + args + " <" + in + " >" + out +
                                 " 2>" + err;
     const int raw = std::system(command.c_str());
     Outcome r;

@@ -32,6 +32,9 @@ enum OpFlags : std::uint32_t {
   kAllowDevices = 1u << 1,  // keep device nodes usable (for /dev/null and friends)
   kOptional = 1u << 2,      // skip if the source or target is not there
   kNoExec = 1u << 3,
+  // A tmpfs over a directory the image fills: the image's entries stay
+  // visible under it (an overlay, with the tmpfs as its upper layer).
+  kKeepContents = 1u << 4,
 };
 
 struct Op {

@@ -1,0 +1,322 @@
+// The image store against the real kernel: archives made here (there is no
+// registry) in the OCI and docker-save shapes, imported, and run. Each test
+// ends with the harness's leak check; the store is the test's own.
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <atomic>
+#include <thread>
+
+#include "harness.hpp"
+#include "image_archives.hpp"
+#include "mayura/images.hpp"
+
+namespace fs = std::filesystem;
+namespace img = mayura::testing::images;
+
+namespace mayura::testing {
+namespace {
+
+class ImageStoreTest : public NativeTest {
+ protected:
+  std::string archive(const std::string& name) {
+    const std::string dir = options().state_dir + "-archives";
+    fs::create_directories(dir);
+    return dir + "/" + name;
+  }
+  void TearDown() override {
+    fs::remove_all(options().state_dir + "-archives");
+    NativeTest::TearDown();
+  }
+  ImageStore store() { return ImageStore(options().image_store); }
+
+  Sandbox create_on(const std::string& image, std::map<std::string, std::string> env = {}) {
+    CreateOptions c;
+    c.image = image;
+    c.env = std::move(env);
+    return create(c);
+  }
+
+  // Every file of the store but its lock, with its type and size: what a
+  // failed import must leave as it was.
+  std::map<std::string, std::string> store_snapshot() {
+    std::map<std::string, std::string> out;
+    if (!fs::exists(options().image_store)) return out;
+    for (const auto& e : fs::recursive_directory_iterator(options().image_store)) {
+      const std::string rel = e.path().string().substr(options().image_store.size());
+      if (rel == "/lock") continue;
+      struct stat st {};
+      ::lstat(e.path().c_str(), &st);
+      out[rel] = std::to_string(st.st_mode) + ":" + std::to_string(S_ISREG(st.st_mode) ? st.st_size : 0);
+    }
+    return out;
+  }
+};
+
+TEST_F(ImageStoreTest, AnOciArchiveRunsWithTheImagesConfig) {
+  const std::string path = archive("busybox-oci.tar");
+  img::write_oci_archive(path, img::busybox_spec(img::Compression::gzip), "busybox:1");
+  const auto result = store().import_archive(path);
+  ASSERT_EQ(result.images.size(), 1u);
+  EXPECT_EQ(result.images[0].first, "busybox:1");
+  EXPECT_EQ(result.layers_unpacked, 3u);
+
+  auto s = create_on("busybox:1", {{"SHARED", "mine"}});
+  // WorkingDir, User and Env apply; the create's env wins.
+  EXPECT_EQ(sh(s, "pwd"), "/app\n");
+  EXPECT_EQ(s.workdir(), "/app");
+  EXPECT_EQ(sh(s, "id -u; id -g"), "1234\n1234\n");
+  EXPECT_EQ(sh(s, "echo $GREETING $SHARED"), "from-image mine\n");
+  EXPECT_EQ(sh(s, "cat hello.txt"), "hello from the image\n");
+  EXPECT_EQ(s.read_file("hello.txt"), "hello from the image\n");
+  // Nothing of the host: only the image's BusyBox.
+  EXPECT_NE(s.exec({"/bin/sh", "-c", "test -e /usr/bin/python3"}).exit_code, 0);
+  // Whiteouts and the opaque directory took effect.
+  EXPECT_EQ(sh(s, "test -e /opt/gone || echo gone; test -e /etc/removed.txt || echo removed"), "gone\nremoved\n");
+  EXPECT_EQ(sh(s, "ls /opt/opaque"), "new\n");
+  // Ownership as the image says (idmapped layers); setuid and setgid cleared.
+  EXPECT_EQ(sh(s, "stat -c %u:%g /bin/busybox /srv/owned"), "0:0\n1234:1234\n");
+  EXPECT_EQ(sh(s, "stat -c %a /usr/bin/suid /usr/bin/sgid"), "755\n755\n");
+  EXPECT_EQ(sh(s, "cat /home/app/secret | wc -c").empty(), false);
+  const std::string inodes = sh(s, "stat -c %i /srv/a /srv/a-link");
+  EXPECT_EQ(inodes.substr(0, inodes.find('\n')), inodes.substr(inodes.find('\n') + 1, inodes.size() - inodes.find('\n') - 2));
+  // The root is read-only; the workdir is writable, the image's files in it
+  // keep their owners and modes (hello.txt is root's, 0644), and what is
+  // written goes to the tmpfs, the store untouched.
+  const auto w = s.exec({"/bin/sh", "-c", "touch /etc/x"});
+  EXPECT_NE(w.exit_code, 0);
+  EXPECT_NE(w.stderr.find("Read-only"), std::string::npos) << w.stderr;
+  EXPECT_NE(s.exec({"/bin/sh", "-c", "echo more >> hello.txt"}).exit_code, 0);
+  EXPECT_EQ(sh(s, "cat hello.txt > copy.txt && echo more >> copy.txt && rm hello.txt && cat copy.txt > hello.txt && rm copy.txt && "
+                  "echo new > new.txt && cat hello.txt new.txt && stat -c %u hello.txt"),
+            "hello from the image\nmore\nnew\n1234\n");
+  s.release();
+  auto again = create_on("busybox:1");
+  EXPECT_EQ(sh(again, "cat hello.txt; test -e new.txt || echo fresh"), "hello from the image\nfresh\n");
+}
+
+TEST_F(ImageStoreTest, TheStoreKeepsNoDeviceOrSetuidFileAndTheLayersAreTheImagesOwnersAndModes) {
+  const std::string path = archive("busybox.tar");
+  img::write_docker_archive(path, img::busybox_spec(img::Compression::none), {"busybox:docker"});
+  store().import_archive(path);
+  int whiteouts = 0;
+  for (const auto& e : fs::recursive_directory_iterator(options().image_store + "/layers")) {
+    struct stat st {};
+    ASSERT_EQ(::lstat(e.path().c_str(), &st), 0);
+    EXPECT_FALSE(S_ISBLK(st.st_mode)) << e.path();
+    if (S_ISCHR(st.st_mode)) {
+      EXPECT_EQ(st.st_rdev, ::makedev(0, 0)) << "a device node was kept: " << e.path();
+      ++whiteouts;
+    }
+    if (!S_ISLNK(st.st_mode)) {
+      EXPECT_EQ(st.st_mode & S_ISUID, 0u) << e.path();
+      if (!S_ISDIR(st.st_mode)) {
+        EXPECT_EQ(st.st_mode & S_ISGID, 0u) << e.path();
+      }
+    }
+    if (e.path().filename() == "owned") {
+      EXPECT_EQ(st.st_uid, 1234u);
+      EXPECT_EQ(st.st_mode & 07777, 0640u);
+    }
+  }
+  EXPECT_EQ(whiteouts, 2);
+}
+
+TEST_F(ImageStoreTest, DockerSaveArchivesOldAndNewShapesWithSharedLayersStoredOnce) {
+  auto base = img::busybox_spec(img::Compression::none);
+  auto other = base;
+  other.layers.back() = {img::file("app/hello.txt", "hello from the other\n")};
+  other.env.push_back("WHICH=other");
+  std::vector<img::DockerImage> both(2);
+  both[0].spec = base;
+  both[0].repo_tags = {"team/app:1"};
+  both[1].spec = other;
+  both[1].repo_tags = {"registry.example:5000/team/other:2", "docker.io/library/other:latest"};
+  img::DockerOptions old_shape;
+  old_shape.shared_layer_symlink = true;
+  const std::string path = archive("two.tar");
+  img::write_docker_archive(path, both, old_shape);
+  const auto result = store().import_archive(path);
+  EXPECT_EQ(result.images.size(), 3u);
+  EXPECT_EQ(result.layers_unpacked, 4u);  // two shared, one each
+  EXPECT_EQ(sh(create_on("team/app:1"), "cat hello.txt"), "hello from the image\n");
+  EXPECT_EQ(sh(create_on("registry.example:5000/team/other:2"), "cat hello.txt; echo $WHICH"),
+            "hello from the other\nother\n");
+  // Docker Hub's long form names the same image.
+  EXPECT_EQ(sh(create_on("other"), "echo $WHICH"), "other\n");
+
+  // The docker 25+ shape, zstd layers, the archive gzipped: all its layers
+  // but the new one are in the store already.
+  auto zstd = img::busybox_spec(img::Compression::zstd);
+  zstd.layers.back().push_back(img::file("app/zstd.txt", "zstd\n"));
+  img::DockerOptions new_shape;
+  new_shape.oci_layout = true;
+  new_shape.outer_compression = img::Compression::gzip;
+  const std::string path2 = archive("new.tar.gz");
+  img::write_docker_archive(path2, zstd, {"zstd:1"}, new_shape);
+  const auto second = store().import_archive(path2);
+  EXPECT_EQ(second.layers_unpacked, 1u);
+  EXPECT_EQ(second.layers_reused, 2u);
+  EXPECT_EQ(sh(create_on("zstd:1"), "cat zstd.txt"), "zstd\n");
+}
+
+TEST_F(ImageStoreTest, AnIndexOfPlatformsGivesTheHostsAndANameGivenWins) {
+  img::OciOptions o;
+  o.platforms = {{"linux", "arm64", "v8"}, {"linux", img::host_architecture(), ""}};
+  o.platform_marker_layer = true;
+  const std::string path = archive("multi.tar");
+  img::write_oci_archive(path, img::busybox_spec(img::Compression::gzip), "busybox:multi", o);
+  const auto result = store().import_archive(path, "mine:v1");
+  ASSERT_EQ(result.images.size(), 1u);
+  EXPECT_EQ(result.images[0].first, "mine:v1");
+  EXPECT_EQ(sh(create_on("mine:v1"), "cat /etc/mayura-platform"), "linux/" + img::host_architecture() + "\n");
+  // Only the given name.
+  EXPECT_EQ(reason_of([&] { create_on("busybox:multi"); }), Reason::INVALID_CONFIG);
+}
+
+TEST_F(ImageStoreTest, BadArchivesFailClearlyAndLeaveTheStoreAsItWas) {
+  const std::string good = archive("good.tar");
+  img::write_oci_archive(good, img::busybox_spec(img::Compression::gzip), "busybox:1");
+  store().import_archive(good);
+  const auto before = store_snapshot();
+
+  auto expect_refused = [&](const std::string& file, const std::string& words) {
+    try {
+      store().import_archive(file, "bad:1");
+      ADD_FAILURE() << file << " was imported";
+    } catch (const SandboxError& e) {
+      EXPECT_EQ(e.reason(), Reason::INVALID_INPUT) << file << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << file << ": " << e.what();
+    }
+    EXPECT_EQ(store_snapshot(), before) << file << " changed the store";
+  };
+
+  // Truncated in a layer.
+  const std::string truncated = archive("truncated.tar");
+  auto fresh = img::busybox_spec(img::Compression::gzip);
+  fresh.layers.back().push_back(img::file("app/fresh.txt", std::string(200000, 'x')));
+  img::write_oci_archive(truncated, fresh, "fresh:1");
+  fs::resize_file(truncated, fs::file_size(truncated) / 2);
+  expect_refused(truncated, "truncated");
+
+  img::OciOptions missing;
+  missing.corrupt.omit_layer = 2;
+  img::write_oci_archive(archive("missing.tar"), fresh, "fresh:1", missing);
+  expect_refused(archive("missing.tar"), "lacks");
+
+  img::OciOptions flipped;
+  flipped.corrupt.wrong_layer_digest = 2;
+  img::write_oci_archive(archive("flipped.tar"), fresh, "fresh:1", flipped);
+  expect_refused(archive("flipped.tar"), "does not match its digest");
+
+  img::DockerOptions diff;
+  diff.corrupt.wrong_diff_id = 2;
+  img::write_docker_archive(archive("diff.tar"), fresh, {"fresh:1"}, diff);
+  expect_refused(archive("diff.tar"), "does not match its diff_id");
+
+  auto with_layer = [&](const std::string& name, std::vector<img::Entry> layer) {
+    auto spec = img::busybox_spec(img::Compression::none);
+    spec.layers.push_back(std::move(layer));
+    img::write_docker_archive(archive(name), spec, {"hostile:1"});
+    return archive(name);
+  };
+  expect_refused(with_layer("dotdot.tar", {img::file("app/../../escaped", "x")}), "'..'");
+  expect_refused(with_layer("out.tar", {img::symlink("app/out", "../../../etc/shadow")}), "pointing out");
+  expect_refused(with_layer("through.tar", {img::symlink("app/link", "/etc"), img::file("app/link/passwd", "x")}),
+                 "not a directory of the layer");
+  img::Entry huge = img::file("app/huge", "just a little");
+  huge.declared_size = 1ull << 40;
+  expect_refused(with_layer("huge.tar", {huge}), "declares");
+  std::ofstream(archive("garbage.tar")) << "this is no archive at all";
+  expect_refused(archive("garbage.tar"), "");
+
+  // The good image still runs; nothing was left in the host's /etc.
+  EXPECT_FALSE(fs::exists("/escaped"));
+  EXPECT_EQ(sh(create_on("busybox:1"), "cat hello.txt"), "hello from the image\n");
+}
+
+TEST_F(ImageStoreTest, RemovingKeepsWhatAnotherImageOrARunningSandboxUses) {
+  auto base = img::busybox_spec(img::Compression::none);
+  auto other = base;
+  other.layers.back() = {img::file("app/hello.txt", "other\n")};
+  std::vector<img::DockerImage> both(2);
+  both[0].spec = base;
+  both[0].repo_tags = {"one:1"};
+  both[1].spec = other;
+  both[1].repo_tags = {"two:1"};
+  const std::string path = archive("two.tar");
+  img::write_docker_archive(path, both);
+  store().import_archive(path);
+  const auto layers_of = [&] {
+    std::size_t n = 0;
+    for (const auto& e : fs::directory_iterator(options().image_store + "/layers")) n += e.is_directory() ? 1 : 0;
+    return n;
+  };
+  ASSERT_EQ(layers_of(), 4u);
+
+  const auto removed = store().remove("one:1");
+  EXPECT_TRUE(removed.image_removed);
+  EXPECT_EQ(removed.layers_removed, 1u);  // the base stays: two:1 uses it
+  EXPECT_EQ(layers_of(), 3u);
+  EXPECT_EQ(reason_of([&] { store().inspect("one:1"); }), Reason::NOT_FOUND);
+
+  // A running sandbox keeps its image until it ends.
+  auto s = create_on("two:1");
+  const auto busy = store().remove("two:1");
+  EXPECT_FALSE(busy.image_removed);
+  EXPECT_EQ(layers_of(), 3u);
+  EXPECT_EQ(sh(s, "cat hello.txt"), "other\n");
+  EXPECT_TRUE(store().list().empty());
+  s.release();
+  // The next change of the store collects it: here, one:1 imported again.
+  const std::string one = archive("one.tar");
+  img::write_docker_archive(one, base, {"one:1"});
+  EXPECT_EQ(store().import_archive(one).layers_reused, 2u);
+  std::size_t records = 0;
+  for (const auto& e : fs::directory_iterator(options().image_store + "/images")) records += e.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(records, 1u);
+  EXPECT_EQ(layers_of(), 3u);  // the base two, one:1's own; two:1's own is gone
+}
+
+TEST_F(ImageStoreTest, TwoImportsAtOnceBothLand) {
+  const std::string a = archive("a.tar");
+  const std::string b = archive("b.tar");
+  auto spec_b = img::busybox_spec(img::Compression::gzip);
+  spec_b.layers.back().push_back(img::file("app/b.txt", "b\n"));
+  img::write_oci_archive(a, img::busybox_spec(img::Compression::gzip), "a:1");
+  img::write_oci_archive(b, spec_b, "b:1");
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (const auto& [file, times] : std::vector<std::pair<std::string, int>>{{a, 2}, {b, 2}}) {
+    for (int i = 0; i < times; ++i) {
+      threads.emplace_back([&, file] {
+        try {
+          ImageStore(options().image_store).import_archive(file);
+        } catch (const std::exception& e) {
+          ++failures;
+          ADD_FAILURE() << e.what();
+        }
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(store().list().size(), 2u);
+  EXPECT_TRUE(fs::is_empty(options().image_store + "/tmp"));
+  EXPECT_EQ(sh(create_on("b:1"), "cat b.txt hello.txt"), "b\nhello from the image\n");
+  EXPECT_EQ(sh(create_on("a:1"), "cat hello.txt"), "hello from the image\n");
+}
+
+TEST_F(ImageStoreTest, AnImageNotInTheStoreIsInvalidConfigAndMakesNothing) {
+  for (const char* image : {"nope:1", "team/nope", "Bad Name"}) {
+    EXPECT_EQ(reason_of([&] { create_on(image); }), Reason::INVALID_CONFIG) << image;
+  }
+  EXPECT_TRUE(processes_in_range(options()).empty());
+}
+
+}  // namespace
+}  // namespace mayura::testing
