@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "image_commands.hpp"
+#include "mayura/images.hpp"
 #include "mayura/native.hpp"
 #include "mayura/sandbox.hpp"
 
@@ -30,6 +31,8 @@ const char* kUsage = R"(usage: mayura-run [OPTIONS] [--] COMMAND [ARG...]
        mayura-run image import|list|inspect|rm ...   (mayura-run image --help)
 
 Runs COMMAND in a fresh sandbox, streams its output, and releases the sandbox.
+With --image NAME[:TAG] of the store and no COMMAND, the image's Entrypoint
+and Cmd run.
 
 Options:
   --image IMAGE          the sandbox's image (default: host): NAME[:TAG] of the
@@ -213,7 +216,8 @@ Args parse(int argc, char** argv) {
     }
   }
   for (; i < argc; ++i) a.command.emplace_back(argv[i]);
-  if (a.command.empty()) usage_error("no command given");
+  // Without a command, an image from the store runs its own (Entrypoint and Cmd).
+  if (a.command.empty() && a.image.empty()) usage_error("no command given");
   if (network_all) {
     if (a.network.kind == mayura::NetworkKind::allowlist) usage_error("--network all and --allow do not go together");
     a.network.kind = mayura::NetworkKind::all;
@@ -270,6 +274,16 @@ mayura::NativeOptions engine_options_from_env() {
   list("MAYURA_PUBLIC_RANGES", o.public_ranges);
   if (const char* v = std::getenv("MAYURA_ALLOW_PRIVATE")) o.allow_private_addresses = std::string(v) == "1";
   return o;
+}
+
+// An image's Entrypoint followed by its Cmd, as `docker run IMAGE` runs.
+std::vector<std::string> default_command(const std::string& image) {
+  const char* dir = std::getenv("MAYURA_IMAGE_STORE");
+  const mayura::ImageInfo info = mayura::ImageStore(dir && *dir ? dir : mayura::NativeOptions{}.image_store).inspect(image);
+  std::vector<std::string> command = info.entrypoint;
+  command.insert(command.end(), info.cmd.begin(), info.cmd.end());
+  if (command.empty()) usage_error("no command given, and image " + image + " names none");
+  return command;
 }
 
 void write_out(int fd, std::string_view chunk) {
@@ -341,6 +355,7 @@ int main(int argc, char** argv) {
       exec.on_stderr = [](std::string_view c) { write_out(2, c); };
       exec.max_output_bytes = 1;  // streamed already; keep nothing
     }
+    if (args.command.empty()) args.command = default_command(args.image);
     const mayura::ExecResult result = sandbox->exec(args.command, exec);
     sandbox->release();
 

@@ -33,13 +33,28 @@ bool path_component(std::string_view c) {
   return true;
 }
 
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  for (;;) {
+    const auto at = s.find(sep, start);
+    parts.push_back(s.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
+    if (at == std::string_view::npos) return parts;
+    start = at + 1;
+  }
+}
+
 // A registry host: labels of letters, digits and dashes, an optional port.
 bool host_component(std::string_view c) {
   const auto colon = c.find(':');
-  std::string_view host = c.substr(0, colon);
+  const std::string_view host = c.substr(0, colon);
   if (host.empty()) return false;
-  for (char ch : host) {
-    if (!alnum(ch) && ch != '.' && ch != '-') return false;
+  // labels: letters and digits, dashes inside
+  for (std::string_view label : split(host, '.')) {
+    if (label.empty() || !alnum(label.front()) || !alnum(label.back())) return false;
+    for (char ch : label) {
+      if (!alnum(ch) && ch != '-') return false;
+    }
   }
   if (colon != std::string_view::npos) {
     const std::string_view port = c.substr(colon + 1);
@@ -59,17 +74,6 @@ bool valid_tag(std::string_view t) {
     if (!(alnum(c) || c == '_' || c == '.' || c == '-')) return false;
   }
   return true;
-}
-
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> parts;
-  std::size_t start = 0;
-  for (;;) {
-    const auto at = s.find(sep, start);
-    parts.push_back(s.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
-    if (at == std::string_view::npos) return parts;
-    start = at + 1;
-  }
 }
 
 std::optional<ImageReference> refuse(std::string* why, const char* reason) {

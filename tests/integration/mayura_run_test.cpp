@@ -11,6 +11,7 @@
 
 #include "harness.hpp"
 #include "../world/world.hpp"
+#include "image_archives.hpp"
 
 namespace mayura::testing {
 namespace {
@@ -195,6 +196,43 @@ TEST_F(MayuraRunTest, AllowAndNetworkAllReachTheWorldAndNothingElse) {
   }
   r = run("-- curl -sS --max-time 5 http://allowed.test/", "", env);  // none by default
   EXPECT_EQ(r.status, 6) << r.err;
+}
+
+TEST_F(MayuraRunTest, ImageImportListRunInspectAndRemove) {
+  namespace img = mayura::testing::images;
+  const std::string archive = options().state_dir + "-busybox.tar";
+  auto spec = img::busybox_spec(img::Compression::gzip);
+  spec.cmd = {"/bin/sh", "-c", "echo default command in $(pwd)"};
+  img::write_docker_archive(archive, spec, {"busybox:cli"});
+
+  auto r = run("image import " + archive);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("busybox:cli\tsha256:", 0), 0u) << r.out;
+  EXPECT_NE(r.err.find("3 layers unpacked"), std::string::npos) << r.err;
+  r = run("image list");
+  EXPECT_NE(r.out.find("busybox:cli"), std::string::npos) << r.out;
+  r = run("--image busybox:cli -- cat hello.txt");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "hello from the image\n");
+  r = run("--image busybox:cli");
+  EXPECT_EQ(r.out, "default command in /app\n") << r.err;
+  r = run("image inspect busybox:cli");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto info = nlohmann::json::parse(r.out);
+  EXPECT_EQ(info["config"]["User"], "app");
+  EXPECT_EQ(info["layers"].size(), 3u);
+  r = run("image rm busybox:cli");
+  EXPECT_EQ(r.status, 0) << r.err;
+  r = run("--image busybox:cli -- true");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("INVALID_CONFIG"), std::string::npos) << r.err;
+  r = run("image import " + archive + ".missing");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("INVALID_INPUT"), std::string::npos) << r.err;
+  r = run("image rm busybox:cli");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("NOT_FOUND"), std::string::npos) << r.err;
+  std::filesystem::remove(archive);
 }
 
 }  // namespace
