@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The benchmarks, as root: sandboxes side by side with the anchors (bubblewrap,
-# crun), an exec through the command backend beside a native one, then the
+# crun), an exec through the command backend beside a native one, importing
+# and first running a 100 MiB image beside GNU tar and bubblewrap, then the
 # networks' costs in a private world.
 #   sudo ./scripts/bench.sh [ITERATIONS] [DOWNLOAD-MIB]
 set -euo pipefail
@@ -10,5 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 "$here/../build/bench/bench_sandbox" "${1:-200}" "$here/../build/tools/mayura-run"
 echo
 "$here/../build/bench/bench_command_backend" "${1:-200}"
+echo
+"$here/../build/bench/bench_images" 100 20
 echo
 exec "$here/../build/bench/bench_network" "${2:-1024}" 1000

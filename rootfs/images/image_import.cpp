@@ -56,7 +56,7 @@ la_ssize_t pull(archive* self, void* client, const void** out) {
     archive_set_error(self, EIO, "%s", e ? e : "the stream below failed");
     return -1;
   }
-  p->hash->update(p->buffer.data(), static_cast<std::size_t>(n));
+  if (p->hash) p->hash->update(p->buffer.data(), static_cast<std::size_t>(n));
   if (p->tick) p->tick();
   *out = p->buffer.data();
   return n;
@@ -70,7 +70,7 @@ void drain(Pull& p) {
       const char* e = archive_error_string(p.from);
       bad(std::string("the layer is truncated or corrupt: ") + (e ? e : "read failed"));
     }
-    p.hash->update(p.buffer.data(), static_cast<std::size_t>(n));
+    if (p.hash) p.hash->update(p.buffer.data(), static_cast<std::size_t>(n));
   }
 }
 
@@ -93,6 +93,10 @@ Unpacked unpack_blob(archive* entry_reader, int dir, const std::function<void()>
     const char* err = archive_error_string(raw.get());
     bad(std::string("the layer is not a tar, gzip or zstd stream: ") + (err ? err : "empty"));
   }
+  // An uncompressed layer passes through the raw reader byte for byte: its
+  // blob digest is its tar's, and one hash of it is enough.
+  const bool plain = archive_filter_count(raw.get()) == 1 && archive_filter_code(raw.get(), 0) == ARCHIVE_FILTER_NONE;
+  if (plain) blob.hash = nullptr;
   Pull tar{raw.get(), &tar_hash, std::vector<char>(1 << 20), {}};
   Reader t(archive_read_new(), archive_read_free);
   archive_read_support_format_tar(t.get());
@@ -105,8 +109,8 @@ Unpacked unpack_blob(archive* entry_reader, int dir, const std::function<void()>
   // The digests cover every byte, the tar's padding after its end included.
   drain(tar);
   drain(blob);
-  out.blob_digest = blob_hash.digest();
   out.diff_id = tar_hash.digest();
+  out.blob_digest = plain ? out.diff_id : blob_hash.digest();
   return out;
 }
 
