@@ -31,6 +31,7 @@
 #include "image_archives.hpp"
 #include "mayura/images.hpp"
 #include "mayura/native.hpp"
+#include "run_quietly.hpp"
 #include "mayura/sandbox.hpp"
 
 extern char** environ;
@@ -48,22 +49,7 @@ double seconds_of(const std::function<void()>& fn) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-bool run(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return false;
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
+bool run(const std::vector<std::string>& argv) { return mayura::bench::run_quietly(argv); }
 
 void drop_caches() {
   ::sync();

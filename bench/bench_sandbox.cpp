@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "mayura/native.hpp"
+#include "run_quietly.hpp"
 #include "mayura/sandbox.hpp"
 
 extern char** environ;
@@ -54,23 +55,7 @@ Stats measure(int iterations, const std::function<void()>& fn) {
   return {ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 95 / 100)]};
 }
 
-// Runs argv to its end with stdout and stderr to /dev/null; false if it failed.
-bool run(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return false;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
+bool run(const std::vector<std::string>& argv) { return mayura::bench::run_quietly(argv); }
 
 bool have(const char* program) {
   return run({"sh", "-c", std::string("command -v ") + program + " >/dev/null"});
