@@ -2,6 +2,8 @@
 
 #include "mayura/errors.hpp"
 
+#include <new>
+
 namespace mayura {
 namespace {
 
@@ -27,6 +29,12 @@ auto guarded(Fn&& fn) -> decltype(fn()) {
     return fn();
   } catch (const rootfs::ImageError& e) {
     rethrow(e);
+  } catch (const SandboxError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw SandboxError(Reason::LIMIT_REACHED, "the image store ran out of memory");
+  } catch (const std::exception& e) {
+    throw SandboxError(Reason::INTERNAL, std::string("the image store failed: ") + e.what());
   }
 }
 

@@ -38,14 +38,18 @@ SandboxImage from_store(const rootfs::ImageReference& ref, rootfs::StoredImage s
     if (!usable_dir(stored.working_dir)) {
       throw SandboxError(Reason::INVALID_CONFIG, "image '" + ref.str() + "' has a WorkingDir that cannot be a working directory");
     }
-    // A workdir below the top level is mounted over the image's directory,
-    // which must be there (a read-only root grows no new ones).
-    const bool nested = stored.working_dir.find('/', 1) != std::string::npos;
-    if (nested && !rootfs::image_has_directory(stored, stored.working_dir)) {
-      throw SandboxError(Reason::INVALID_CONFIG, "image '" + ref.str() + "' has no directory " + stored.working_dir +
-                                                     " for its WorkingDir");
-    }
     out.workdir = stored.working_dir;
+  }
+  // The workdir is a tmpfs over what the image has there: a directory (its
+  // files stay visible), or nothing at the top level (the root grows it). A
+  // symlink or file, or nothing deeper down (a read-only root grows no new
+  // directories), cannot be one.
+  const std::string workdir = out.workdir.empty() ? options.workdir : out.workdir;
+  const rootfs::ImagePath there = rootfs::image_path(stored, workdir);
+  const bool top_level = workdir.find('/', 1) == std::string::npos;
+  if (there == rootfs::ImagePath::other || (there == rootfs::ImagePath::missing && !top_level)) {
+    throw SandboxError(Reason::INVALID_CONFIG, "image '" + ref.str() + "' has no directory " + workdir +
+                                                   " for a working directory (a symlink, a file, or nothing)");
   }
   if (!stored.user.empty()) {
     try {

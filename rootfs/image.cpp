@@ -195,7 +195,7 @@ Plan plan_for(const Image& image, const RootOptions& o) {
     std::vector<std::string> names;
     while (const dirent* e = ::readdir(dir.get())) {
       const std::string name = e->d_name;
-      if (name == "." || name == ".." || name == "dev" || name == "proc" || name == "sys" || name == "tmp" ||
+      if (name == "." || name == ".." || name.rfind(".mayura", 0) == 0 || name == "dev" || name == "proc" || name == "sys" || name == "tmp" ||
           name == "run" || name == workdir_name) {
         continue;
       }

@@ -36,6 +36,14 @@ int openat2_in_root(int root, const std::string& path, int flags) {
   return static_cast<int>(::syscall(SYS_openat2, root, path.c_str(), &how, sizeof how));
 }
 
+// The same, refusing any symlink on the way (a workdir an image could point elsewhere).
+int openat2_no_symlinks(int root, const std::string& path, int flags) {
+  open_how how{};
+  how.flags = static_cast<__u64>(flags | O_CLOEXEC);
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS;
+  return static_cast<int>(::syscall(SYS_openat2, root, path.c_str(), &how, sizeof how));
+}
+
 std::string relative(const std::string& path) {
   std::size_t i = 0;
   while (i < path.size() && path[i] == '/') ++i;
@@ -140,7 +148,7 @@ int bind_entries(int root, int image, const std::string& skip) {
   if (!dir) return -1;
   while (const dirent* e = ::readdir(dir.get())) {
     const std::string name = e->d_name;
-    if (name == "." || name == ".." || skipped(skip, name)) continue;
+    if (name == "." || name == ".." || name.rfind(".mayura", 0) == 0 || skipped(skip, name)) continue;
     struct stat st {};
     if (::fstatat(image, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return -1;
     if (S_ISLNK(st.st_mode)) {
@@ -160,41 +168,68 @@ int bind_entries(int root, int image, const std::string& skip) {
   return 0;
 }
 
-// A stored image: its layers attached under hidden names of the root, an
-// overlay of them mounted read-only (userxattr: the store marks opaque
-// directories with user.overlay.opaque, and an overlay mounted in a user
-// namespace reads no trusted xattrs), its entries bound into the root, and
-// the scaffolding detached again. The bound entries keep the overlay alive.
+// The scaffolding of an image's mounts lives under this name in the root;
+// no image entry of that name is bound (bind_entries skips them), and every
+// path handed to the kernel is an fd's, so nothing an image ships can
+// redirect a mount.
+constexpr const char* kScaffold = ".mayura-scaffold";
+
+int detach(int fd) { return ::umount2(fd_path(fd).c_str(), MNT_DETACH); }
+
+// A stored image: its layers attached in the scaffolding, an overlay of them
+// mounted read-only (userxattr: the store marks opaque directories with
+// user.overlay.opaque, and an overlay mounted in a user namespace reads no
+// trusted xattrs), its entries bound into the root, and the scaffolding
+// detached again. The bound entries keep the overlay alive.
 int mount_image(int root, const Op& op, std::vector<Fd>& layers) {
-  if (layers.empty() || layers.size() > 256) return errno = EINVAL, -1;
-  Fd hidden = ensure_dir(root, "/.l", 0700);
-  if (!hidden) return -1;
+  if (layers.empty() || layers.size() > 128) return errno = EINVAL, -1;
+  if (::mkdirat(root, kScaffold, 0700) != 0) return -1;
+  Fd scaffold(::openat(root, kScaffold, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!scaffold) return -1;
+  auto subdir = [&](const std::string& name, int flags) {
+    return Fd(::openat(scaffold.get(), name.c_str(), flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  };
+  std::vector<Fd> lowers;
   std::string lower;
+  int result = -1;
   for (std::size_t i = layers.size(); i-- > 0;) {  // the top layer first
-    const std::string at = "/.l/" + std::to_string(i);
-    Fd dir = ensure_dir(root, at, 0700);
-    if (!dir || attach(layers[i].get(), dir.get()) != 0) return -1;
+    const std::string name = std::to_string(i);
+    if (::mkdirat(scaffold.get(), name.c_str(), 0700) != 0) return -1;
+    Fd at = subdir(name, O_PATH);
+    if (!at || attach(layers[i].get(), at.get()) != 0) return -1;
     layers[i].reset();
-    lower += (lower.empty() ? "" : ":") + std::string(kStaging) + at;
+    lowers.push_back(subdir(name, O_PATH));  // the attached layer's root
+    if (!lowers.back()) return -1;
+    lower += (lower.empty() ? "" : ":") + fd_path(lowers.back().get());
   }
-  Fd merged_at = ensure_dir(root, "/.i", 0700);
-  if (!merged_at) return -1;
-  if (mount_fs("overlay", merged_at.get(), MS_RDONLY | MS_NOSUID | MS_NODEV, "lowerdir=" + lower + ",userxattr") != 0) {
-    return -1;
+  // An overlay without an upper layer needs two lower ones.
+  if (lowers.size() == 1) {
+    if (::mkdirat(scaffold.get(), "empty", 0555) != 0) return -1;
+    lowers.push_back(subdir("empty", O_PATH));
+    if (!lowers.back()) return -1;
+    lower += ":" + fd_path(lowers.back().get());
   }
-  Fd merged(openat2_in_root(root, ".i", O_RDONLY | O_DIRECTORY));
-  const int bound = merged ? bind_entries(root, merged.get(), op.src) : -1;
+  Fd merged;
+  if (::mkdirat(scaffold.get(), "merged", 0700) == 0) {
+    Fd merged_at = subdir("merged", O_PATH);
+    if (merged_at &&
+        mount_fs("overlay", merged_at.get(), MS_RDONLY | MS_NOSUID | MS_NODEV, "lowerdir=" + lower + ",userxattr") == 0) {
+      merged = subdir("merged", O_RDONLY);
+      result = merged ? bind_entries(root, merged.get(), op.src) : -1;
+    }
+  }
   const int saved = errno;
+  if (merged) detach(merged.get());
+  for (const auto& l : lowers) detach(l.get());
   merged.reset();
-  ::umount2((std::string(kStaging) + "/.i").c_str(), MNT_DETACH);
-  ::unlinkat(root, ".i", AT_REMOVEDIR);
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    ::umount2((std::string(kStaging) + "/.l/" + std::to_string(i)).c_str(), MNT_DETACH);
-    ::unlinkat(hidden.get(), std::to_string(i).c_str(), AT_REMOVEDIR);
-  }
-  ::unlinkat(root, ".l", AT_REMOVEDIR);
+  lowers.clear();
+  // Empty directories now; the scaffold goes from the root.
+  for (std::size_t i = 0; i < layers.size(); ++i) ::unlinkat(scaffold.get(), std::to_string(i).c_str(), AT_REMOVEDIR);
+  ::unlinkat(scaffold.get(), "empty", AT_REMOVEDIR);
+  ::unlinkat(scaffold.get(), "merged", AT_REMOVEDIR);
+  ::unlinkat(root, kScaffold, AT_REMOVEDIR);
   errno = saved;
-  return bound;
+  return result;
 }
 
 bool has_entries(int dir) {
@@ -208,26 +243,32 @@ bool has_entries(int dir) {
 
 // The tmpfs as the upper layer of an overlay over what the image has at
 // dst: the image's files show, and whatever is written goes to the tmpfs
-// (bounded by its size). The tmpfs is mounted at a hidden place, and
-// detached again once the overlay holds it.
-int mount_over_contents(int root, const Op& op, const char* tmpfs_data) {
-  if (op.dst.find_first_of(",:\\") != std::string::npos) return errno = EINVAL, -1;
-  Fd scratch = ensure_dir(root, "/.w", 0700);
-  if (!scratch || mount_fs("tmpfs", scratch.get(), MS_NOSUID | MS_NODEV, tmpfs_data) != 0) return -1;
-  const std::string at = std::string(kStaging) + "/.w";
-  Fd upper_root(openat2_in_root(root, ".w", O_RDONLY | O_DIRECTORY));
+// (bounded by its size). The tmpfs is mounted in the scaffolding and
+// detached again once the overlay holds it. `contents` is dst, reached with
+// no symlink on the way.
+int mount_over_contents(int root, const Op& op, int contents, const char* tmpfs_data) {
+  if (::mkdirat(root, kScaffold, 0700) != 0) return -1;
   int result = -1;
-  if (upper_root && ::mkdirat(upper_root.get(), "upper", op.mode) == 0 &&
-      ::fchownat(upper_root.get(), "upper", op.uid, op.gid, 0) == 0 && ::fchmodat(upper_root.get(), "upper", op.mode, 0) == 0 &&
-      ::mkdirat(upper_root.get(), "work", 0700) == 0) {
-    const std::string target = std::string(kStaging) + op.dst;
-    const std::string data = "lowerdir=" + target + ",upperdir=" + at + "/upper,workdir=" + at + "/work,userxattr";
-    result = ::mount("overlay", target.c_str(), "overlay", MS_NOSUID | MS_NODEV, data.c_str());
+  Fd scratch_at(::openat(root, kScaffold, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (scratch_at && mount_fs("tmpfs", scratch_at.get(), MS_NOSUID | MS_NODEV, tmpfs_data) == 0) {
+    Fd scratch(::openat(root, kScaffold, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (scratch && ::mkdirat(scratch.get(), "upper", op.mode) == 0 &&
+        ::fchownat(scratch.get(), "upper", op.uid, op.gid, AT_SYMLINK_NOFOLLOW) == 0 &&
+        ::fchmodat(scratch.get(), "upper", op.mode, 0) == 0 && ::mkdirat(scratch.get(), "work", 0700) == 0) {
+      Fd upper(::openat(scratch.get(), "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      Fd work(::openat(scratch.get(), "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (upper && work) {
+        const std::string data = "lowerdir=" + fd_path(contents) + ",upperdir=" + fd_path(upper.get()) +
+                                 ",workdir=" + fd_path(work.get()) + ",userxattr";
+        result = mount_fs("overlay", contents, MS_NOSUID | MS_NODEV, data);
+      }
+    }
+    const int saved = errno;
+    if (scratch) detach(scratch.get());
+    errno = saved;
   }
   const int saved = errno;
-  upper_root.reset();
-  ::umount2(at.c_str(), MNT_DETACH);
-  ::unlinkat(root, ".w", AT_REMOVEDIR);
+  ::unlinkat(root, kScaffold, AT_REMOVEDIR);
   errno = saved;
   return result;
 }
@@ -264,8 +305,9 @@ int run_op(int root, const Op& op, std::size_t index, Fd& source) {
                     static_cast<unsigned long long>(op.size), static_cast<unsigned long long>(op.inodes), op.mode,
                     op.uid, op.gid);
       if ((op.flags & kKeepContents) && op.dst != "/") {
-        Fd contents(openat2_in_root(root, relative(op.dst), O_RDONLY | O_DIRECTORY));
-        if (contents && has_entries(contents.get())) return mount_over_contents(root, op, data);
+        Fd contents(openat2_no_symlinks(root, relative(op.dst), O_RDONLY | O_DIRECTORY));
+        if (!contents) return -1;
+        if (has_entries(contents.get())) return mount_over_contents(root, op, contents.get(), data);
       }
       unsigned long flags = MS_NOSUID | MS_NODEV;
       if (op.flags & kNoExec) flags |= MS_NOEXEC;

@@ -70,6 +70,7 @@ int import_image(const std::vector<std::string>& args) {
   if (terminal) std::fputs("\r\033[K", stderr);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   for (const auto& [name, id] : result.images) std::printf("%s\t%s\n", name.c_str(), id.c_str());
+  for (const auto& name : result.moved) std::fprintf(stderr, "%s now names this image, not the one it named before\n", name.c_str());
   std::fprintf(stderr, "imported in %.1f s: %zu layers unpacked (%s), %zu already in the store\n", seconds,
                result.layers_unpacked, mib(result.bytes_unpacked).c_str(), result.layers_reused);
   return 0;

@@ -36,12 +36,18 @@ using Reader = std::unique_ptr<archive, int (*)(archive*)>;
 Reader open_reader(const std::string& path) {
   Reader a(archive_read_new(), archive_read_free);
   if (!a) throw ImageError("out of memory", ImageError::Kind::store);
-  archive_read_support_filter_all(a.get());
+  // What `docker save | gzip` and friends give, and never a filter that runs a program.
+  archive_read_support_filter_gzip(a.get());
+  archive_read_support_filter_zstd(a.get());
+  archive_read_support_filter_xz(a.get());
+  archive_read_support_filter_bzip2(a.get());
+  archive_read_support_filter_none(a.get());
   archive_read_support_format_tar(a.get());
   if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK) {
     const char* e = archive_error_string(a.get());
     bad("cannot read " + path + ": " + (e ? e : "not an archive"));
   }
+  if (archive_filter_count(a.get()) > 2) bad(path + " is compressed more than once");
   return a;
 }
 
@@ -95,11 +101,26 @@ std::optional<std::string> join_link(const std::string& from, const std::string&
   return out;
 }
 
+}  // namespace
+
+json parse_bounded_json(const std::string& bytes) {
+  // Copying and printing a document recurse: no image needs more than a few levels.
+  constexpr int kMaxDepth = 64;
+  return json::parse(bytes, [](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxDepth) throw std::length_error("nested too deeply");
+    return true;
+  });
+}
+
+namespace {
+
 json parse_json(const std::string& bytes, const std::string& what) {
   try {
-    return json::parse(bytes);
+    return parse_bounded_json(bytes);
   } catch (const json::exception&) {
     bad(what + " is not valid JSON");
+  } catch (const std::length_error&) {
+    bad(what + " is nested more than 64 levels deep");
   }
 }
 

@@ -75,6 +75,10 @@ class ImageArchive {
   std::vector<ArchiveImage> images_;
 };
 
+// JSON, refusing documents nested more than 64 levels (throws
+// json::exception or std::length_error).
+nlohmann::json parse_bounded_json(const std::string& bytes);
+
 // The host's architecture in OCI's words (amd64, arm64, …).
 std::string host_architecture();
 

@@ -62,10 +62,14 @@ la_ssize_t pull(archive* self, void* client, const void** out) {
   return n;
 }
 
-void drain(Pull& p) {
+// Reads what is left of a stream, hashing it, up to `limit` bytes.
+void drain(Pull& p, std::uint64_t limit, const char* what) {
+  std::uint64_t total = 0;
   for (;;) {
     const la_ssize_t n = archive_read_data(p.from, p.buffer.data(), p.buffer.size());
     if (n == 0) return;
+    total += n > 0 ? static_cast<std::uint64_t>(n) : 0;
+    if (total > limit) bad(std::string("the layer has more than ") + std::to_string(limit >> 20) + " MiB " + what);
     if (n < 0) {
       const char* e = archive_error_string(p.from);
       bad(std::string("the layer is truncated or corrupt: ") + (e ? e : "read failed"));
@@ -85,7 +89,10 @@ Unpacked unpack_blob(archive* entry_reader, int dir, const std::function<void()>
   Sha256 tar_hash;
   Pull blob{entry_reader, &blob_hash, std::vector<char>(1 << 20), tick};
   Reader raw(archive_read_new(), archive_read_free);
-  archive_read_support_filter_all(raw.get());
+  // Only what layers are made of, and never a filter that runs a program.
+  archive_read_support_filter_gzip(raw.get());
+  archive_read_support_filter_zstd(raw.get());
+  archive_read_support_filter_none(raw.get());
   archive_read_support_format_raw(raw.get());
   archive_entry* e = nullptr;
   if (archive_read_open(raw.get(), &blob, nullptr, pull, nullptr) != ARCHIVE_OK ||
@@ -95,7 +102,10 @@ Unpacked unpack_blob(archive* entry_reader, int dir, const std::function<void()>
   }
   // An uncompressed layer passes through the raw reader byte for byte: its
   // blob digest is its tar's, and one hash of it is enough.
-  const bool plain = archive_filter_count(raw.get()) == 1 && archive_filter_code(raw.get(), 0) == ARCHIVE_FILTER_NONE;
+  const int filters = archive_filter_count(raw.get());
+  // One compression at most: a gzip of a gzip is a bomb, not a layer.
+  if (filters > 2) bad("the layer is compressed more than once");
+  const bool plain = filters == 1 && archive_filter_code(raw.get(), 0) == ARCHIVE_FILTER_NONE;
   if (plain) blob.hash = nullptr;
   Pull tar{raw.get(), &tar_hash, std::vector<char>(1 << 20), {}};
   Reader t(archive_read_new(), archive_read_free);
@@ -106,9 +116,11 @@ Unpacked unpack_blob(archive* entry_reader, int dir, const std::function<void()>
   }
   Unpacked out;
   out.stats = unpack_layer(t.get(), dir, UnpackLimits{});
-  // The digests cover every byte, the tar's padding after its end included.
-  drain(tar);
-  drain(blob);
+  // The digests cover every byte, the tar's padding after its end included
+  // (a few blocks in real layers), and whatever follows the compressed
+  // stream in the blob (bounded by the archive's entry).
+  drain(tar, 16ull << 20, "after the end of its tar");
+  drain(blob, ~0ull, "");
   out.diff_id = tar_hash.digest();
   out.blob_digest = plain ? out.diff_id : blob_hash.digest();
   return out;
@@ -144,6 +156,8 @@ json record_of(const ArchiveImage& image, const std::vector<std::uint64_t>& byte
 
 // The archive's names for an image; an OCI ref.name that is only a tag names nothing by itself.
 std::vector<ImageReference> names_of(const ArchiveImage& image) {
+  constexpr std::size_t kMaxNames = 64;
+  if (image.names.size() > kMaxNames) bad("the archive gives an image more than 64 names");
   std::vector<ImageReference> out;
   for (const auto& n : image.names) {
     if (n.find(':') == std::string::npos && n.find('/') == std::string::npos) continue;
@@ -178,23 +192,28 @@ ImportResult ImageStore::import(const std::string& archive_path, const std::opti
     }
   }
 
-  {
-    UniqueFd held = lock(LOCK_EX);
-    sweep_staging();
-  }
   // The staging directory lives while its lock is held: a sweep by another
-  // import takes only those whose importer died.
+  // import takes only those whose importer died. Both are made under the
+  // store's lock, so no sweep sees the lock file before it is held.
   const std::string staging = dir_ + "/tmp/" + store::random_name("import-");
-  UniqueFd staging_lock(::open((staging + ".lock").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (!staging_lock || ::flock(staging_lock.get(), LOCK_EX) != 0) store_failed("cannot start an import in " + dir_, errno);
+  UniqueFd staging_lock;
   struct Cleanup {
     std::string dir;
+    bool armed = false;
     ~Cleanup() {
+      if (!armed) return;
       store::remove_tree(dir);
       ::unlink((dir + ".lock").c_str());
     }
   } cleanup{staging};
-  if (::mkdir(staging.c_str(), 0700) != 0) store_failed("cannot make " + staging, errno);
+  {
+    UniqueFd held = lock(LOCK_EX);
+    sweep_staging();
+    staging_lock = UniqueFd(::open((staging + ".lock").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!staging_lock || ::flock(staging_lock.get(), LOCK_EX) != 0) store_failed("cannot start an import in " + dir_, errno);
+    cleanup.armed = true;
+    if (::mkdir(staging.c_str(), 0700) != 0) store_failed("cannot make " + staging, errno);
+  }
 
   // What the store lacks, by entry; a layer shared by images is unpacked once.
   ImportResult result;
@@ -298,7 +317,9 @@ ImportResult ImageStore::import(const std::string& archive_path, const std::opti
       store::write_atomic(dir_ + "/tmp", record, record_of(image, bytes).dump(2) + "\n");
     }
     for (const auto& ref : names[i]) {
-      refs[ref.str()] = image.config_digest;
+      auto& id = refs[ref.str()];
+      if (!id.empty() && id != image.config_digest) result.moved.push_back(ref.str());
+      id = image.config_digest;
       result.images.emplace_back(ref.str(), image.config_digest);
     }
   }

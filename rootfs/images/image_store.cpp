@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "digest.hpp"
+#include "image_archive.hpp"
 #include "store_files.hpp"
 
 namespace mayura::rootfs {
@@ -100,14 +101,24 @@ void remove_tree(const std::string& path) {
 
 std::map<std::string, std::string> read_refs(const std::string& dir) {
   std::map<std::string, std::string> refs;
-  const auto bytes = read_small(dir + "/refs.json", 64 << 20);
-  if (!bytes) return refs;
+  const std::string path = dir + "/refs.json";
+  if (::access(path.c_str(), F_OK) != 0 && errno == ENOENT) return refs;
+  // Anything but the names as written is an error: an empty answer would
+  // let the next collection take every image.
+  const auto bytes = read_small(path, 64 << 20);
+  if (!bytes) throw ImageError("the store's refs.json cannot be read", ImageError::Kind::store);
   try {
-    const json j = json::parse(*bytes);
+    const json j = parse_bounded_json(*bytes);
+    if (!j.is_object()) throw ImageError("the store's refs.json is corrupt", ImageError::Kind::store);
     for (const auto& [k, v] : j.items()) {
-      if (v.is_string()) refs[k] = v.get<std::string>();
+      if (!v.is_string() || !is_sha256_digest(v.get<std::string>())) {
+        throw ImageError("the store's refs.json is corrupt", ImageError::Kind::store);
+      }
+      refs[k] = v.get<std::string>();
     }
   } catch (const json::exception&) {
+    throw ImageError("the store's refs.json is corrupt", ImageError::Kind::store);
+  } catch (const std::length_error&) {
     throw ImageError("the store's refs.json is corrupt", ImageError::Kind::store);
   }
   return refs;
@@ -155,8 +166,8 @@ std::optional<StoredImage> ImageStore::load(const std::string& id_hex) const {
   if (!bytes) return std::nullopt;
   json j;
   try {
-    j = json::parse(*bytes);
-  } catch (const json::exception&) {
+    j = parse_bounded_json(*bytes);
+  } catch (const std::exception&) {
     throw ImageError("the store's record of sha256:" + id_hex + " is corrupt", ImageError::Kind::store);
   }
   StoredImage image;
@@ -192,7 +203,6 @@ std::vector<StoredImage> ImageStore::list() const {
   std::map<std::string, std::vector<std::string>> names;
   for (const auto& [name, id] : store::read_refs(dir_)) names[id].push_back(name);
   for (const auto& [id, n] : names) {
-    if (!is_sha256_digest(id)) continue;
     if (auto image = load(digest_hex(id))) {
       image->names = n;
       out.push_back(std::move(*image));
@@ -356,16 +366,23 @@ void ImageStore::sweep_staging() {
 
 namespace {
 
-// The host path of what the merged image has at `path`: from the top layer
-// down, the first layer that has it, hides it (a whiteout) or hides what is
-// below one of its directories (opaque) decides.
-std::optional<std::string> lookup(const StoredImage& image, const std::string& path) {
+// What the merged image has at `path`: from the top layer down, the first
+// layer that has it, hides it (a whiteout) or hides what is below one of its
+// directories (opaque) decides. A symlink or file on the way is `blocked`:
+// the path names nothing an engine may rely on.
+struct Found {
+  bool exists = false;
+  bool blocked = false;
+  std::string at;  // the host path, when it exists
+};
+
+Found lookup(const StoredImage& image, const std::string& path) {
   std::vector<std::string> parts;
   std::stringstream ss(path);
   for (std::string p; std::getline(ss, p, '/');) {
     if (!p.empty()) parts.push_back(p);
   }
-  if (parts.empty()) return std::nullopt;
+  if (parts.empty()) return {};
   for (auto it = image.layers.rbegin(); it != image.layers.rend(); ++it) {
     std::string at = it->dir;
     bool hidden_below = false;
@@ -373,30 +390,32 @@ std::optional<std::string> lookup(const StoredImage& image, const std::string& p
       at += "/" + parts[i];
       struct stat st {};
       if (::lstat(at.c_str(), &st) != 0) break;
-      if (S_ISCHR(st.st_mode) && st.st_rdev == 0) return std::nullopt;  // a whiteout
-      if (i + 1 == parts.size()) return at;
-      if (!S_ISDIR(st.st_mode)) return std::nullopt;
+      if (S_ISCHR(st.st_mode) && st.st_rdev == 0) return {};  // a whiteout
+      if (i + 1 == parts.size()) return {true, false, at};
+      if (!S_ISDIR(st.st_mode)) return {false, true, {}};
       char v = 0;
       if (::lgetxattr(at.c_str(), "user.overlay.opaque", &v, 1) == 1 && v == 'y') hidden_below = true;
     }
-    if (hidden_below) return std::nullopt;
+    if (hidden_below) return {};
   }
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace
 
 std::optional<std::string> read_image_file(const StoredImage& image, const std::string& path, std::size_t max_bytes) {
-  const auto at = lookup(image, path);
+  const Found found = lookup(image, path);
   struct stat st {};
-  if (!at || ::lstat(at->c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  return store::read_small(*at, max_bytes);
+  if (!found.exists || ::lstat(found.at.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return store::read_small(found.at, max_bytes);
 }
 
-bool image_has_directory(const StoredImage& image, const std::string& path) {
-  const auto at = lookup(image, path);
+ImagePath image_path(const StoredImage& image, const std::string& path) {
+  const Found found = lookup(image, path);
+  if (found.blocked) return ImagePath::other;
+  if (!found.exists) return ImagePath::missing;
   struct stat st {};
-  return at && ::lstat(at->c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  return ::lstat(found.at.c_str(), &st) == 0 && S_ISDIR(st.st_mode) ? ImagePath::directory : ImagePath::other;
 }
 
 namespace {
@@ -410,7 +429,7 @@ std::optional<std::vector<std::string>> find_entry(const std::optional<std::stri
     std::vector<std::string> fields;
     std::stringstream fs_(line);
     for (std::string f; std::getline(fs_, f, ':');) fields.push_back(f);
-    if (fields.size() < 4) continue;
+    if (fields.size() < 3) continue;  // name:password:id, then (passwd) gid and more
     if ((!numeric && fields[0] == key) || (numeric && fields[2] == key)) return fields;
   }
   return std::nullopt;
@@ -435,14 +454,14 @@ std::pair<std::uint32_t, std::uint32_t> image_user_ids(const StoredImage& image,
   std::optional<std::uint32_t> gid;
   if (auto n = number(u)) {
     uid = *n;
-    if (auto entry = find_entry(passwd, u, true)) gid = number((*entry)[3]);
+    if (auto entry = find_entry(passwd, u, true); entry && entry->size() > 3) gid = number((*entry)[3]);
   } else {
     const auto entry = find_entry(passwd, u, false);
     if (!entry) throw ImageError("the image's User '" + u + "' is not in its /etc/passwd", ImageError::Kind::bad_input);
     const auto id = number((*entry)[2]);
     if (!id) throw ImageError("the image's /etc/passwd has a bad uid for '" + u + "'", ImageError::Kind::bad_input);
     uid = *id;
-    gid = number((*entry)[3]);
+    if (entry->size() > 3) gid = number((*entry)[3]);
   }
   if (!g.empty()) {
     if (auto n = number(g)) {

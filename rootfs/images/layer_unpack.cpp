@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -113,9 +114,12 @@ class Unpacker {
       if (++stats_.entries > limits_.max_entries) bad(path_of(entry), "the layer has more entries than allowed");
       take(entry);
     }
-    // Directory times last: filling a directory changes its mtime.
+    // Directory times last: filling a directory changes its mtime. Each is
+    // reached again beneath the root with no symlink on the way (a later
+    // entry may have replaced a parent with one).
     for (auto it = dir_times_.rbegin(); it != dir_times_.rend(); ++it) {
-      ::utimensat(root_, it->path.c_str(), it->times, AT_SYMLINK_NOFOLLOW);
+      UniqueFd dir(open_beneath(root_, it->path, O_RDONLY | O_DIRECTORY));
+      if (dir) ::futimens(dir.get(), it->times);
     }
     return stats_;
   }
@@ -149,6 +153,8 @@ class Unpacker {
       if (::fsetxattr(parent.get(), "user.overlay.opaque", "y", 1, 0) != 0) failed(path, "marking a directory opaque", errno);
       return;
     }
+    // Other AUFS metadata (.wh..wh.plnk, .wh..wh.aufs) means nothing here, as under Docker.
+    if (name.compare(0, 8, ".wh..wh.") == 0) return;
     if (name.compare(0, kWhiteout.size(), kWhiteout) == 0) {
       const std::string hidden = name.substr(kWhiteout.size());
       if (hidden.empty() || hidden == "." || hidden == "..") bad(path, "a whiteout names nothing");
@@ -247,9 +253,19 @@ class Unpacker {
     if (declared_ > limits_.max_bytes) {
       bad(path, "declares " + std::to_string(declared) + " bytes, more than the layer may hold");
     }
+    // The store's disk keeps a reserve (1 GiB, or 5% of a smaller disk) and
+    // some inodes: an image never fills the host's disk.
     struct statvfs vfs {};
-    if (::fstatvfs(root_, &vfs) == 0 && static_cast<std::uint64_t>(declared) > vfs.f_bavail * vfs.f_frsize) {
-      bad(path, "declares " + std::to_string(declared) + " bytes, more than the store's disk has free");
+    if (::fstatvfs(root_, &vfs) == 0) {
+      const std::uint64_t size = static_cast<std::uint64_t>(vfs.f_blocks) * vfs.f_frsize;
+      const std::uint64_t reserve = std::min<std::uint64_t>(1ull << 30, size / 20);
+      const std::uint64_t free = static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+      if (static_cast<std::uint64_t>(declared) + reserve > free) {
+        bad(path, "declares " + std::to_string(declared) + " bytes, more than the store's disk has free");
+      }
+      if (vfs.f_files > 0 && vfs.f_favail < std::min<std::uint64_t>(65536, vfs.f_files / 20)) {
+        throw ImageError("the store's disk is out of inodes", ImageError::Kind::store);
+      }
     }
     UniqueFd file(::openat(parent, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!file) failed(path, "creating the file", errno);

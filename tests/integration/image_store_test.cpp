@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <tuple>
 #include <atomic>
 #include <thread>
 
 #include "harness.hpp"
 #include "image_archives.hpp"
+#include "tar_writer.hpp"
 #include "mayura/images.hpp"
 
 namespace fs = std::filesystem;
@@ -234,6 +236,36 @@ TEST_F(ImageStoreTest, BadArchivesFailClearlyAndLeaveTheStoreAsItWas) {
   std::ofstream(archive("garbage.tar")) << "this is no archive at all";
   expect_refused(archive("garbage.tar"), "");
 
+  // A config nested deeper than any image needs (copying it would recurse
+  // until the stack ends).
+  {
+    const std::string layer = img::layer_tar({img::file("a", "x")});
+    const std::string config = R"({"os":"linux","architecture":")" + img::host_architecture() +
+                               R"(","rootfs":{"type":"layers","diff_ids":[")" + img::sha256_digest(layer) +
+                               R"("]},"config":{"Labels":)" + std::string(100000, '[') + std::string(100000, ']') + "}}";
+    const std::string hex = img::sha256_hex(config);
+    img::detail::TarWriter deep(fs::path(archive("deep.tar")), img::Compression::none);
+    deep.add_file(hex + ".json", config);
+    deep.add_file("l/layer.tar", layer);
+    deep.add_file("manifest.json", R"([{"Config":")" + hex + R"(.json","RepoTags":["deep:1"],"Layers":["l/layer.tar"]}])");
+    deep.finish();
+  }
+  expect_refused(archive("deep.tar"), "nested");
+
+  // More names than an image may have (they would crowd out the store's).
+  {
+    std::vector<std::string> tags;
+    for (int i = 0; i < 65; ++i) tags.push_back("many:" + std::to_string(i));
+    img::write_docker_archive(archive("many.tar"), fresh, tags);
+    try {
+      store().import_archive(archive("many.tar"));
+      ADD_FAILURE() << "an image with 65 names was imported";
+    } catch (const SandboxError& e) {
+      EXPECT_EQ(e.reason(), Reason::INVALID_INPUT) << e.what();
+    }
+    EXPECT_EQ(store_snapshot(), before);
+  }
+
   // The good image still runs; nothing was left in the host's /etc.
   EXPECT_FALSE(fs::exists("/escaped"));
   EXPECT_EQ(sh(create_on("busybox:1"), "cat hello.txt"), "hello from the image\n");
@@ -316,6 +348,73 @@ TEST_F(ImageStoreTest, AnImageNotInTheStoreIsInvalidConfigAndMakesNothing) {
     EXPECT_EQ(reason_of([&] { create_on(image); }), Reason::INVALID_CONFIG) << image;
   }
   EXPECT_TRUE(processes_in_range(options()).empty());
+}
+
+TEST_F(ImageStoreTest, UserAndWorkingDirVariants) {
+  auto import_with = [&](const std::string& name, const std::string& user, const std::string& working_dir) {
+    auto spec = img::busybox_spec(img::Compression::none);
+    spec.user = user;
+    spec.working_dir = working_dir;
+    const std::string path = archive(name + ".tar");
+    img::write_docker_archive(path, spec, {name + ":1"});
+    store().import_archive(path);
+    return name + ":1";
+  };
+  // A nested WorkingDir the image has: its files show, the user's own too.
+  auto home = create_on(import_with("home", "app:app", "/home/app"));
+  EXPECT_EQ(sh(home, "pwd; stat -c %u secret; cat secret >/dev/null && echo readable; echo x > mine; ls"),
+            "/home/app\n1234\nreadable\nmine\nsecret\n");
+  // A WorkingDir the image lacks, at the top: made as the tmpfs.
+  EXPECT_EQ(sh(create_on(import_with("top", "1234", "/work")), "pwd; id -u; id -g; touch f && ls"),
+            "/work\n1234\n1234\nf\n");
+  // No User: the engine's 1000:1000; root by number: root inside, with no capability.
+  EXPECT_EQ(sh(create_on(import_with("nouser", "", "")), "id -u; pwd"), "1000\n/workspace\n");
+  EXPECT_EQ(sh(create_on(import_with("root", "0", "")), "id -u; grep CapEff /proc/self/status"),
+            "0\nCapEff:\t0000000000000000\n");
+  // What cannot run fails INVALID_CONFIG at create, with nothing made.
+  const std::vector<std::tuple<std::string, std::string, std::string>> unusable = {
+      {"ghost", "ghost", ""}, {"nogroup", "app:nosuchgroup", ""}, {"bigid", "70000", ""},
+      {"nodir", "", "/no/such/dir"}, {"dotdot", "", "/app/../etc"}};
+  for (const auto& [name, user, dir] : unusable) {
+    const std::string image = import_with(name, user, dir);
+    EXPECT_EQ(reason_of([&] { create_on(image); }), Reason::INVALID_CONFIG) << name;
+  }
+}
+
+TEST_F(ImageStoreTest, AOneLayerImageRuns) {
+  auto spec = img::busybox_spec(img::Compression::gzip);
+  std::vector<img::Entry> all;
+  for (auto& layer : spec.layers) {
+    for (auto& e : layer) {
+      // one layer holds no whiteouts or opaque markers
+      if (e.path.find(".wh.") == std::string::npos) all.push_back(e);
+    }
+  }
+  spec.layers = {all};
+  img::write_oci_archive(archive("one.tar"), spec, "one:1");
+  store().import_archive(archive("one.tar"));
+  EXPECT_EQ(sh(create_on("one:1"), "cat hello.txt; id -u"), "hello from the image\n1234\n");
+}
+
+TEST_F(ImageStoreTest, AnImageCannotRedirectTheEnginesOwnMounts) {
+  // A host directory shaped like the engine's scratch places, and an image
+  // whose top-level names point at it (the names the engine once used).
+  const std::string host = options().state_dir + "-hostdir";
+  fs::create_directories(host + "/upper");
+  fs::create_directories(host + "/work");
+  fs::permissions(host, fs::perms::all);
+  fs::permissions(host + "/upper", fs::perms::all);
+  auto spec = img::busybox_spec(img::Compression::none);
+  spec.layers.push_back({img::dir(host.substr(1)), img::symlink(".w", host), img::symlink(".l", host),
+                         img::symlink(".i", host), img::symlink(".mayura-scaffold", host)});
+  img::write_docker_archive(archive("redirect.tar"), spec, {"redirect:1"});
+  store().import_archive(archive("redirect.tar"));
+  auto s = create_on("redirect:1");
+  EXPECT_EQ(sh(s, "echo written > new.txt; cat hello.txt new.txt"), "hello from the image\nwritten\n");
+  EXPECT_EQ(sh(s, "test -e /.mayura-scaffold || echo hidden"), "hidden\n");
+  EXPECT_TRUE(fs::is_empty(host + "/upper"));
+  s.release();
+  fs::remove_all(host);
 }
 
 }  // namespace

@@ -58,6 +58,7 @@ struct ImportProgress {
 
 struct ImportResult {
   std::vector<std::pair<std::string, std::string>> images;  // name:tag, id
+  std::vector<std::string> moved;  // names that named another image before
   std::size_t layers_unpacked = 0;
   std::size_t layers_reused = 0;  // already in the store
   std::uint64_t bytes_unpacked = 0;
@@ -110,7 +111,9 @@ std::pair<std::uint32_t, std::uint32_t> image_user_ids(const StoredImage& image,
 // The file at `path` (relative to the image's root) as the image's layers
 // merge it, or nothing; at most `max_bytes`.
 std::optional<std::string> read_image_file(const StoredImage& image, const std::string& path, std::size_t max_bytes);
-// Whether the merged image has a directory at `path`.
-bool image_has_directory(const StoredImage& image, const std::string& path);
+// What the merged image has at `path`: nothing, a directory, or something
+// else (a file, or a symlink at it or on the way to it).
+enum class ImagePath { missing, directory, other };
+ImagePath image_path(const StoredImage& image, const std::string& path);
 
 }  // namespace mayura::rootfs
