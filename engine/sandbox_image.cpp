@@ -19,7 +19,14 @@ bool usable_dir(const std::string& path) {
     if (slash == std::string::npos) break;
     i = slash + 1;
   }
-  return path.find_first_of(std::string(",:\n\0", 4)) == std::string::npos;
+  if (path.find_first_of(std::string(",:\n\0", 4)) != std::string::npos) return false;
+  // The places the engine makes or replaces itself are no working directory.
+  if (path.rfind("/.mayura", 0) == 0) return false;
+  for (const char* own : {"/etc", "/proc", "/dev", "/sys", "/tmp"}) {
+    const std::string o = own;
+    if (path == o || path.rfind(o + "/", 0) == 0) return false;
+  }
+  return true;
 }
 
 SandboxImage from_store(const rootfs::ImageReference& ref, rootfs::StoredImage stored, UniqueFd hold,

@@ -26,7 +26,7 @@ constexpr std::int64_t kCachedFile = 1 << 20;         // small files kept from t
 constexpr std::uint64_t kCacheBudget = 64ull << 20;
 constexpr std::int64_t kMaxJson = 16 << 20;           // a manifest, index or config
 constexpr std::size_t kMaxEntries = 1 << 20;
-constexpr std::size_t kMaxLayers = 256;
+constexpr std::size_t kMaxLayers = 128;  // what one message may hand the init, and Docker's own bound (127)
 constexpr std::size_t kMaxImages = 64;
 
 [[noreturn]] void bad(const std::string& why) { throw ImageError(why, ImageError::Kind::bad_archive); }
@@ -37,11 +37,13 @@ Reader open_reader(const std::string& path) {
   Reader a(archive_read_new(), archive_read_free);
   if (!a) throw ImageError("out of memory", ImageError::Kind::store);
   // What `docker save | gzip` and friends give, and never a filter that runs a program.
-  archive_read_support_filter_gzip(a.get());
-  archive_read_support_filter_zstd(a.get());
-  archive_read_support_filter_xz(a.get());
-  archive_read_support_filter_bzip2(a.get());
-  archive_read_support_filter_none(a.get());
+  // A libarchive without one of them built in would run a program instead: refused.
+  for (auto support : {archive_read_support_filter_gzip, archive_read_support_filter_zstd, archive_read_support_filter_xz,
+                       archive_read_support_filter_bzip2}) {
+    if (support(a.get()) != ARCHIVE_OK) {
+      throw ImageError("this libarchive lacks a built-in decompressor", ImageError::Kind::store);
+    }
+  }
   archive_read_support_format_tar(a.get());
   if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK) {
     const char* e = archive_error_string(a.get());
@@ -280,7 +282,7 @@ ArchiveImage ImageArchive::image_from_config(std::string config_digest, const st
     if (auto d = rootfs->find("diff_ids"); d != rootfs->end() && d->is_array()) diff_ids = &*d;
   }
   if (!diff_ids) bad("the image config has no rootfs.diff_ids");
-  if (diff_ids->size() > kMaxLayers) bad("the image has more than 256 layers");
+  if (diff_ids->size() > kMaxLayers) bad("the image has more than 128 layers");
   for (const auto& d : *diff_ids) {
     if (!d.is_string() || !is_sha256_digest(d.get<std::string>())) bad("the image config has a diff_id that is no sha256 digest");
     ArchiveLayer layer;

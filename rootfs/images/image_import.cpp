@@ -90,9 +90,10 @@ Unpacked unpack_blob(archive* entry_reader, int dir, const std::function<void()>
   Pull blob{entry_reader, &blob_hash, std::vector<char>(1 << 20), tick};
   Reader raw(archive_read_new(), archive_read_free);
   // Only what layers are made of, and never a filter that runs a program.
-  archive_read_support_filter_gzip(raw.get());
-  archive_read_support_filter_zstd(raw.get());
-  archive_read_support_filter_none(raw.get());
+  if (archive_read_support_filter_gzip(raw.get()) != ARCHIVE_OK ||
+      archive_read_support_filter_zstd(raw.get()) != ARCHIVE_OK) {
+    throw ImageError("this libarchive lacks a built-in gzip or zstd", ImageError::Kind::store);
+  }
   archive_read_support_format_raw(raw.get());
   archive_entry* e = nullptr;
   if (archive_read_open(raw.get(), &blob, nullptr, pull, nullptr) != ARCHIVE_OK ||

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -18,7 +19,6 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <random>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -55,10 +55,19 @@ bool is_hex(const std::string& s) { return s.find_first_not_of("0123456789abcdef
 namespace store {
 
 std::string random_name(const char* prefix) {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  std::ostringstream out;
-  out << prefix << std::hex << rng() << rng();
-  return out.str();
+  // From the kernel each time: a generator's state would be shared by the
+  // processes a host forks, and their names with it.
+  unsigned char bytes[12];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+    throw ImageError("no random bytes for a name: " + std::string(std::strerror(errno)), ImageError::Kind::store);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = prefix;
+  for (unsigned char b : bytes) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
+  }
+  return out;
 }
 
 std::optional<std::string> read_small(const std::string& path, std::size_t max) {

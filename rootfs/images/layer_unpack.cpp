@@ -146,6 +146,7 @@ class Unpacker {
       return;
     }
     const std::string& name = parts.back();
+    if (archive_entry_filetype(entry) != AE_IFREG || archive_entry_hardlink(entry)) check_space(path, 0);
     UniqueFd parent = open_parent(parts, path);
 
     if (name == kOpaque) {
@@ -221,6 +222,24 @@ class Unpacker {
     return cur;
   }
 
+  // The store's disk keeps a reserve (1 GiB, or 5% of a smaller disk) and
+  // some inodes, whatever the entry makes (a directory or a long symlink
+  // takes a block too): an image never fills the host's disk.
+  void check_space(const std::string& path, std::uint64_t bytes) const {
+    struct statvfs vfs {};
+    if (::fstatvfs(root_, &vfs) != 0) return;
+    const std::uint64_t size = static_cast<std::uint64_t>(vfs.f_blocks) * vfs.f_frsize;
+    const std::uint64_t reserve = std::min<std::uint64_t>(1ull << 30, size / 20);
+    const std::uint64_t free = static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    if (bytes + reserve + vfs.f_frsize > free) {
+      bad(path, bytes ? "declares " + std::to_string(bytes) + " bytes, more than the store's disk has free"
+                      : std::string("the store's disk is full"));
+    }
+    if (vfs.f_files > 0 && vfs.f_favail < std::min<std::uint64_t>(65536, vfs.f_files / 20)) {
+      throw ImageError("the store's disk is out of inodes", ImageError::Kind::store);
+    }
+  }
+
   static const timespec* times_of(archive_entry* entry) {
     static thread_local timespec t[2];
     t[0] = {archive_entry_atime_is_set(entry) ? archive_entry_atime(entry) : archive_entry_mtime(entry),
@@ -253,20 +272,7 @@ class Unpacker {
     if (declared_ > limits_.max_bytes) {
       bad(path, "declares " + std::to_string(declared) + " bytes, more than the layer may hold");
     }
-    // The store's disk keeps a reserve (1 GiB, or 5% of a smaller disk) and
-    // some inodes: an image never fills the host's disk.
-    struct statvfs vfs {};
-    if (::fstatvfs(root_, &vfs) == 0) {
-      const std::uint64_t size = static_cast<std::uint64_t>(vfs.f_blocks) * vfs.f_frsize;
-      const std::uint64_t reserve = std::min<std::uint64_t>(1ull << 30, size / 20);
-      const std::uint64_t free = static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-      if (static_cast<std::uint64_t>(declared) + reserve > free) {
-        bad(path, "declares " + std::to_string(declared) + " bytes, more than the store's disk has free");
-      }
-      if (vfs.f_files > 0 && vfs.f_favail < std::min<std::uint64_t>(65536, vfs.f_files / 20)) {
-        throw ImageError("the store's disk is out of inodes", ImageError::Kind::store);
-      }
-    }
+    check_space(path, static_cast<std::uint64_t>(declared));
     UniqueFd file(::openat(parent, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!file) failed(path, "creating the file", errno);
     for (;;) {

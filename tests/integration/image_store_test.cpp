@@ -3,6 +3,8 @@
 // ends with the harness's leak check; the store is the test's own.
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <sys/sysmacros.h>
 
 #include <filesystem>
@@ -374,7 +376,8 @@ TEST_F(ImageStoreTest, UserAndWorkingDirVariants) {
   // What cannot run fails INVALID_CONFIG at create, with nothing made.
   const std::vector<std::tuple<std::string, std::string, std::string>> unusable = {
       {"ghost", "ghost", ""}, {"nogroup", "app:nosuchgroup", ""}, {"bigid", "70000", ""},
-      {"nodir", "", "/no/such/dir"}, {"dotdot", "", "/app/../etc"}};
+      {"nodir", "", "/no/such/dir"}, {"dotdot", "", "/app/../etc"}, {"etc", "", "/etc"},
+      {"scaffold", "", "/.mayura-scaffold"}, {"link", "", "/bin/sh"}};
   for (const auto& [name, user, dir] : unusable) {
     const std::string image = import_with(name, user, dir);
     EXPECT_EQ(reason_of([&] { create_on(image); }), Reason::INVALID_CONFIG) << name;
@@ -415,6 +418,54 @@ TEST_F(ImageStoreTest, AnImageCannotRedirectTheEnginesOwnMounts) {
   EXPECT_TRUE(fs::is_empty(host + "/upper"));
   s.release();
   fs::remove_all(host);
+}
+
+TEST_F(ImageStoreTest, ImportsFromSeveralProcessesAtOnceAndProgressIsReported) {
+  const std::string a = archive("a.tar");
+  const std::string b = archive("b.tar");
+  auto spec_b = img::busybox_spec(img::Compression::zstd);
+  spec_b.layers.back().push_back(img::file("app/b.txt", "b\n"));
+  img::write_docker_archive(a, img::busybox_spec(img::Compression::none), {"a:1"});
+  img::write_oci_archive(b, spec_b, "b:1");
+  // Processes, not threads: the store's locks are the kernel's, whoever holds them.
+  std::vector<pid_t> children;
+  for (const std::string& file : {a, b, a, b}) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      try {
+        ImageStore(options().image_store).import_archive(file);
+        ::_exit(0);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "import of %s failed: %s\n", file.c_str(), e.what());
+        ::_exit(1);
+      }
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(store().list().size(), 2u);
+  EXPECT_TRUE(fs::is_empty(options().image_store + "/tmp"));
+  EXPECT_EQ(sh(create_on("b:1"), "cat b.txt"), "b\n");
+
+  // Progress: the archive read as far as its new layer, every layer counted.
+  auto spec_d = spec_b;
+  spec_d.layers.back().push_back(img::file("app/d.txt", std::string(1 << 20, 'd')));
+  const std::string d = archive("d.tar");
+  img::write_oci_archive(d, spec_d, "d:1");
+  std::vector<ImageImportProgress> seen;
+  store().import_archive(d, "", [&](const ImageImportProgress& p) { seen.push_back(p); });
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.front().layers_done, 2u);  // two were in the store
+  EXPECT_EQ(seen.back().layers_done, 3u);
+  EXPECT_EQ(seen.back().layers_total, 3u);
+  EXPECT_EQ(seen.back().bytes_total, fs::file_size(d));
+  EXPECT_GT(seen.back().bytes_read, 0u);
+  for (std::size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i].bytes_read, seen[i - 1].bytes_read);
 }
 
 }  // namespace
