@@ -140,12 +140,12 @@ class NativeProvider final : public SandboxProvider {
     if (options.network.kind == NetworkKind::allowlist) netfilter::Allowlist{options.network.allow};  // throws on a bad pattern
     const cgroups::Limits limits = limits_for(options);
     const Filters filters = seccomp_for(options);
-    SandboxImage image = resolve_sandbox_image(options.image, options_);
+    SandboxImage image = resolve_sandbox_image(options, options_);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.lifetime_ms);
 
     std::shared_ptr<native::SandboxCore> core;
     // Sandboxes made ahead run the default filter (it is fixed at their start).
-    if (image.image.host && !options.seccomp_profile) core = prepared_.take();
+    if (image.image.host && !options.seccomp_profile && !image.uid && image.workdir.empty()) core = prepared_.take();
     timer.step(core ? "prepared sandbox taken" : "no prepared sandbox");
     if (!core) {
       core = build(image, filters, cancellation);

@@ -1,5 +1,8 @@
 #include "sandbox_image.hpp"
 
+#include <string>
+#include <utility>
+
 #include "mayura/errors.hpp"
 #include "mayura/rootfs/image_store.hpp"
 
@@ -29,8 +32,34 @@ bool usable_dir(const std::string& path) {
   return true;
 }
 
+void set_user(SandboxImage& out, std::pair<std::uint32_t, std::uint32_t> ids, const std::string& user,
+              const std::string& image) {
+  if (ids.first >= kIdsInside || ids.second >= kIdsInside) {
+    throw SandboxError(Reason::INVALID_CONFIG, "image '" + image + "' would run as " + user +
+                                                   ", an id above the 65535 a sandbox maps");
+  }
+  out.uid = ids.first;
+  out.gid = ids.second;
+  const std::string name = user.substr(0, user.find(':'));
+  if (name.find_first_not_of("0123456789") != std::string::npos) out.user_name = name;
+}
+
+// "UID" or "UID:GID", for images with no passwd of their own to look in.
+std::pair<std::uint32_t, std::uint32_t> numeric_user(const std::string& user, const std::string& image) {
+  const auto colon = user.find(':');
+  const std::string u = user.substr(0, colon);
+  const std::string g = colon == std::string::npos ? u : user.substr(colon + 1);
+  auto number = [&](const std::string& s) -> std::uint32_t {
+    if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string::npos) {
+      throw SandboxError(Reason::INVALID_CONFIG, "image '" + image + "' takes a user by number only (UID or UID:GID)");
+    }
+    return static_cast<std::uint32_t>(std::stoul(s));
+  };
+  return {number(u), number(g)};
+}
+
 SandboxImage from_store(const rootfs::ImageReference& ref, rootfs::StoredImage stored, UniqueFd hold,
-                        const NativeOptions& options) {
+                        const CreateOptions& create, const NativeOptions& options) {
   SandboxImage out;
   out.image.name = ref.str();
   for (const auto& layer : stored.layers) out.image.layers.push_back(layer.dir);
@@ -41,7 +70,9 @@ SandboxImage from_store(const rootfs::ImageReference& ref, rootfs::StoredImage s
     if (eq == 0 || eq == std::string::npos) continue;
     out.env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  if (!stored.working_dir.empty() && stored.working_dir != "/" && stored.working_dir != options.workdir) {
+  if (!create.workdir.empty()) {
+    out.workdir = create.workdir;  // checked by the caller
+  } else if (!stored.working_dir.empty() && stored.working_dir != "/" && stored.working_dir != options.workdir) {
     if (!usable_dir(stored.working_dir)) {
       throw SandboxError(Reason::INVALID_CONFIG, "image '" + ref.str() + "' has a WorkingDir that cannot be a working directory");
     }
@@ -58,17 +89,10 @@ SandboxImage from_store(const rootfs::ImageReference& ref, rootfs::StoredImage s
     throw SandboxError(Reason::INVALID_CONFIG, "image '" + ref.str() + "' has no directory " + workdir +
                                                    " for a working directory (a symlink, a file, or nothing)");
   }
-  if (!stored.user.empty()) {
+  const std::string user = create.user.empty() ? stored.user : create.user;
+  if (!user.empty()) {
     try {
-      const auto [uid, gid] = rootfs::image_user_ids(stored, stored.user);
-      if (uid >= kIdsInside || gid >= kIdsInside) {
-        throw SandboxError(Reason::INVALID_CONFIG, "image '" + ref.str() + "' runs as " + stored.user +
-                                                       ", an id above the 65535 a sandbox maps");
-      }
-      out.uid = uid;
-      out.gid = gid;
-      const std::string name = stored.user.substr(0, stored.user.find(':'));
-      if (name.find_first_not_of("0123456789") != std::string::npos) out.user_name = name;
+      set_user(out, rootfs::image_user_ids(stored, user), user, ref.str());
     } catch (const rootfs::ImageError& e) {
       throw SandboxError(Reason::INVALID_CONFIG, "image '" + ref.str() + "': " + e.what());
     }
@@ -78,14 +102,18 @@ SandboxImage from_store(const rootfs::ImageReference& ref, rootfs::StoredImage s
 
 }  // namespace
 
-SandboxImage resolve_sandbox_image(const std::string& image, const NativeOptions& options) {
+SandboxImage resolve_sandbox_image(const CreateOptions& create, const NativeOptions& options) {
+  const std::string& image = create.image;
+  if (!create.workdir.empty() && !usable_dir(create.workdir)) {
+    throw SandboxError(Reason::INVALID_CONFIG, "workdir " + create.workdir + " cannot be a working directory");
+  }
   const bool by_name = !image.empty() && image != "host" && image.front() != '/';
   std::string store_said;
   if (by_name) {
     if (const auto ref = rootfs::parse_image_reference(image)) {
       try {
         auto [stored, hold] = rootfs::ImageStore(options.image_store).acquire(*ref);
-        return from_store(*ref, std::move(stored), std::move(hold), options);
+        return from_store(*ref, std::move(stored), std::move(hold), create, options);
       } catch (const rootfs::ImageError& e) {
         if (e.kind() != rootfs::ImageError::Kind::not_found) {
           throw SandboxError(Reason::INVALID_CONFIG, std::string("image '") + image + "' cannot be used: " + e.what());
@@ -94,10 +122,9 @@ SandboxImage resolve_sandbox_image(const std::string& image, const NativeOptions
       }
     }
   }
+  SandboxImage out;
   try {
-    SandboxImage out;
     out.image = rootfs::resolve_image(image, options.image_dir);
-    return out;
   } catch (const rootfs::ImageError& e) {
     if (!store_said.empty()) {
       throw SandboxError(Reason::INVALID_CONFIG, store_said + " (nor in " + options.image_dir +
@@ -105,6 +132,20 @@ SandboxImage resolve_sandbox_image(const std::string& image, const NativeOptions
     }
     throw SandboxError(Reason::INVALID_CONFIG, e.what());
   }
+  // The host and directory images: a user by number, and a workdir at the
+  // top level (their directories are read-only binds that grow none).
+  if (!create.user.empty()) {
+    const std::string name = out.image.name.empty() ? std::string("host") : out.image.name;
+    set_user(out, numeric_user(create.user, name), create.user, name);
+  }
+  if (!create.workdir.empty()) {
+    if (create.workdir.find('/', 1) != std::string::npos) {
+      throw SandboxError(Reason::INVALID_CONFIG, "workdir " + create.workdir +
+                                                     " is below the top level, which only an image from the store allows");
+    }
+    out.workdir = create.workdir;
+  }
+  return out;
 }
 
 }  // namespace mayura

@@ -11,6 +11,7 @@
 #include "fd.hpp"
 #include "mayura/native.hpp"
 #include "mayura/rootfs/image.hpp"
+#include "mayura/types.hpp"
 
 namespace mayura {
 
@@ -24,9 +25,10 @@ struct SandboxImage {
   UniqueFd hold;                             // a shared lock of the stored image
 };
 
-// "host" (or empty), an absolute directory, NAME[:TAG] of the store, or a
-// directory by name under image_dir. Throws SandboxError(INVALID_CONFIG)
-// for an image that is not there or whose config cannot run.
-SandboxImage resolve_sandbox_image(const std::string& image, const NativeOptions& options);
+// The create's image: "host" (or empty), an absolute directory, NAME[:TAG]
+// of the store, or a directory by name under image_dir; with the create's
+// user and workdir over the image's. Throws SandboxError(INVALID_CONFIG)
+// for an image that is not there or a user or workdir it cannot run with.
+SandboxImage resolve_sandbox_image(const CreateOptions& create, const NativeOptions& options);
 
 }  // namespace mayura

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <mutex>
 #include <random>
@@ -149,6 +150,28 @@ void check_network(const SandboxesOptions& limits, const Features& features, con
   }
 }
 
+// The form of a user and a working directory; whether the image knows them
+// is the provider's to say.
+void check_identity(const std::string& user, const std::string& workdir) {
+  if (!user.empty()) {
+    const bool chars_ok = user.size() <= 256 && std::all_of(user.begin(), user.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == ':';
+    });
+    const auto colon = user.find(':');
+    const bool shape_ok = colon != 0 && colon != user.size() - 1 &&
+                          (colon == std::string::npos || user.find(':', colon + 1) == std::string::npos);
+    if (!chars_ok || !shape_ok) {
+      throw SandboxError(Reason::INVALID_INPUT, "user must be UID, UID:GID, NAME or NAME:GROUP");
+    }
+  }
+  if (!workdir.empty()) {
+    bool ok = workdir.size() <= 1024 && workdir.front() == '/' && workdir.size() > 1 && workdir.back() != '/' &&
+              workdir.find('\0') == std::string::npos && workdir.find("//") == std::string::npos;
+    for (const char* bad : {"/./", "/../"}) ok = ok && (workdir + "/").find(bad) == std::string::npos;
+    if (!ok) throw SandboxError(Reason::INVALID_INPUT, "workdir must be an absolute path without '.' or '..'");
+  }
+}
+
 void check_create(const SandboxesOptions& limits, const Features& features, std::int64_t provider_max,
                   const CreateOptions& o) {
   if (o.lifetime_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms is required and must be positive");
@@ -160,6 +183,7 @@ void check_create(const SandboxesOptions& limits, const Features& features, std:
     throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms is over the provider's maximum of " + std::to_string(provider_max));
   }
   check_network(limits, features, o.network);
+  check_identity(o.user, o.workdir);
   if (!o.ports.empty()) {
     if (!features.ports) throw SandboxError(Reason::INVALID_INPUT, "the provider does not serve ports");
     std::vector<int> sorted = o.ports;

@@ -38,6 +38,10 @@ Options:
   --image IMAGE          the sandbox's image (default: host): NAME[:TAG] of the
                          image store (its Env, WorkingDir and User apply), or a
                          directory holding a root file system
+  --user USER            run as UID, UID:GID, or NAME[:GROUP] of the image's
+                         passwd (default: the image's User, else 1000:1000)
+  --workdir PATH         the sandbox's writable working directory (default:
+                         the image's WorkingDir, else /workspace)
   --network none|all     the sandbox's network: none (the default: loopback
                          only) or all (the internet, but not this host's
                          services, other sandboxes or metadata addresses)
@@ -120,6 +124,8 @@ double parse_seconds(const std::string& flag, const std::string& value) {
 
 struct Args {
   std::string image;
+  std::string user;
+  std::string workdir;
   mayura::Network network;
   std::int64_t lifetime_ms = 3600 * 1000;
   std::optional<std::int64_t> timeout_ms;
@@ -173,6 +179,10 @@ Args parse(int argc, char** argv) {
       a.seccomp_file = value(arg);
     } else if (arg == "--image") {
       a.image = value(arg);
+    } else if (arg == "--user") {
+      a.user = value(arg);
+    } else if (arg == "--workdir") {
+      a.workdir = value(arg);
     } else if (arg == "--network") {
       const std::string kind = value(arg);
       if (kind == "all") {
@@ -333,6 +343,8 @@ int main(int argc, char** argv) {
     create.lifetime_ms = args.lifetime_ms;
     create.network = args.network;
     create.image = args.image;
+    create.user = args.user;
+    create.workdir = args.workdir;
     create.cpus = args.cpus;
     create.memory_mib = args.memory_mib;
     create.pids = args.pids;

@@ -468,5 +468,42 @@ TEST_F(ImageStoreTest, ImportsFromSeveralProcessesAtOnceAndProgressIsReported) {
   for (std::size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i].bytes_read, seen[i - 1].bytes_read);
 }
 
+TEST_F(ImageStoreTest, TheCreatesUserAndWorkdirWinOverTheImages) {
+  img::write_docker_archive(archive("bb.tar"), img::busybox_spec(img::Compression::none), {"busybox:1"});
+  store().import_archive(archive("bb.tar"));
+  CreateOptions c;
+  c.image = "busybox:1";
+  c.user = "root";
+  c.workdir = "/srv";
+  auto s = create(c);
+  EXPECT_EQ(sh(s, "id -u; pwd; ls"), "0\n/srv\na\na-link\nowned\n");
+  EXPECT_EQ(s.workdir(), "/srv");
+  CreateOptions by_number;
+  by_number.image = "busybox:1";
+  by_number.user = "4321:4322";
+  EXPECT_EQ(sh(create(by_number), "id -u; id -g; pwd"), "4321\n4322\n/app\n");
+  // The host image: by number, at the top level.
+  CreateOptions host;
+  host.user = "2000:3000";
+  host.workdir = "/data";
+  EXPECT_EQ(sh(create(host), "id -u; id -g; pwd; touch f && ls"), "2000\n3000\n/data\nf\n");
+
+  auto reason = [&](const std::string& image, const std::string& user, const std::string& workdir) {
+    CreateOptions o;
+    o.image = image;
+    o.user = user;
+    o.workdir = workdir;
+    return reason_of([&] { create(o); });
+  };
+  EXPECT_EQ(reason("busybox:1", "a:b:c", ""), Reason::INVALID_INPUT);
+  EXPECT_EQ(reason("busybox:1", ":1", ""), Reason::INVALID_INPUT);
+  EXPECT_EQ(reason("busybox:1", "", "relative"), Reason::INVALID_INPUT);
+  EXPECT_EQ(reason("busybox:1", "", "/a/../b"), Reason::INVALID_INPUT);
+  EXPECT_EQ(reason("busybox:1", "ghost", ""), Reason::INVALID_CONFIG);
+  EXPECT_EQ(reason("busybox:1", "", "/proc"), Reason::INVALID_CONFIG);
+  EXPECT_EQ(reason("", "app", ""), Reason::INVALID_CONFIG);
+  EXPECT_EQ(reason("", "", "/usr/local/x"), Reason::INVALID_CONFIG);
+}
+
 }  // namespace
 }  // namespace mayura::testing

@@ -56,6 +56,13 @@ struct CreateOptions {
   std::optional<std::string> seccomp_profile;
   std::string image;  // empty: the provider's default
   std::map<std::string, std::string> labels;
+  // Who commands run as: "UID", "UID:GID", or a name (and ":GROUP") that the
+  // image's own /etc/passwd (and /etc/group) knows. Empty: the image's User,
+  // else the provider's sandbox user.
+  std::string user;
+  // The working directory, absolute: writable, over what the image has
+  // there. Empty: the image's WorkingDir, else the provider's.
+  std::string workdir;
 };
 
 using OutputCallback = std::function<void(std::string_view chunk)>;
