@@ -1,6 +1,12 @@
 #include "image_commands.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <optional>
 
 #include <chrono>
 #include <cstdio>
@@ -13,6 +19,7 @@
 #include "mayura/errors.hpp"
 #include "mayura/images.hpp"
 #include "mayura/native.hpp"
+#include "mayura/rootfs/unique_fd.hpp"
 
 namespace mayura::tools {
 namespace {
@@ -23,7 +30,8 @@ const char* kImageUsage = R"(usage: mayura-run image COMMAND
 
   import FILE [NAME[:TAG]]  import a `docker save` archive or an OCI image
                             layout archive (tar, gzip or zstd layers); without
-                            NAME, under the names the archive gives
+                            NAME, under the names the archive gives; FILE -
+                            reads standard input (docker save IMAGE | ...)
   list                      the images in the store
   inspect NAME[:TAG]|ID     one image, as JSON
   rm NAME[:TAG]|ID          remove a name; the image and its layers go when
@@ -46,12 +54,46 @@ std::string mib(std::uint64_t bytes) {
 
 std::string short_id(const std::string& id) { return id.size() > 19 ? id.substr(7, 12) : id; }
 
-int import_image(const std::vector<std::string>& args) {
+// Standard input spooled to a file next to the store (an archive is read
+// more than once), removed when done.
+class Spool {
+ public:
+  explicit Spool(const std::string& store) {
+    std::filesystem::create_directories(store);
+    ::chmod(store.c_str(), 0700);
+    path_ = store + "/stdin-" + std::to_string(::getpid()) + ".tar";
+    const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) throw SandboxError(Reason::INTERNAL, "cannot spool standard input to " + path_);
+    char buf[1 << 16];
+    for (;;) {
+      const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      if (write_all(fd, buf, static_cast<std::size_t>(n)) != 0) {
+        ::close(fd);
+        throw SandboxError(Reason::INTERNAL, "cannot spool standard input to " + path_);
+      }
+    }
+    ::close(fd);
+  }
+  ~Spool() { ::unlink(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+int import_image(std::vector<std::string> args) {
   if (args.empty() || args.size() > 2) {
     std::fputs(kImageUsage, stderr);
     return kFailed;
   }
   ImageStore store(store_dir());
+  std::optional<Spool> spool;
+  if (args[0] == "-") {
+    spool.emplace(store_dir());
+    args[0] = spool->path();
+  }
   // Progress on a terminal only: a log or a pipe gets the result alone.
   const bool terminal = ::isatty(STDERR_FILENO) == 1;
   auto last = std::chrono::steady_clock::time_point{};

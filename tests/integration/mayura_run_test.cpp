@@ -232,6 +232,14 @@ TEST_F(MayuraRunTest, ImageImportListRunInspectAndRemove) {
   r = run("image rm busybox:cli");
   EXPECT_EQ(r.status, 125);
   EXPECT_NE(r.err.find("NOT_FOUND"), std::string::npos) << r.err;
+  // From standard input, as `docker save IMAGE | mayura-run image import -` gives it.
+  r = run("image import - piped:1", read_host(archive));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("piped:1\t", 0), 0u) << r.out;
+  EXPECT_EQ(run("--image piped:1 -- cat hello.txt").out, "hello from the image\n");
+  for (const auto& e : std::filesystem::directory_iterator(options().image_store)) {
+    EXPECT_EQ(e.path().filename().string().rfind("stdin-", 0), std::string::npos) << "left: " << e.path();
+  }
   std::filesystem::remove(archive);
 }
 
