@@ -9,10 +9,13 @@
 //   (e) the first create + exec true + release on the imported image, and
 //       (f) the next ones
 //   (g) bwrap running true on the unpacked root (the layers merged by tar)
+//   (h) with mayura-run's path: `mayura-run image import` of the docker-save
+//       archive into an empty store, and (i) the first `mayura-run --image
+//       ... /bin/true` on it (cold caches), as a user meets them
 // The image: the BusyBox layers of the tests plus one layer of 100 MiB of
 // incompressible files.
 //
-// usage: bench_images [MIB] [ITERATIONS]
+// usage: bench_images [MIB] [ITERATIONS] [PATH-TO-mayura-run]
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -144,6 +147,17 @@ int main(int argc, char** argv) {
   std::printf("%-62s %8.1f ms\n", "(e) first create + exec true + release (cold caches)", first_run * 1000);
   std::printf("%-62s %8.1f ms\n", "(f) next ones, median", next[next.size() / 2] * 1000);
   std::printf("%-62s %8.1f ms\n", "(g) anchor: bwrap true on the unpacked root, median", bwrap[bwrap.size() / 2] * 1000);
+  if (argc > 3) {
+    const std::string cli_store = work + "/cli-store";
+    ::setenv("MAYURA_IMAGE_STORE", cli_store.c_str(), 1);
+    ::setenv("MAYURA_STATE_DIR", "/run/mayura-bench-images-cli", 1);
+    drop_caches();
+    const double cli_import = seconds_of([&] { run({argv[3], "image", "import", docker}); });
+    drop_caches();
+    const double cli_first = seconds_of([&] { run({argv[3], "--image", "bench:docker", "--", "/bin/true"}); });
+    std::printf("%-62s %8.2f s\n", "(h) mayura-run image import (docker save), empty store", cli_import);
+    std::printf("%-62s %8.1f ms\n", "(i) first mayura-run --image ... /bin/true (cold caches)", cli_first * 1000);
+  }
   std::printf("\nratios: import (a)/(d) %.2f, (b)/(d gzip) %.2f\n", import_docker / tar_plain, import_oci / tar_gzip);
   fs::remove_all(work);
   return 0;

@@ -12,6 +12,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 echo
 "$here/../build/bench/bench_command_backend" "${1:-200}"
 echo
-"$here/../build/bench/bench_images" 100 20
+"$here/../build/bench/bench_images" 100 20 "$here/../build/tools/mayura-run"
 echo
 exec "$here/../build/bench/bench_network" "${2:-1024}" 1000

@@ -9,7 +9,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
+#include <cstdio>
 #include <map>
+#include <sstream>
 #include <tuple>
 #include <atomic>
 #include <thread>
@@ -18,6 +21,7 @@
 #include "image_archives.hpp"
 #include "tar_writer.hpp"
 #include "mayura/images.hpp"
+#include "mayura/testing/conformance.hpp"
 
 namespace fs = std::filesystem;
 namespace img = mayura::testing::images;
@@ -504,6 +508,46 @@ TEST_F(ImageStoreTest, TheCreatesUserAndWorkdirWinOverTheImages) {
   EXPECT_EQ(reason("", "app", ""), Reason::INVALID_CONFIG);
   EXPECT_EQ(reason("", "", "/usr/local/x"), Reason::INVALID_CONFIG);
 }
+
+// The contract on an imported image: every conformance entry on a sandbox of
+// a BusyBox image from the store (all its applets linked), as an agent host
+// would run it on alpine.
+std::vector<std::string> conformance_names() {
+  std::vector<std::string> names;
+  for (const auto& t : sandbox_conformance()) names.push_back(t.name);
+  return names;
+}
+
+class StoredImageConformance : public ImageStoreTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(StoredImageConformance, Passes) {
+  auto spec = img::busybox_spec(img::Compression::gzip);
+  std::vector<img::Entry> applets;
+  std::string list;
+  {
+    FILE* p = ::popen("/bin/busybox --list", "r");
+    ASSERT_NE(p, nullptr);
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, p)) list += buf;
+    ::pclose(p);
+  }
+  std::istringstream names(list);
+  for (std::string name; std::getline(names, name);) {
+    if (!name.empty() && name != "busybox") applets.push_back(img::symlink("usr/bin/" + name, "/bin/busybox"));
+  }
+  spec.layers.push_back(applets);
+  spec.user = "";
+  spec.working_dir = "";
+  img::write_oci_archive(archive("full.tar"), spec, "busybox:full");
+  store().import_archive(archive("full.tar"));
+  const auto& suite = sandbox_conformance();
+  const auto it = std::find_if(suite.begin(), suite.end(), [&](const ConformanceTest& t) { return t.name == GetParam(); });
+  ASSERT_NE(it, suite.end());
+  EXPECT_EQ(it->run({create_on("busybox:full")}), kConformancePassed);
+}
+
+INSTANTIATE_TEST_SUITE_P(Conformance, StoredImageConformance, ::testing::ValuesIn(conformance_names()),
+                         [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
 
 }  // namespace
 }  // namespace mayura::testing
