@@ -2,7 +2,9 @@
 // A stored image's layers, as the sandbox's init mounts them: each layer's
 // directory cloned and idmapped with the sandbox's own user namespace, so
 // the image's owners show inside as the image says (root as root, the app
-// user as itself) while on the host they stay whoever owns the store.
+// user as itself). On the host the layers' files carry the image's own ids
+// too (host uid 1000 owns an image's uid-1000 files); the store's 0700
+// directory keeps host users out of them.
 // Done by the engine: only host root may idmap a mount of the host's
 // file systems.
 

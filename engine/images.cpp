@@ -2,7 +2,6 @@
 
 #include "mayura/errors.hpp"
 
-#include <new>
 
 namespace mayura {
 namespace {
@@ -15,8 +14,6 @@ namespace {
     case Kind::bad_input:
     case Kind::bad_archive:
       throw SandboxError(Reason::INVALID_INPUT, e.what());
-    case Kind::busy:
-      throw SandboxError(Reason::LIMIT_REACHED, e.what());
     case Kind::store:
       break;
   }
@@ -31,8 +28,6 @@ auto guarded(Fn&& fn) -> decltype(fn()) {
     rethrow(e);
   } catch (const SandboxError&) {
     throw;
-  } catch (const std::bad_alloc&) {
-    throw SandboxError(Reason::LIMIT_REACHED, "the image store ran out of memory");
   } catch (const std::exception& e) {
     throw SandboxError(Reason::INTERNAL, std::string("the image store failed: ") + e.what());
   }
@@ -60,7 +55,10 @@ std::vector<ImageInfo> ImageStore::list() const {
 ImageInfo ImageStore::inspect(const std::string& name) const {
   return guarded([&] {
     auto image = store_.find(name);
-    if (!image) throw rootfs::ImageError("image '" + name.substr(0, 100) + "' is not in the store " + store_.dir());
+    if (!image) {
+      throw rootfs::ImageError("image '" + name.substr(0, 100) + "' is not in the store " + store_.dir(),
+                               rootfs::ImageError::Kind::not_found);
+    }
     return *image;
   });
 }

@@ -1,5 +1,6 @@
 #include "sandbox_image.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -32,6 +33,17 @@ bool usable_dir(const std::string& path) {
   return true;
 }
 
+// "/app/" and "//app" as "/app"; "" as "/" (Docker's default).
+std::string normalized(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '/' && !out.empty() && out.back() == '/') continue;
+    out.push_back(c);
+  }
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out.empty() ? std::string("/") : out;
+}
+
 void set_user(SandboxImage& out, std::pair<std::uint32_t, std::uint32_t> ids, const std::string& user,
               const std::string& image) {
   if (ids.first >= kIdsInside || ids.second >= kIdsInside) {
@@ -62,7 +74,14 @@ SandboxImage from_store(const rootfs::ImageReference& ref, rootfs::StoredImage s
                         const CreateOptions& create, const NativeOptions& options) {
   SandboxImage out;
   out.image.name = ref.str();
-  for (const auto& layer : stored.layers) out.image.layers.push_back(layer.dir);
+  // A layer listed twice (builders repeat the empty one) is one directory,
+  // which an overlay takes once: the topmost place gives the same merge.
+  for (auto it = stored.layers.rbegin(); it != stored.layers.rend(); ++it) {
+    if (std::find(out.image.layers.begin(), out.image.layers.end(), it->dir) == out.image.layers.end()) {
+      out.image.layers.push_back(it->dir);
+    }
+  }
+  std::reverse(out.image.layers.begin(), out.image.layers.end());
   if (out.image.layers.empty()) throw SandboxError(Reason::INVALID_CONFIG, "image '" + ref.str() + "' has no layers");
   out.hold = std::move(hold);
   for (const auto& kv : stored.env) {
@@ -70,13 +89,14 @@ SandboxImage from_store(const rootfs::ImageReference& ref, rootfs::StoredImage s
     if (eq == 0 || eq == std::string::npos) continue;
     out.env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
+  const std::string working_dir = normalized(stored.working_dir);
   if (!create.workdir.empty()) {
     out.workdir = create.workdir;  // checked by the caller
-  } else if (!stored.working_dir.empty() && stored.working_dir != "/" && stored.working_dir != options.workdir) {
-    if (!usable_dir(stored.working_dir)) {
+  } else if (working_dir != "/" && working_dir != options.workdir) {
+    if (!usable_dir(working_dir)) {
       throw SandboxError(Reason::INVALID_CONFIG, "image '" + ref.str() + "' has a WorkingDir that cannot be a working directory");
     }
-    out.workdir = stored.working_dir;
+    out.workdir = working_dir;
   }
   // The workdir is a tmpfs over what the image has there: a directory (its
   // files stay visible), or nothing at the top level (the root grows it). A
@@ -142,6 +162,12 @@ SandboxImage resolve_sandbox_image(const CreateOptions& create, const NativeOpti
     if (create.workdir.find('/', 1) != std::string::npos) {
       throw SandboxError(Reason::INVALID_CONFIG, "workdir " + create.workdir +
                                                      " is below the top level, which only an image from the store allows");
+    }
+    // The host image's own directories stay the host's, read-only.
+    for (const char* own : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
+      if (out.image.host && create.workdir == own) {
+        throw SandboxError(Reason::INVALID_CONFIG, "workdir " + create.workdir + " is the host image's own directory");
+      }
     }
     out.workdir = create.workdir;
   }

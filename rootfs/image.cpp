@@ -147,10 +147,10 @@ Image resolve_image(const std::string& image, const std::string& image_dir) {
   if (image.empty() || image == "host") return Image{"host", "/", true, {}};
   if (image.front() == '/') {
     // The host's whole root is never an image: `host` is its safe form.
-    if (image.find_first_not_of('/') == std::string::npos) throw ImageError("image / is the host itself; use host");
-    if (!is_dir(image)) throw ImageError("image directory " + image + " does not exist");
+    if (image.find_first_not_of('/') == std::string::npos) throw ImageError("image / is the host itself; use host", ImageError::Kind::bad_input);
+    if (!is_dir(image)) throw ImageError("image directory " + image + " does not exist", ImageError::Kind::not_found);
     if (!is_dir(image + "/bin") && !is_dir(image + "/usr")) {
-      throw ImageError("image directory " + image + " holds no root file system (no bin or usr)");
+      throw ImageError("image directory " + image + " holds no root file system (no bin or usr)", ImageError::Kind::bad_input);
     }
     return Image{image, image, false, {}};
   }
@@ -159,13 +159,13 @@ Image resolve_image(const std::string& image, const std::string& image_dir) {
                          return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
                                 c == ':';
                        });
-  if (!name_ok) throw ImageError("image name '" + image.substr(0, 64) + "' is malformed");
+  if (!name_ok) throw ImageError("image name '" + image.substr(0, 64) + "' is malformed", ImageError::Kind::bad_input);
   for (const std::string& candidate : {image_dir + "/" + image + "/rootfs", image_dir + "/" + image}) {
     if (is_dir(candidate) && (is_dir(candidate + "/bin") || is_dir(candidate + "/usr"))) {
       return Image{image, candidate, false, {}};
     }
   }
-  throw ImageError("image '" + image + "' is not in " + image_dir);
+  throw ImageError("image '" + image + "' is not in " + image_dir, ImageError::Kind::not_found);
 }
 
 Plan plan_for(const Image& image, const RootOptions& o) {
@@ -191,7 +191,7 @@ Plan plan_for(const Image& image, const RootOptions& o) {
   } else {
     const std::string workdir_name = top_level_of(o.workdir);
     std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(image.root.c_str()), ::closedir);
-    if (!dir) throw ImageError("image directory " + image.root + " cannot be read");
+    if (!dir) throw ImageError("image directory " + image.root + " cannot be read", ImageError::Kind::store);
     std::vector<std::string> names;
     while (const dirent* e = ::readdir(dir.get())) {
       const std::string name = e->d_name;

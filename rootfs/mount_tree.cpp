@@ -144,17 +144,21 @@ bool skipped(const std::string& names, const std::string& name) {
 // Binds every top-level entry of `image` (an open directory) into the root,
 // read-only; symlinks are made again.
 int bind_entries(int root, int image, const std::string& skip) {
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(::dup(image)), ::closedir);
-  if (!dir) return -1;
+  const int copy = ::dup(image);
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(copy >= 0 ? ::fdopendir(copy) : nullptr, ::closedir);
+  if (!dir) {
+    if (copy >= 0) ::close(copy);
+    return -1;
+  }
   while (const dirent* e = ::readdir(dir.get())) {
     const std::string name = e->d_name;
     if (name == "." || name == ".." || name.rfind(".mayura", 0) == 0 || skipped(skip, name)) continue;
     struct stat st {};
     if (::fstatat(image, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return -1;
     if (S_ISLNK(st.st_mode)) {
-      char target[4096];
+      char target[4097];
       const ssize_t n = ::readlinkat(image, name.c_str(), target, sizeof target - 1);
-      if (n <= 0) return -1;
+      if (n <= 0 || n >= static_cast<ssize_t>(sizeof target - 1)) return errno = ENAMETOOLONG, -1;
       target[n] = '\0';
       if (::symlinkat(target, root, name.c_str()) != 0) return -1;
       continue;
@@ -233,8 +237,12 @@ int mount_image(int root, const Op& op, std::vector<Fd>& layers) {
 }
 
 bool has_entries(int dir) {
-  std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(::dup(dir)), ::closedir);
-  if (!d) return false;
+  const int copy = ::dup(dir);
+  std::unique_ptr<DIR, int (*)(DIR*)> d(copy >= 0 ? ::fdopendir(copy) : nullptr, ::closedir);
+  if (!d) {
+    if (copy >= 0) ::close(copy);
+    return false;
+  }
   while (const dirent* e = ::readdir(d.get())) {
     if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") return true;
   }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 
@@ -54,33 +55,33 @@ std::string mib(std::uint64_t bytes) {
 
 std::string short_id(const std::string& id) { return id.size() > 19 ? id.substr(7, 12) : id; }
 
-// Standard input spooled to a file next to the store (an archive is read
-// more than once), removed when done.
+// Standard input spooled to an unnamed file in the store's tmp (an archive
+// is read more than once): nothing is left whatever ends the import.
 class Spool {
  public:
   explicit Spool(const std::string& store) {
-    std::filesystem::create_directories(store);
+    if (::isatty(STDIN_FILENO) == 1) throw SandboxError(Reason::INVALID_INPUT, "import - reads an archive from a pipe, not a terminal");
+    const std::string tmp = store + "/tmp";
+    std::error_code ec;
+    std::filesystem::create_directories(tmp, ec);
     ::chmod(store.c_str(), 0700);
-    path_ = store + "/stdin-" + std::to_string(::getpid()) + ".tar";
-    const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) throw SandboxError(Reason::INTERNAL, "cannot spool standard input to " + path_);
+    fd_ = UniqueFd(::open(tmp.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    if (!fd_) throw SandboxError(Reason::INTERNAL, "cannot spool standard input in " + tmp + ": " + std::strerror(errno));
     char buf[1 << 16];
     for (;;) {
       const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      if (write_all(fd, buf, static_cast<std::size_t>(n)) != 0) {
-        ::close(fd);
-        throw SandboxError(Reason::INTERNAL, "cannot spool standard input to " + path_);
+      if (n < 0) throw SandboxError(Reason::INVALID_INPUT, std::string("reading standard input: ") + std::strerror(errno));
+      if (n == 0) break;
+      if (write_all(fd_.get(), buf, static_cast<std::size_t>(n)) != 0) {
+        throw SandboxError(Reason::INTERNAL, "cannot spool standard input in " + tmp + ": " + std::strerror(errno));
       }
     }
-    ::close(fd);
   }
-  ~Spool() { ::unlink(path_.c_str()); }
-  const std::string& path() const { return path_; }
+  std::string path() const { return "/proc/self/fd/" + std::to_string(fd_.get()); }
 
  private:
-  std::string path_;
+  UniqueFd fd_;
 };
 
 int import_image(std::vector<std::string> args) {
@@ -90,6 +91,7 @@ int import_image(std::vector<std::string> args) {
   }
   ImageStore store(store_dir());
   std::optional<Spool> spool;
+  const std::string shown = args[0] == "-" ? std::string("standard input") : args[0];
   if (args[0] == "-") {
     spool.emplace(store_dir());
     args[0] = spool->path();
@@ -103,7 +105,7 @@ int import_image(std::vector<std::string> args) {
     if (now - last < std::chrono::milliseconds(100)) return;
     last = now;
     const double pct = p.bytes_total ? 100.0 * static_cast<double>(p.bytes_read) / static_cast<double>(p.bytes_total) : 0;
-    std::fprintf(stderr, "\rimporting %s: %3.0f%% of %s, %zu/%zu layers", args[0].c_str(), pct > 100 ? 100 : pct,
+    std::fprintf(stderr, "\rimporting %s: %3.0f%% of %s, %zu/%zu layers", shown.c_str(), pct > 100 ? 100 : pct,
                  mib(p.bytes_total).c_str(), p.layers_done, p.layers_total);
     std::fflush(stderr);
   };
@@ -152,7 +154,7 @@ int inspect_image(const std::string& name) {
 
 int remove_image(const std::string& name) {
   const auto result = ImageStore(store_dir()).remove(name);
-  std::printf("removed %s\n", name.c_str());
+  for (const auto& removed : result.names_removed) std::printf("removed %s\n", removed.c_str());
   if (!result.image_removed) {
     std::fprintf(stderr, "the image stays: another name or a running sandbox still uses it\n");
   }
@@ -182,7 +184,12 @@ int run_image_command(int argc, char** argv) {
     std::fputs(kImageUsage, stderr);
     return kFailed;
   } catch (const SandboxError& e) {
-    std::fprintf(stderr, "\nmayura-run: %s: %s\n", std::string(reason_name(e.reason())).c_str(), e.what());
+    // On a terminal, after a progress line.
+    std::fprintf(stderr, "%smayura-run: %s: %s\n", ::isatty(STDERR_FILENO) == 1 ? "\n" : "",
+                 std::string(reason_name(e.reason())).c_str(), e.what());
+    return kFailed;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mayura-run: INTERNAL: %s\n", e.what());
     return kFailed;
   }
 }

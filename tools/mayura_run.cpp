@@ -289,7 +289,13 @@ mayura::NativeOptions engine_options_from_env() {
 // An image's Entrypoint followed by its Cmd, as `docker run IMAGE` runs.
 std::vector<std::string> default_command(const std::string& image) {
   const char* dir = std::getenv("MAYURA_IMAGE_STORE");
-  const mayura::ImageInfo info = mayura::ImageStore(dir && *dir ? dir : mayura::NativeOptions{}.image_store).inspect(image);
+  const auto store = mayura::ImageStore(dir && *dir ? dir : mayura::NativeOptions{}.image_store);
+  mayura::ImageInfo info;
+  try {
+    info = store.inspect(image);
+  } catch (const mayura::SandboxError&) {
+    usage_error("no command given, and " + image + " is no image of the store to take one from");
+  }
   std::vector<std::string> command = info.entrypoint;
   command.insert(command.end(), info.cmd.begin(), info.cmd.end());
   if (command.empty()) usage_error("no command given, and image " + image + " names none");
@@ -339,6 +345,8 @@ int main(int argc, char** argv) {
     limits.network = {mayura::NetworkKind::none, mayura::NetworkKind::allowlist, mayura::NetworkKind::all};
     auto sandboxes = mayura::create_sandboxes(mayura::native_sandboxes(engine_options_from_env()), limits);
 
+    // Before anything is made: an image with no command of its own is bad input.
+    if (args.command.empty()) args.command = default_command(args.image);
     mayura::CreateOptions create;
     create.lifetime_ms = args.lifetime_ms;
     create.network = args.network;
@@ -367,7 +375,6 @@ int main(int argc, char** argv) {
       exec.on_stderr = [](std::string_view c) { write_out(2, c); };
       exec.max_output_bytes = 1;  // streamed already; keep nothing
     }
-    if (args.command.empty()) args.command = default_command(args.image);
     const mayura::ExecResult result = sandbox->exec(args.command, exec);
     sandbox->release();
 

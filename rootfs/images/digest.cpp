@@ -25,11 +25,16 @@ std::string Sha256::digest() {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx_->md, out, &len);
+  return "sha256:" + hex_of(out, len);
+}
+
+std::string hex_of(const unsigned char* bytes, std::size_t size) {
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string text = "sha256:";
-  for (unsigned int i = 0; i < len; ++i) {
-    text.push_back(kHex[out[i] >> 4]);
-    text.push_back(kHex[out[i] & 15]);
+  std::string text;
+  text.reserve(size * 2);
+  for (std::size_t i = 0; i < size; ++i) {
+    text.push_back(kHex[bytes[i] >> 4]);
+    text.push_back(kHex[bytes[i] & 15]);
   }
   return text;
 }

@@ -27,6 +27,9 @@ class Sha256 {
 
 std::string sha256_digest(std::string_view bytes);
 
+// Lower-case hex of `size` bytes.
+std::string hex_of(const unsigned char* bytes, std::size_t size);
+
 // "sha256:<64 lower-case hex digits>" and nothing else.
 bool is_sha256_digest(std::string_view digest);
 inline std::string digest_hex(std::string_view digest) { return std::string(digest.substr(7)); }

@@ -26,7 +26,7 @@ constexpr std::int64_t kCachedFile = 1 << 20;         // small files kept from t
 constexpr std::uint64_t kCacheBudget = 64ull << 20;
 constexpr std::int64_t kMaxJson = 16 << 20;           // a manifest, index or config
 constexpr std::size_t kMaxEntries = 1 << 20;
-constexpr std::size_t kMaxLayers = 128;  // what one message may hand the init, and Docker's own bound (127)
+constexpr std::size_t kMaxLayers = 128;  // what one message may hand the init (Docker's own bound is 127)
 constexpr std::size_t kMaxImages = 64;
 
 [[noreturn]] void bad(const std::string& why) { throw ImageError(why, ImageError::Kind::bad_archive); }

@@ -17,6 +17,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <ctime>
 #include <map>
 #include <memory>
@@ -46,6 +47,9 @@ struct Pull {
   Sha256* hash;
   std::vector<char> buffer = std::vector<char>(1 << 20);
   std::function<void()> tick;  // after each block
+  // What the tick threw: an exception must not unwind through libarchive's
+  // C frames, so it waits here until the C call has returned.
+  std::exception_ptr thrown;
 };
 
 la_ssize_t pull(archive* self, void* client, const void** out) {
@@ -57,7 +61,15 @@ la_ssize_t pull(archive* self, void* client, const void** out) {
     return -1;
   }
   if (p->hash) p->hash->update(p->buffer.data(), static_cast<std::size_t>(n));
-  if (p->tick) p->tick();
+  if (p->tick) {
+    try {
+      p->tick();
+    } catch (...) {
+      p->thrown = std::current_exception();
+      archive_set_error(self, ECANCELED, "stopped by the progress callback");
+      return -1;
+    }
+  }
   *out = p->buffer.data();
   return n;
 }
@@ -84,10 +96,7 @@ struct Unpacked {
   std::string diff_id;
 };
 
-Unpacked unpack_blob(archive* entry_reader, int dir, const std::function<void()>& tick) {
-  Sha256 blob_hash;
-  Sha256 tar_hash;
-  Pull blob{entry_reader, &blob_hash, std::vector<char>(1 << 20), tick};
+Unpacked unpack_through(Pull& blob, Sha256& tar_hash, int dir) {
   Reader raw(archive_read_new(), archive_read_free);
   // Only what layers are made of, and never a filter that runs a program.
   if (archive_read_support_filter_gzip(raw.get()) != ARCHIVE_OK ||
@@ -108,7 +117,7 @@ Unpacked unpack_blob(archive* entry_reader, int dir, const std::function<void()>
   if (filters > 2) bad("the layer is compressed more than once");
   const bool plain = filters == 1 && archive_filter_code(raw.get(), 0) == ARCHIVE_FILTER_NONE;
   if (plain) blob.hash = nullptr;
-  Pull tar{raw.get(), &tar_hash, std::vector<char>(1 << 20), {}};
+  Pull tar{raw.get(), &tar_hash, std::vector<char>(1 << 20), {}, nullptr};
   Reader t(archive_read_new(), archive_read_free);
   archive_read_support_format_tar(t.get());
   if (archive_read_open(t.get(), &tar, nullptr, pull, nullptr) != ARCHIVE_OK) {
@@ -123,8 +132,22 @@ Unpacked unpack_blob(archive* entry_reader, int dir, const std::function<void()>
   drain(tar, 16ull << 20, "after the end of its tar");
   drain(blob, ~0ull, "");
   out.diff_id = tar_hash.digest();
-  out.blob_digest = plain ? out.diff_id : blob_hash.digest();
+  out.blob_digest = plain ? out.diff_id : blob.hash->digest();
   return out;
+}
+
+// One layer from the archive's entry into `dir`, both digests taken. What
+// the progress callback throws comes out as itself.
+Unpacked unpack_blob(archive* entry_reader, int dir, const std::function<void()>& tick) {
+  Sha256 blob_hash;
+  Sha256 tar_hash;
+  Pull blob{entry_reader, &blob_hash, std::vector<char>(1 << 20), tick, nullptr};
+  try {
+    return unpack_through(blob, tar_hash, dir);
+  } catch (...) {
+    if (blob.thrown) std::rethrow_exception(blob.thrown);
+    throw;
+  }
 }
 
 std::string now_rfc3339() {
@@ -314,7 +337,7 @@ ImportResult ImageStore::import(const std::string& archive_path, const std::opti
       }
     }
     const std::string record = dir_ + "/images/" + digest_hex(image.config_digest) + ".json";
-    if (!is_dir(record) && ::access(record.c_str(), F_OK) != 0) {
+    if (::access(record.c_str(), F_OK) != 0) {
       store::write_atomic(dir_ + "/tmp", record, record_of(image, bytes).dump(2) + "\n");
     }
     for (const auto& ref : names[i]) {
@@ -325,7 +348,7 @@ ImportResult ImageStore::import(const std::string& archive_path, const std::opti
     }
   }
   store::write_refs(dir_, refs);
-  collect();  // images whose names moved to these
+  collect_after_commit();  // images whose names moved to these
   return result;
 }
 

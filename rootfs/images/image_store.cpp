@@ -12,6 +12,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -61,13 +62,7 @@ std::string random_name(const char* prefix) {
   if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
     throw ImageError("no random bytes for a name: " + std::string(std::strerror(errno)), ImageError::Kind::store);
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = prefix;
-  for (unsigned char b : bytes) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
+  return prefix + hex_of(bytes, sizeof bytes);
 }
 
 std::optional<std::string> read_small(const std::string& path, std::size_t max) {
@@ -171,38 +166,51 @@ UniqueFd ImageStore::lock(int how) const {
 }
 
 std::optional<StoredImage> ImageStore::load(const std::string& id_hex) const {
-  const auto bytes = store::read_small(dir_ + "/images/" + id_hex + ".json", 64 << 20);
-  if (!bytes) return std::nullopt;
-  json j;
-  try {
-    j = parse_bounded_json(*bytes);
-  } catch (const std::exception&) {
-    throw ImageError("the store's record of sha256:" + id_hex + " is corrupt", ImageError::Kind::store);
+  const std::string path = dir_ + "/images/" + id_hex + ".json";
+  const auto bytes = store::read_small(path, 64 << 20);
+  if (!bytes) {
+    if (::access(path.c_str(), F_OK) != 0 && errno == ENOENT) return std::nullopt;
+    throw ImageError("the store's record of sha256:" + id_hex + " cannot be read", ImageError::Kind::store);
   }
-  StoredImage image;
-  image.id = text(j, "id");
-  const json config = j.value("config", json::object());
-  image.env = strings(config, "Env");
-  image.working_dir = text(config, "WorkingDir");
-  image.user = text(config, "User");
-  image.entrypoint = strings(config, "Entrypoint");
-  image.cmd = strings(config, "Cmd");
-  image.architecture = text(j, "architecture");
-  image.os = text(j, "os");
-  image.created = text(j, "created");
-  image.imported = text(j, "imported");
-  if (auto layers = j.find("layers"); layers != j.end() && layers->is_array()) {
+  // Anything but the record as the store wrote it is the store's failure.
+  try {
+    const json j = parse_bounded_json(*bytes);
+    StoredImage image;
+    image.id = text(j, "id");
+    const json config = j.contains("config") && j["config"].is_object() ? j["config"] : json::object();
+    image.env = strings(config, "Env");
+    image.working_dir = text(config, "WorkingDir");
+    image.user = text(config, "User");
+    image.entrypoint = strings(config, "Entrypoint");
+    image.cmd = strings(config, "Cmd");
+    if (auto ports = config.find("ExposedPorts"); ports != config.end() && ports->is_object()) {
+      for (const auto& [port, ignored] : ports->items()) image.exposed_ports.push_back(port);
+    }
+    if (auto labels = config.find("Labels"); labels != config.end() && labels->is_object()) {
+      for (const auto& [k, v] : labels->items()) {
+        if (v.is_string()) image.labels[k] = v.get<std::string>();
+      }
+    }
+    image.architecture = text(j, "architecture");
+    image.os = text(j, "os");
+    image.created = text(j, "created");
+    image.imported = text(j, "imported");
+    const auto layers = j.find("layers");
+    if (!is_sha256_digest(image.id) || layers == j.end() || !layers->is_array()) throw std::invalid_argument("shape");
     for (const auto& l : *layers) {
       StoredLayer layer;
       layer.diff_id = text(l, "diff_id");
-      if (!is_sha256_digest(layer.diff_id)) throw ImageError("the store's record of " + image.id + " is corrupt", ImageError::Kind::store);
+      if (!is_sha256_digest(layer.diff_id)) throw std::invalid_argument("diff_id");
       layer.dir = dir_ + "/layers/" + digest_hex(layer.diff_id);
-      layer.bytes = l.value("bytes", std::uint64_t{0});
+      const auto b = l.find("bytes");
+      layer.bytes = b != l.end() && b->is_number_unsigned() ? b->get<std::uint64_t>() : 0;
       image.bytes += layer.bytes;
       image.layers.push_back(std::move(layer));
     }
+    return image;
+  } catch (const std::exception&) {
+    throw ImageError("the store's record of sha256:" + id_hex + " is corrupt", ImageError::Kind::store);
   }
-  return image;
 }
 
 std::vector<StoredImage> ImageStore::list() const {
@@ -220,25 +228,29 @@ std::vector<StoredImage> ImageStore::list() const {
   return out;
 }
 
+// The id `what` names in `refs`: a name:tag, or an id (sha256:… or a
+// prefix of 12 hex digits or more, unique among the named images). Empty
+// when nothing matches.
+std::string ImageStore::resolve(const std::map<std::string, std::string>& refs, const std::string& what) const {
+  if (auto ref = parse_image_reference(what); ref && refs.count(ref->str())) return refs.at(ref->str());
+  const std::string hex = what.rfind("sha256:", 0) == 0 ? what.substr(7) : what;
+  if (hex.size() < 12 || hex.size() > 64 || !is_hex(hex)) return {};
+  std::string id;
+  for (const auto& [name, image_id] : refs) {
+    if (image_id.compare(7, hex.size(), hex) == 0) {
+      if (!id.empty() && id != image_id) throw ImageError("'" + what + "' names more than one image", ImageError::Kind::bad_input);
+      id = image_id;
+    }
+  }
+  return id;
+}
+
 std::optional<StoredImage> ImageStore::find(const std::string& what) const {
   UniqueFd held = lock(LOCK_SH);
   if (!held) return std::nullopt;
   const auto refs = store::read_refs(dir_);
-  std::string id;
-  if (auto ref = parse_image_reference(what); ref && refs.count(ref->str())) {
-    id = refs.at(ref->str());
-  } else {
-    // An id, whole or a prefix of 12 hex digits or more, unique among the named images.
-    std::string hex = what.rfind("sha256:", 0) == 0 ? what.substr(7) : what;
-    if (hex.size() < 12 || hex.size() > 64 || !is_hex(hex)) return std::nullopt;
-    for (const auto& [name, image_id] : refs) {
-      if (image_id.compare(7, hex.size(), hex) == 0) {
-        if (!id.empty() && id != image_id) throw ImageError("'" + what + "' names more than one image", ImageError::Kind::bad_input);
-        id = image_id;
-      }
-    }
-    if (id.empty()) return std::nullopt;
-  }
+  const std::string id = resolve(refs, what);
+  if (id.empty()) return std::nullopt;
   auto image = load(digest_hex(id));
   if (!image) return std::nullopt;
   for (const auto& [name, image_id] : refs) {
@@ -250,11 +262,12 @@ std::optional<StoredImage> ImageStore::find(const std::string& what) const {
 std::pair<StoredImage, UniqueFd> ImageStore::acquire(const ImageReference& ref) const {
   // Under the store's lock, shared: no removal runs between finding the
   // image and locking its record.
+  const auto missing = [&] { return ImageError("image '" + ref.str() + "' is not in the store " + dir_, ImageError::Kind::not_found); };
   UniqueFd held = lock(LOCK_SH);
-  if (!held) throw ImageError("image '" + ref.str() + "' is not in the store " + dir_);
+  if (!held) throw missing();
   const auto refs = store::read_refs(dir_);
   const auto it = refs.find(ref.str());
-  if (it == refs.end() || !is_sha256_digest(it->second)) throw ImageError("image '" + ref.str() + "' is not in the store " + dir_);
+  if (it == refs.end()) throw missing();
   const std::string record = dir_ + "/images/" + digest_hex(it->second) + ".json";
   UniqueFd in_use(::open(record.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!in_use || ::flock(in_use.get(), LOCK_SH) != 0) {
@@ -273,47 +286,57 @@ std::pair<StoredImage, UniqueFd> ImageStore::acquire(const ImageReference& ref) 
 }
 
 RemoveResult ImageStore::remove(const std::string& what) {
-  const auto image = find(what);
-  if (!image) throw ImageError("image '" + what + "' is not in the store " + dir_);
+  const auto missing = [&] { return ImageError("image '" + what + "' is not in the store " + dir_, ImageError::Kind::not_found); };
+  if (!find(what)) throw missing();  // without making a store that is not there
+  // Resolved again under the lock: an import may have moved the name meanwhile.
   UniqueFd held = lock(LOCK_EX);
   auto refs = store::read_refs(dir_);
+  const std::string id = resolve(refs, what);
+  if (id.empty()) throw missing();
+  RemoveResult result;
   // By name: that name. By id: every name of it.
   const auto ref = parse_image_reference(what);
-  bool removed_name = false;
   if (ref && refs.count(ref->str())) {
     refs.erase(ref->str());
-    removed_name = true;
+    result.names_removed.push_back(ref->str());
   } else {
     for (auto it = refs.begin(); it != refs.end();) {
-      if (it->second == image->id) {
+      if (it->second == id) {
+        result.names_removed.push_back(it->first);
         it = refs.erase(it);
-        removed_name = true;
       } else {
         ++it;
       }
     }
   }
-  if (!removed_name) throw ImageError("image '" + what + "' is not in the store " + dir_);
   store::write_refs(dir_, refs);
-  RemoveResult result;
-  result.layers_removed = collect();
-  struct stat st {};
-  result.image_removed = ::stat((dir_ + "/images/" + digest_hex(image->id) + ".json").c_str(), &st) != 0;
+  result.layers_removed = collect_after_commit();
+  result.image_removed = ::access((dir_ + "/images/" + digest_hex(id) + ".json").c_str(), F_OK) != 0;
   return result;
 }
 
+// After a change is committed: a failed collection leaves garbage for the
+// next one, never a failure of what was done.
+std::size_t ImageStore::collect_after_commit() noexcept {
+  try {
+    return collect();
+  } catch (...) {
+    return 0;
+  }
+}
+
 // Under the store's lock, held exclusively: drops the records no name and
-// no sandbox holds, then the layers no record uses. Returns the layers removed.
+// no sandbox holds, then the layers no record uses. Returns the layers
+// removed. A record it keeps but cannot read stops the layer sweep: its
+// layers are not known, so none may go.
 std::size_t ImageStore::collect() {
   const auto refs = store::read_refs(dir_);
   std::set<std::string> named;
   for (const auto& [name, id] : refs) named.insert(id);
   std::set<std::string> used_layers;
-  std::vector<std::string> trash;
   std::unique_ptr<DIR, int (*)(DIR*)> images(::opendir((dir_ + "/images").c_str()), ::closedir);
-  while (images) {
-    const dirent* e = ::readdir(images.get());
-    if (!e) break;
+  if (!images) return 0;
+  while (const dirent* e = ::readdir(images.get())) {
     const std::string file = e->d_name;
     if (file.size() != 69 || file.compare(64, 5, ".json") != 0) continue;
     const std::string hex = file.substr(0, 64);
@@ -326,12 +349,13 @@ std::size_t ImageStore::collect() {
       if (!keep) ::unlink(path.c_str());
     }
     if (keep) {
-      if (auto image = load(hex)) {
-        for (const auto& l : image->layers) used_layers.insert(digest_hex(l.diff_id));
-      }
+      const auto image = load(hex);  // throws if unreadable: no layer sweep then
+      if (!image) return 0;
+      for (const auto& l : image->layers) used_layers.insert(digest_hex(l.diff_id));
     }
   }
   std::size_t removed = 0;
+  std::vector<std::string> trash;
   std::unique_ptr<DIR, int (*)(DIR*)> layers(::opendir((dir_ + "/layers").c_str()), ::closedir);
   while (layers) {
     const dirent* e = ::readdir(layers.get());
@@ -350,7 +374,6 @@ std::size_t ImageStore::collect() {
   return removed;
 }
 
-// Under the store's lock, held exclusively: staging a dead import left.
 void ImageStore::sweep_staging() {
   std::unique_ptr<DIR, int (*)(DIR*)> tmp(::opendir((dir_ + "/tmp").c_str()), ::closedir);
   std::vector<std::string> names;
@@ -391,7 +414,7 @@ Found lookup(const StoredImage& image, const std::string& path) {
   for (std::string p; std::getline(ss, p, '/');) {
     if (!p.empty()) parts.push_back(p);
   }
-  if (parts.empty()) return {};
+  if (parts.empty() || std::find(parts.begin(), parts.end(), "..") != parts.end()) return {};
   for (auto it = image.layers.rbegin(); it != image.layers.rend(); ++it) {
     std::string at = it->dir;
     bool hidden_below = false;

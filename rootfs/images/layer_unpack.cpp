@@ -82,8 +82,13 @@ void remove_entry(int dir, const std::string& name, const std::string& shown) {
   if (S_ISDIR(st.st_mode)) {
     UniqueFd sub(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!sub) failed(shown, "opening a directory to replace it", errno);
-    DIR* d = ::fdopendir(::dup(sub.get()));
-    if (!d) failed(shown, "reading a directory to replace it", errno);
+    const int copy = ::dup(sub.get());
+    DIR* d = copy >= 0 ? ::fdopendir(copy) : nullptr;
+    if (!d) {
+      const int error = errno;
+      if (copy >= 0) ::close(copy);
+      failed(shown, "reading a directory to replace it", error);
+    }
     std::vector<std::string> names;
     while (const dirent* e = ::readdir(d)) {
       if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
@@ -232,8 +237,8 @@ class Unpacker {
     const std::uint64_t reserve = std::min<std::uint64_t>(1ull << 30, size / 20);
     const std::uint64_t free = static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
     if (bytes + reserve + vfs.f_frsize > free) {
-      bad(path, bytes ? "declares " + std::to_string(bytes) + " bytes, more than the store's disk has free"
-                      : std::string("the store's disk is full"));
+      if (bytes > free / 2) bad(path, "declares " + std::to_string(bytes) + " bytes, more than the store's disk has free");
+      throw ImageError("the store's disk is full (unpacking '" + path.substr(0, 200) + "')", ImageError::Kind::store);
     }
     if (vfs.f_files > 0 && vfs.f_favail < std::min<std::uint64_t>(65536, vfs.f_files / 20)) {
       throw ImageError("the store's disk is out of inodes", ImageError::Kind::store);

@@ -509,6 +509,84 @@ TEST_F(ImageStoreTest, TheCreatesUserAndWorkdirWinOverTheImages) {
   EXPECT_EQ(reason("", "", "/usr/local/x"), Reason::INVALID_CONFIG);
 }
 
+TEST_F(ImageStoreTest, NamesIdsAndWhatAStoreOperationLeaves) {
+  // Nothing is made by reading a store that is not there.
+  EXPECT_TRUE(store().list().empty());
+  EXPECT_EQ(reason_of([&] { store().inspect("none:1"); }), Reason::NOT_FOUND);
+  EXPECT_EQ(reason_of([&] { store().remove("none:1"); }), Reason::NOT_FOUND);
+  EXPECT_FALSE(fs::exists(options().image_store));
+
+  const std::string path = archive("bb.tar");
+  img::write_docker_archive(path, img::busybox_spec(img::Compression::none), {"bb:1", "bb:latest"});
+  const auto first = store().import_archive(path);
+  const std::string id = first.images[0].second;
+  // Again: nothing unpacked, nothing named twice, nothing moved.
+  const auto again = store().import_archive(path);
+  EXPECT_EQ(again.layers_unpacked, 0u);
+  EXPECT_TRUE(again.moved.empty());
+  ASSERT_EQ(store().list().size(), 1u);
+  EXPECT_EQ(store().list()[0].names, (std::vector<std::string>{"bb:1", "bb:latest"}));
+  // By id, whole, with its prefix or by 12 digits; fewer name nothing.
+  for (const std::string& by : {id, id.substr(7), id.substr(7, 12)}) EXPECT_EQ(store().inspect(by).id, id) << by;
+  EXPECT_EQ(reason_of([&] { store().inspect(id.substr(7, 11)); }), Reason::NOT_FOUND);
+
+  // A name given again moves to the new image, and says so; the old image
+  // keeps its other name.
+  auto other = img::busybox_spec(img::Compression::none);
+  other.env.push_back("WHICH=other");
+  img::write_docker_archive(archive("other.tar"), other, {"other:1"});
+  const auto moved = store().import_archive(archive("other.tar"), "bb:latest");
+  EXPECT_EQ(moved.moved, std::vector<std::string>{"bb:latest"});
+  EXPECT_EQ(sh(create_on("bb:latest"), "echo $WHICH"), "other\n");
+  EXPECT_EQ(store().inspect("bb:1").names, std::vector<std::string>{"bb:1"});
+
+  // An unknown name removes nothing.
+  const auto before = store_snapshot();
+  EXPECT_EQ(reason_of([&] { store().remove("bb:2"); }), Reason::NOT_FOUND);
+  EXPECT_EQ(store_snapshot(), before);
+  // By id: every name of it.
+  const auto removed = store().remove(store().inspect("bb:latest").id);
+  EXPECT_EQ(removed.names_removed, std::vector<std::string>{"bb:latest"});
+  EXPECT_TRUE(removed.image_removed);
+  EXPECT_EQ(store().list().size(), 1u);
+
+  // A record the store cannot read keeps its layers: a later removal of
+  // another image never takes them.
+  img::write_docker_archive(archive("third.tar"), other, {"third:1"});
+  store().import_archive(archive("third.tar"));
+  const auto layers_before = [&] {
+    std::size_t n = 0;
+    for (const auto& e : fs::directory_iterator(options().image_store + "/layers")) n += e.is_directory() ? 1 : 0;
+    return n;
+  }();
+  std::ofstream(options().image_store + "/images/" + id.substr(7) + ".json") << "{ not json";
+  EXPECT_EQ(reason_of([&] { create_on("bb:1"); }), Reason::INVALID_CONFIG);
+  store().remove("third:1");
+  std::size_t layers_after = 0;
+  for (const auto& e : fs::directory_iterator(options().image_store + "/layers")) layers_after += e.is_directory() ? 1 : 0;
+  EXPECT_EQ(layers_after, layers_before);
+}
+
+TEST_F(ImageStoreTest, ARepeatedLayerATrailingSlashAndAProgressCallbackThatThrows) {
+  auto spec = img::busybox_spec(img::Compression::gzip);
+  const std::vector<img::Entry> empty = {img::dir("opt")};
+  spec.layers.insert(spec.layers.begin() + 1, empty);
+  spec.layers.push_back(empty);  // the same diff_id twice, as builders repeat the empty layer
+  spec.working_dir = "/app/";
+  img::write_oci_archive(archive("repeat.tar"), spec, "repeat:1");
+  // A host cancels an import by throwing from its progress callback: the
+  // exception comes out as itself, the store as it was.
+  struct Stop {};
+  EXPECT_THROW(store().import_archive(archive("repeat.tar"), "", [](const ImageImportProgress& p) {
+    if (p.bytes_read > 0) throw Stop{};
+  }), Stop);
+  EXPECT_TRUE(store().list().empty());
+  EXPECT_TRUE(fs::is_empty(options().image_store + "/layers"));
+  const auto result = store().import_archive(archive("repeat.tar"));
+  EXPECT_EQ(result.layers_unpacked, 4u);
+  EXPECT_EQ(sh(create_on("repeat:1"), "pwd; cat hello.txt; ls /opt"), "/app\nhello from the image\nopaque\n");
+}
+
 // The contract on an imported image: every conformance entry on a sandbox of
 // a BusyBox image from the store (all its applets linked), as an agent host
 // would run it on alpine.

@@ -216,6 +216,9 @@ TEST_F(MayuraRunTest, ImageImportListRunInspectAndRemove) {
   EXPECT_EQ(r.out, "hello from the image\n");
   r = run("--image busybox:cli");
   EXPECT_EQ(r.out, "default command in /app\n") << r.err;
+  r = run("--image host");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("no command given"), std::string::npos) << r.err;
   r = run("image inspect busybox:cli");
   ASSERT_EQ(r.status, 0) << r.err;
   const auto info = nlohmann::json::parse(r.out);

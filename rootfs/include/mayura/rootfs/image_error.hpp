@@ -12,10 +12,9 @@ class ImageError : public std::runtime_error {
     not_found,    // no such image (or directory)
     bad_input,    // a name or option that is wrong
     bad_archive,  // the archive is malformed, incomplete, unsafe or does not match its digests
-    busy,         // the image is in use by a running sandbox
     store,        // the store itself failed (disk full, permissions)
   };
-  explicit ImageError(const std::string& what, Kind kind = Kind::not_found) : std::runtime_error(what), kind_(kind) {}
+  ImageError(const std::string& what, Kind kind) : std::runtime_error(what), kind_(kind) {}
   Kind kind() const noexcept { return kind_; }
 
  private:

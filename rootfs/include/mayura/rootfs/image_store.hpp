@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -42,6 +43,8 @@ struct StoredImage {
   std::string user;
   std::vector<std::string> entrypoint;
   std::vector<std::string> cmd;
+  std::vector<std::string> exposed_ports;         // recorded, not published
+  std::map<std::string, std::string> labels;
   std::string architecture;
   std::string os;
   std::string created;   // as the config says
@@ -65,6 +68,7 @@ struct ImportResult {
 };
 
 struct RemoveResult {
+  std::vector<std::string> names_removed;
   bool image_removed = false;       // false: another name or a running sandbox still holds it
   std::size_t layers_removed = 0;   // layers no other image uses
 };
@@ -97,7 +101,9 @@ class ImageStore {
   UniqueFd lock(int how) const;
   void ensure_dirs() const;
   std::optional<StoredImage> load(const std::string& id_hex) const;
+  std::string resolve(const std::map<std::string, std::string>& refs, const std::string& what) const;
   std::size_t collect();
+  std::size_t collect_after_commit() noexcept;
   void sweep_staging();
 
   std::string dir_;
