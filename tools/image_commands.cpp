@@ -145,7 +145,8 @@ int inspect_image(const std::string& name) {
       {"imported", image.imported},
       {"bytes", image.bytes},
       {"config", {{"Env", image.env}, {"WorkingDir", image.working_dir}, {"User", image.user},
-                  {"Entrypoint", image.entrypoint}, {"Cmd", image.cmd}}},
+                  {"Entrypoint", image.entrypoint}, {"Cmd", image.cmd}, {"ExposedPorts", image.exposed_ports},
+                  {"Labels", image.labels}}},
       {"layers", layers},
   };
   std::printf("%s\n", out.dump(2).c_str());
