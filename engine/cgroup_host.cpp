@@ -91,7 +91,8 @@ Host detect(const Probe& probe) {
     for (const auto& m : mounts) {
       if (host.v2.empty() && m.fstype == "cgroup2" && m.root == "/") host.v2 = m.mount_point;
     }
-    if (!host.v2.empty()) host.layout = Layout::hybrid;
+    // The hierarchy an engine mounted for itself makes no hybrid host.
+    if (!host.v2.empty() && host.v2 != kEngineCgroup2) host.layout = Layout::hybrid;
   }
 
   // A controller is on cgroup2 if the root offers it there, else on the v1

@@ -19,6 +19,11 @@ namespace mayura::cgroups {
 
 enum class Layout { unified, hybrid, legacy };
 
+// Where an engine on a legacy host mounts the cgroup2 hierarchy it tracks and
+// kills with, and leaves it for the next engine (every cgroup2 mount shows
+// the same one hierarchy, so there is nothing to gain from more).
+constexpr const char* kEngineCgroup2 = "/run/mayura-cgroup2";
+
 // Where one kind of limit is enforced: on cgroup2, on a v1 hierarchy (its
 // mount point), or nowhere.
 struct Controller {
@@ -29,7 +34,7 @@ struct Controller {
 
 struct Host {
   Layout layout = Layout::legacy;
-  std::string v2;  // the cgroup2 mount point; empty on a legacy host
+  std::string v2;  // the cgroup2 mount point; empty on a legacy host the engine has not mounted one on yet
   Controller memory, cpu, pids;
   bool swap_limit = false;  // swap can be held at zero (memsw on v1; swap.max on v2)
 

@@ -31,19 +31,24 @@ std::uint64_t cpu_quota_us(double cpus);
 
 // --- cgroup2 ------------------------------------------------------------
 
-// Turns on, in `parent` and in `root`, the controllers the host has on
-// cgroup2 (a cgroup can only use what its parent hands down). Returns the
+// Turns on the controllers the host has on cgroup2 in every cgroup from the
+// mount down to `root` (a cgroup can only use what its parent hands down),
+// writing only where a controller is not handed down already. Returns the
 // host as it is usable from `root`: a controller that could not be turned on
 // is not there.
-Host enable_v2_controllers(const Host& host, const std::string& parent, const std::string& root);
+Host enable_v2_controllers(const Host& host, const std::string& mount, const std::string& root);
 
-// Lets the sandbox's `commands` cgroup have a process limit of its own
-// (pids is a threaded controller, so the init may stay in the sandbox's).
+// Lets the sandbox's `commands` cgroup have a process limit of its own. Only
+// once the init has left the sandbox's own cgroup for its `init` leaf: pids
+// is a threaded controller, and a cgroup with a process of its own and a
+// threaded controller handed down becomes a thread root, below which no
+// process may go into a domain cgroup (clone3 then fails EOPNOTSUPP).
 void enable_v2_command_limits(int sandbox_dir, const Host& host);
 
-// Writes `limits` into a sandbox's cgroup2 directories. Throws SandboxError
-// naming the file that could not be written.
-void apply_v2(int sandbox_dir, int commands_dir, const Host& host, const Limits& limits);
+// Writes `limits` into a sandbox's cgroup2 directories (the commands' pids.max
+// only if `commands_limited`, the pids controller handed down to them).
+// Throws SandboxError naming the file that could not be written.
+void apply_v2(int sandbox_dir, int commands_dir, const Host& host, const Limits& limits, bool commands_limited);
 
 // How many processes the OOM killer has killed in a sandbox, from its
 // counter file kept open: read on every exec, so one read, no open.

@@ -1,7 +1,9 @@
 // Limits on cgroup2: memory.max and memory.swap.max and cpu.max on the
 // sandbox's cgroup, pids.max on its commands' cgroup.
 
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "cgroup_files.hpp"
 #include "cgroup_limits.hpp"
@@ -19,17 +21,49 @@ std::string or_max(const std::optional<std::uint64_t>& v) { return v ? std::to_s
 
 }  // namespace
 
-Host enable_v2_controllers(const Host& host, const std::string& parent, const std::string& root) {
+Host enable_v2_controllers(const Host& host, const std::string& mount, const std::string& root) {
   Host usable = host;
+  // Every cgroup from the mount down to the root, each a parent of the next.
+  std::vector<std::string> chain;
+  for (std::string dir = root; dir.size() >= mount.size() && dir.rfind(mount, 0) == 0; dir = dir.substr(0, dir.rfind('/'))) {
+    chain.insert(chain.begin(), dir);
+    if (dir == mount) break;
+  }
+  auto offered = [](const std::string& dir, const char* name) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return false;
+    std::istringstream words(read_at(fd, "cgroup.controllers"));
+    ::close(fd);
+    for (std::string w; words >> w;) {
+      if (w == name) return true;
+    }
+    return false;
+  };
+  auto has_processes = [](const std::string& dir) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool any = !read_at(fd, "cgroup.procs").empty();
+    ::close(fd);
+    return any;
+  };
   auto enable = [&](Controller& c, const char* name) {
     if (!c.v2) return;
     const std::string change = std::string("+") + name;
-    for (const std::string& dir : {parent, root}) {
-      const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    for (std::size_t i = 0; i < chain.size(); ++i) {
+      // Handed down already (by systemd, or an engine before this one):
+      // nothing to write in a cgroup that may not be ours.
+      if (i + 1 < chain.size() && offered(chain[i + 1], name)) continue;
+      // Below the root, a cgroup with processes of its own can hand down no
+      // domain controller (EBUSY), and handing down a threaded one (cpu,
+      // pids) would make it a thread root, below which no sandbox could be
+      // made at all: leave the controller off instead.
+      if (chain[i] != mount && has_processes(chain[i])) {
+        c.v2 = false;
+        return;
+      }
+      const int fd = ::open(chain[i].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       const int error = fd < 0 ? errno : write_at(fd, "cgroup.subtree_control", change);
       if (fd >= 0) ::close(fd);
-      // EBUSY: the parent has processes of its own and a domain controller
-      // cannot be handed past them (the no internal processes rule).
       if (error) {
         c.v2 = false;
         return;
@@ -50,7 +84,7 @@ void enable_v2_command_limits(int sandbox_dir, const Host& host) {
   if (host.pids.v2) set(sandbox_dir, "cgroup.subtree_control", "+pids");
 }
 
-void apply_v2(int sandbox_dir, int commands_dir, const Host& host, const Limits& limits) {
+void apply_v2(int sandbox_dir, int commands_dir, const Host& host, const Limits& limits, bool commands_limited) {
   if (host.memory.v2) {
     set(sandbox_dir, "memory.max", or_max(limits.memory_bytes));
     // No swap: a memory bound that swap could stretch is no bound. A kernel
@@ -62,7 +96,7 @@ void apply_v2(int sandbox_dir, int commands_dir, const Host& host, const Limits&
     const std::string quota = limits.cpus ? std::to_string(cpu_quota_us(*limits.cpus)) : "max";
     set(sandbox_dir, "cpu.max", quota + " " + std::to_string(kCpuPeriodUs));
   }
-  if (host.pids.v2) set(commands_dir, "pids.max", or_max(limits.pids));
+  if (host.pids.v2 && commands_limited) set(commands_dir, "pids.max", or_max(limits.pids));
 }
 
 OomCounter v2_oom_counter(int sandbox_dir) {

@@ -93,9 +93,8 @@ bool remove_tree(const std::string& path) {
 
 // A legacy host has no cgroup2: mount one (with no controllers, all of them
 // being on v1) to track and kill processes with.
-std::string mount_own_cgroup2(const std::string& state_dir) {
-  const std::string path = state_dir + "/cgroup2";
-  if (::mkdir(state_dir.c_str(), 0700) != 0 && errno != EEXIST) fail_step("making " + state_dir, errno, Reason::UNSUPPORTED);
+std::string mount_own_cgroup2() {
+  const std::string path = kEngineCgroup2;
   if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) fail_step("making " + path, errno, Reason::UNSUPPORTED);
   struct statfs fs {};
   if (::statfs(path.c_str(), &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC) return path;
@@ -117,12 +116,14 @@ bool remove_orphan(const Places& places, const std::string& path) noexcept {
   return true;
 }
 
-std::string prepare_root(const std::string& configured, const Host& host, const std::string& state_dir) {
-  std::string root = configured;
-  if (root.empty()) {
-    std::string mount = host.v2;
-    if (mount.empty()) mount = mount_own_cgroup2(state_dir);
-    root = mount + "/mayura";
+Placement prepare_root(const std::string& configured, Host& host) {
+  if (host.v2.empty()) host.v2 = mount_own_cgroup2();
+  Placement placement = plan_placement_here(host.v2, configured);
+  const std::string& root = placement.root;
+  // The kernel hands domain controllers down only past cgroups with no
+  // process of their own: the engine leaves the one its root lies below.
+  if (!placement.home.empty() && move_into_leaf(placement.home) != 0) {
+    placement.how += " (some processes could not be moved out of " + placement.home + ")";
   }
   if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) {
     fail_step("making the engine's cgroup " + root, errno, Reason::UNSUPPORTED);
@@ -130,7 +131,12 @@ std::string prepare_root(const std::string& configured, const Host& host, const 
   if (::access((root + "/cgroup.procs").c_str(), W_OK) != 0) {
     fail_step("using the engine's cgroup " + root, errno, Reason::UNSUPPORTED);
   }
-  return root;
+  return placement;
+}
+
+std::string default_root_for(const Host& host, const std::string& name) {
+  const std::string mount = host.v2.empty() ? std::string(kEngineCgroup2) : host.v2;
+  return plan_placement_here(mount, "").base + "/" + name;
 }
 
 void remove_root_if_unused(const Places& places) noexcept {
@@ -157,7 +163,10 @@ SandboxCgroup::SandboxCgroup(const Places& places, const std::string& name, uid_
     if (!dir_ || ::fchownat(dir_.get(), "cgroup.procs", owner, group, 0) != 0) {
       fail_step("delegating the sandbox's cgroup", errno);
     }
-    enable_v2_command_limits(dir_.get(), host_);
+    // The init's leaf, where it moves once its cgroup namespace is rooted
+    // here: needed only where the pids controller is handed down to the
+    // commands (see enable_v2_command_limits).
+    if (host_.pids.v2) make_delegated(dir_.get(), "init", "making the init's cgroup");
     commands_ = make_delegated(dir_.get(), "commands", "making the commands' cgroup");
     v1_ = V1Groups(host_, places.root_name(), name);
     oom_ = host_.memory.v2 ? v2_oom_counter(dir_.get()) : v1_.oom_counter();
@@ -199,8 +208,18 @@ void SandboxCgroup::remove_command(const std::string& name) const noexcept {
 void SandboxCgroup::apply(const Limits& limits) {
   if (limits == applied_) return;
   applied_ = Limits{};  // unknown until every write is done
-  apply_v2(dir_.get(), commands_.get(), host_, limits);
+  apply_v2(dir_.get(), commands_.get(), host_, limits, commands_limited_);
   v1_.apply(limits);
+  applied_ = limits;
+}
+
+void SandboxCgroup::settle() {
+  if (commands_limited_ || !host_.pids.v2) return;
+  enable_v2_command_limits(dir_.get(), host_);
+  commands_limited_ = true;
+  const Limits limits = applied_;
+  applied_ = Limits{};
+  apply_v2(dir_.get(), commands_.get(), host_, limits, commands_limited_);
   applied_ = limits;
 }
 

@@ -11,15 +11,21 @@
 
 #include "cgroup_host.hpp"
 #include "cgroup_limits.hpp"
+#include "cgroup_placement.hpp"
 #include "fd.hpp"
 
 namespace mayura::cgroups {
 
-// The engine's root directory for sandbox cgroups (cgroup2); made if
-// missing. On a legacy host, where no cgroup2 is mounted, it mounts one of
-// its own under `state_dir` first. Throws SandboxError(UNSUPPORTED) if it
-// cannot be used.
-std::string prepare_root(const std::string& configured, const Host& host, const std::string& state_dir);
+// The engine's place for sandbox cgroups (cgroup2), made ready: on a legacy
+// host, where no cgroup2 is mounted, a hierarchy of its own mounted first (at
+// kEngineCgroup2, where the next engine finds it; `host` then names it); the
+// engine's processes moved into a leaf where the placement needs it; the root
+// made if missing. Throws SandboxError(UNSUPPORTED) if it cannot be used.
+Placement prepare_root(const std::string& configured, Host& host);
+
+// Where a root named `name` goes on this host by default (the engine's
+// delegated subtree or the top of the hierarchy), without changing anything.
+std::string default_root_for(const Host& host, const std::string& name);
 
 // The engine's places: its cgroup2 root, and its roots on the v1 hierarchies.
 struct Places {
@@ -32,11 +38,18 @@ struct Places {
 // engine's included); an engine that still uses them makes them again.
 void remove_root_if_unused(const Places& places) noexcept;
 
+// A sandbox's cgroup2 tree, which keeps the no-internal-processes rule:
+//   <root>/<name>                 memory.max, cpu.max; no process of its own
+//   <root>/<name>/init            the init (where pids is on cgroup2)
+//   <root>/<name>/commands        pids.max
+//   <root>/<name>/commands/cmd-N  one command and all it started
+// The init is cloned into <name> itself, roots its cgroup namespace there,
+// then moves into `init`; where pids is not on cgroup2 it stays in <name>.
 class SandboxCgroup {
  public:
   SandboxCgroup() = default;
-  // mkdir <root>/<name> and <root>/<name>/commands, delegated to `owner`,
-  // and the sandbox's groups on v1. Throws on failure.
+  // mkdir <root>/<name> and its init and commands cgroups, delegated to
+  // `owner`, and the sandbox's groups on v1. Throws on failure.
   SandboxCgroup(const Places& places, const std::string& name, uid_t owner, gid_t group);
   SandboxCgroup(SandboxCgroup&&) noexcept = default;
   SandboxCgroup& operator=(SandboxCgroup&&) noexcept = default;
@@ -48,8 +61,12 @@ class SandboxCgroup {
   // Puts the init into the sandbox's v1 groups, before it runs anything.
   void place_init(pid_t pid) const { v1_.place(pid); }
   // Sets (or changes) the sandbox's limits; writes nothing if they are the
-  // ones it has.
+  // ones it has. The commands' process bound on cgroup2 waits for settle().
   void apply(const Limits& limits);
+  // Once the init is ready (and so has left the sandbox's own cgroup for its
+  // leaf): hands the pids controller down to the commands' cgroup and sets
+  // their bound.
+  void settle();
   // How many of the sandbox's processes the OOM killer has killed so far.
   std::uint64_t oom_kills() const;
   // For a command to join the v1 process limit before it runs; -1 if none.
@@ -78,6 +95,7 @@ class SandboxCgroup {
   OomCounter oom_;
   Limits applied_;  // a new cgroup bounds nothing
   bool destroyed_ = false;
+  bool commands_limited_ = false;  // pids handed down to the commands' cgroup (cgroup2)
   uid_t owner_ = 0;
   gid_t group_ = 0;
 };

@@ -92,9 +92,6 @@ void raise_open_file_limit() {
   }
 }
 
-// The parent directory of a cgroup path.
-std::string parent_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
-
 // The seccomp filters a sandbox's commands run under, installed in order.
 using Filters = std::vector<seccomp::Program>;
 
@@ -106,8 +103,9 @@ class NativeProvider final : public SandboxProvider {
     raise_open_file_limit();
     cgroups::Places& cg = places_.cgroups;
     cg.host = cgroups::detect_host();
-    cg.root = cgroups::prepare_root(options_.cgroup_root, cg.host, options_.state_dir);
-    cg.host = cgroups::enable_v2_controllers(cg.host, parent_of(cg.root), cg.root);
+    const cgroups::Placement placement = cgroups::prepare_root(options_.cgroup_root, cg.host);
+    cg.root = placement.root;
+    cg.host = cgroups::enable_v2_controllers(cg.host, cg.host.v2, cg.root);
     places_.state_dir = options_.state_dir;
     records::clean_orphans(options_.state_dir, cg);
     default_seccomp_ = {seccomp::default_program()};
@@ -233,6 +231,8 @@ class NativeProvider final : public SandboxProvider {
         cancellation);
     core->netns = std::move(netns);
     timer.step("init ready");
+    core->cgroup.settle();
+    timer.step("cgroup settled");
     guard.armed = false;
     return core;
   }
@@ -324,7 +324,11 @@ class NativeProvider final : public SandboxProvider {
 
 }  // namespace
 
-std::string describe_native_host() { return cgroups::detect_host().describe(); }
+std::string describe_native_host(const NativeOptions& options) {
+  const cgroups::Host host = cgroups::detect_host();
+  const std::string mount = host.v2.empty() ? std::string(cgroups::kEngineCgroup2) : host.v2;
+  return host.describe() + "\n" + cgroups::plan_placement_here(mount, options.cgroup_root).how;
+}
 
 std::shared_ptr<SandboxProvider> native_sandboxes(const NativeOptions& options) {
   return std::make_shared<NativeProvider>(options);

@@ -75,7 +75,7 @@ Environment (where the engine keeps its state; defaults suit most hosts):
   MAYURA_IMAGE_DIR       where directory images are found by name
                          (/var/lib/mayura/images)
   MAYURA_STATE_DIR       the engine's records (/run/mayura)
-  MAYURA_CGROUP_ROOT     the cgroup2 directory for sandboxes (<cgroup2>/mayura)
+  MAYURA_CGROUP_ROOT     the cgroup2 directory for sandboxes (see doctor)
   MAYURA_ID_BASE, MAYURA_ID_SLOTS   the host id ranges sandboxes map to
   MAYURA_DNS_SERVERS     IPv4 servers (comma-separated) that resolve names for
                          sandboxes (default: this host's resolver)
@@ -108,8 +108,10 @@ std::int64_t parse_count(const std::string& flag, const std::string& value, std:
   return static_cast<std::int64_t>(v);
 }
 
+mayura::NativeOptions engine_options_from_env();
+
 void print_version() {
-  std::printf("mayura-run %s\n%s\n", MAYURA_VERSION, mayura::describe_native_host().c_str());
+  std::printf("mayura-run %s\n%s\n", MAYURA_VERSION, mayura::describe_native_host(engine_options_from_env()).c_str());
 }
 
 double parse_seconds(const std::string& flag, const std::string& value) {

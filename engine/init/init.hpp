@@ -24,8 +24,10 @@ struct Identity {
 int run_zygote(int engine);
 
 // In a child the zygote cloned into fresh namespaces: becomes the sandbox's
-// init and never returns. `socket` is the sandbox's own socket to the engine.
-[[noreturn]] void sandbox_child(const protocol::Config& config, int socket);
+// init and never returns. `socket` is the sandbox's own socket to the engine;
+// `init_leaf`, if not -1, the cgroup.procs of the sandbox's `init` cgroup, to
+// move into once the cgroup namespace is rooted at the sandbox's cgroup.
+[[noreturn]] void sandbox_child(const protocol::Config& config, int socket, int init_leaf);
 
 // Writes one status record; errors are ignored (the reader is gone).
 void report(int fd, std::uint32_t kind, std::int32_t value, std::int64_t extra = 0);

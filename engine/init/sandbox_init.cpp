@@ -60,13 +60,21 @@ int set_rlimits() {
 }
 
 // The sequence that turns a fresh set of namespaces into a sandbox.
-Identity contain(const protocol::Config& config, std::vector<UniqueFd>& trees, std::vector<UniqueFd>& layers) {
+Identity contain(const protocol::Config& config, std::vector<UniqueFd>& trees, std::vector<UniqueFd>& layers,
+                 UniqueFd init_leaf) {
   // Nothing inside may ptrace us or read our memory through /proc.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   ::prctl(PR_SET_NAME, "mayura-init", 0, 0, 0);
   // Root the cgroup namespace at the sandbox's own cgroup (clone3 roots it at
-  // the engine's), so nothing inside learns the host's cgroup paths.
+  // the engine's), so nothing inside learns the host's cgroup paths, and the
+  // commands' cgroups below it are inside the namespace (a host mounting
+  // cgroup2 with nsdelegate refuses a clone into a cgroup outside).
   if (::unshare(CLONE_NEWCGROUP) != 0) fail(Step::cgroup_ns, errno);
+  // Then leave the sandbox's own cgroup for its `init` leaf, so that the
+  // sandbox's cgroup holds no process and may hand the pids controller down
+  // to the commands' cgroup.
+  if (init_leaf && ::write(init_leaf.get(), "0", 1) != 1) fail(Step::cgroup_ns, errno);
+  init_leaf.reset();
   const rootfs::BuildResult built = rootfs::build(config.plan, trees, layers);
   if (!built.ok) fail(Step::rootfs, built.error, built.step);
   if (::sethostname(config.hostname.data(), config.hostname.size()) != 0) fail(Step::hostname, errno);
@@ -198,7 +206,7 @@ int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
 
 }  // namespace
 
-[[noreturn]] void sandbox_child(const protocol::Config& config, int socket) {
+[[noreturn]] void sandbox_child(const protocol::Config& config, int socket, int init_leaf) {
   timespec started{};
   ::clock_gettime(CLOCK_MONOTONIC, &started);
   // A session of its own: the engine's terminal, if it has one, is never
@@ -216,6 +224,8 @@ int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
   for (auto& tree : trees) {
     if (tree) tree = UniqueFd(park(tree.get()));
   }
+  UniqueFd leaf(init_leaf >= 0 ? park(init_leaf) : -1);
+  if (init_leaf >= 0 && !leaf) fail(Step::fds, errno, 0, control);
   if (::syscall(SYS_close_range, 3, kParkedFds - 1, 0) != 0 || ::dup2(control, kControlFd) < 0) ::_exit(1);
   ::close(control);
 
@@ -229,7 +239,7 @@ int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
   // Root of our user namespace, with no host groups left over.
   if (::setgroups(0, nullptr) != 0 || ::setresgid(0, 0, 0) != 0 || ::setresuid(0, 0, 0) != 0) fail(Step::ids, errno);
 
-  const Identity who = contain(config, trees, layers);
+  const Identity who = contain(config, trees, layers, std::move(leaf));
   sigset_t mask;
   sigemptyset(&mask);
   sigaddset(&mask, SIGCHLD);

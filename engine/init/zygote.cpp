@@ -49,9 +49,14 @@ void spawn(int engine, int home_netns, const protocol::Config& config, const std
   args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
   args.exit_signal = 0;
   args.cgroup = static_cast<std::uint64_t>(fds[2]);
+  // Where the init moves once its cgroup namespace is rooted at the
+  // sandbox's cgroup (absent where no controller needs the move). Opened
+  // here, by host root: the kernel checks a move against the opener.
+  const int init_leaf = ::openat(fds[2], "init/cgroup.procs", O_WRONLY | O_CLOEXEC);
   const pid_t pid = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
-  if (pid == 0) sandbox_child(config, fds[0]);
+  if (pid == 0) sandbox_child(config, fds[0], init_leaf);
   const int error = errno;
+  if (init_leaf >= 0) ::close(init_leaf);
   ::setns(home_netns, CLONE_NEWNET);
   if (pid < 0) {
     answer(engine, protocol::Status::spawn_failed, error, 0, -1);

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -59,18 +60,28 @@ std::uint32_t id_range_of_this_process() {
 
 }  // namespace
 
+std::string test_layout() {
+  const char* v = std::getenv("MAYURA_TEST_LAYOUT");
+  return v && *v ? v : "hybrid";
+}
+
 NativeOptions isolated_options() {
   NativeOptions o;
   const pid_t pid = ::getpid();
   o.state_dir = "/run/mayura-test-" + std::to_string(pid);
-  o.cgroup_root = cgroups::detect_host().v2 + "/mayura-test-" + std::to_string(pid);
+  // Where the engine would put its own root on this host (the top of the
+  // hierarchy, or the delegated subtree it runs in), under a name of our own.
+  o.cgroup_root = cgroups::default_root_for(cgroups::detect_host(), "mayura-test-" + std::to_string(pid));
   o.id_slots = 8;
   // Tests count cgroups and processes: a sandbox made ahead would be one more.
   // PreparedTest turns it on.
   o.prepared = 0;
   o.id_base = 0x40000000u + id_range_of_this_process() * o.id_slots * 65536u;
   o.image_dir = "/run/mayura-test-" + std::to_string(pid) + "-images";
-  o.image_store = "/run/mayura-test-" + std::to_string(pid) + "-store";
+  // The store on a file system that can be idmapped: the VMs' kernel (6.1)
+  // cannot idmap their tmpfs /run, so they name an ext4 disk.
+  const char* store_dir = std::getenv("MAYURA_TEST_STORE_DIR");
+  o.image_store = std::string(store_dir && *store_dir ? store_dir : "/run") + "/mayura-test-" + std::to_string(pid) + "-store";
   return o;
 }
 
@@ -90,6 +101,9 @@ HostSnapshot HostSnapshot::take() {
     std::istringstream f(line);
     std::string id, parent, dev, root, mount_point;
     f >> id >> parent >> dev >> root >> mount_point;
+    // On a v1-only host the engine mounts the cgroup2 hierarchy it tracks
+    // processes with once, and leaves it for every engine after it.
+    if (mount_point == cgroups::kEngineCgroup2) continue;
     s.mounts.push_back(mount_point + " " + root);
   }
   std::sort(s.mounts.begin(), s.mounts.end());

@@ -83,6 +83,12 @@ class NativeTest : public ::testing::Test {
 // test listens on or sends stays in a namespace it made.
 void enter_own_network_namespace();
 
+// The cgroup layout the test machine was made with: the VMs of tests/vm say
+// it in MAYURA_TEST_LAYOUT (v2-root, v2-delegated, v2-login, v1, hybrid); a
+// machine that does not is one of this project's development and CI
+// machines, which are hybrid.
+std::string test_layout();
+
 // A host file's whole contents ("" if unreadable).
 std::string read_host(const std::string& path);
 

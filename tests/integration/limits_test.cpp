@@ -4,11 +4,16 @@
 
 #include <linux/magic.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -70,6 +75,14 @@ TEST_F(LimitsTest, TheCreatesLimitsAreInTheSandboxsCgroups) {
   // the process bound is on the commands, below the init
   EXPECT_EQ(value(pids + "/commands/pids.max"), "77");
   EXPECT_EQ(value(pids + "/pids.max"), "max");
+  if (host_.pids.v2) {
+    // The no-internal-processes rule: the sandbox's own cgroup holds no
+    // process, the init is alone in its leaf, and pids is handed down.
+    EXPECT_EQ(value(pids + "/cgroup.procs"), "");
+    const std::string init = value(pids + "/init/cgroup.procs");
+    EXPECT_EQ(read_host("/proc/" + init + "/comm"), "mayura-init\n") << init;
+    EXPECT_EQ(value(pids + "/cgroup.subtree_control"), "pids");
+  }
   // a command is in it (as the sandbox sees it: its cgroup namespace)
   const std::string seen = sh(s, "cat /proc/self/cgroup");
   if (host_.pids.v2) {
@@ -96,11 +109,16 @@ TEST_F(LimitsTest, NoDefaultMeansNoBound) {
   options().default_pids = 0;
   options().default_cpus = 0;
   auto s = create();
-  if (!host_.memory.v2) {
+  if (host_.memory.v2) {
+    EXPECT_EQ(value(sandbox_dir(host_.memory) + "/memory.max"), "max");
+    EXPECT_EQ(value(sandbox_dir(host_.memory) + "/memory.swap.max"), "0");  // never swap
+  } else {
     EXPECT_EQ(value(sandbox_dir(host_.memory) + "/memory.limit_in_bytes"), "9223372036854771712");
   }
   EXPECT_EQ(value(sandbox_dir(host_.pids) + "/commands/pids.max"), "max");
-  if (!host_.cpu.v2) {
+  if (host_.cpu.v2) {
+    EXPECT_EQ(value(sandbox_dir(host_.cpu) + "/cpu.max"), "max 100000");
+  } else {
     EXPECT_EQ(value(sandbox_dir(host_.cpu) + "/cpu.cfs_quota_us"), "-1");
   }
 }
@@ -132,6 +150,30 @@ TEST_F(LimitsTest, ASandboxMadeAheadTakesTheCreatesLimits) {
   ASSERT_FALSE(mem.empty()) << prefix;
   EXPECT_EQ(value(mem + (host_.memory.v2 ? "/memory.max" : "/memory.limit_in_bytes")), std::to_string(64 << 20));
   EXPECT_EQ(sh(s, "echo ok"), "ok\n");
+}
+
+// The cpu bound holds for real: the kernel throttles a busy command of a
+// sandbox bounded to a fifth of a cpu (20 ms per 100 ms period), and counts
+// it in cpu.stat, on whichever hierarchy carries cpu.
+TEST_F(LimitsTest, TheCpuQuotaThrottlesABusyCommand) {
+  ASSERT_TRUE(host_.cpu.available()) << host_.describe();
+  CreateOptions c;
+  c.cpus = 0.2;
+  auto s = create(c);
+  const std::string stat = sandbox_dir(host_.cpu) + "/cpu.stat";
+  auto throttled = [&] {
+    std::istringstream lines(read_host(stat));
+    std::string key;
+    std::uint64_t n = 0;
+    while (lines >> key >> n) {
+      if (key == "nr_throttled") return n;
+    }
+    ADD_FAILURE() << "no nr_throttled in " << stat;
+    return std::uint64_t{0};
+  };
+  EXPECT_EQ(throttled(), 0u);
+  sh(s, "i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done");
+  EXPECT_GT(throttled(), 0u);
 }
 
 TEST_F(LimitsTest, OomKilledIsSaidOnlyWhenTheKernelKilledForMemory) {
@@ -193,29 +235,158 @@ TEST_F(LimitsTest, BadEngineDefaultsAreRefused) {
 namespace mayura::testing {
 namespace {
 
-// A legacy (v1 only) host has no cgroup2 to track and kill with: the engine
-// mounts one of its own under its state directory. This host has a cgroup2,
-// so the legacy path is taken by describing the host as legacy.
-TEST(LegacyHost, TheEngineMountsACgroup2OfItsOwn) {
-  // In a mount namespace of the test's own: the mount must not show in the
-  // host's table, where a test running alongside checks for leaked mounts.
-  ASSERT_EQ(::unshare(CLONE_NEWNS), 0) << std::strerror(errno);
-  ASSERT_EQ(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0) << std::strerror(errno);
-  cgroups::Host legacy = cgroups::detect_host();
-  legacy.layout = cgroups::Layout::legacy;
-  legacy.v2.clear();
-  const std::string state = "/run/mayura-test-legacy-" + std::to_string(::getpid());
-  const std::string root = cgroups::prepare_root("", legacy, state);
-  EXPECT_EQ(root, state + "/cgroup2/mayura");
+std::string own_cgroup_path() { return cgroups::own_cgroup(read_host("/proc/self/cgroup")); }
+
+// Where the engine tracks and kills, and where it puts itself, in the layout
+// this machine really has: each layout's own effects, checked on the real
+// hierarchy.
+TEST_F(LimitsTest, TheEngineIsPlacedAsTheLayoutRequires) {
+  const std::string layout = test_layout();
+  auto s = create();
+  const cgroups::Host host = cgroups::detect_host();
+  ASSERT_FALSE(host.v2.empty());
   struct statfs fs {};
-  ASSERT_EQ(::statfs(root.c_str(), &fs), 0);
+  ASSERT_EQ(::statfs(options().cgroup_root.c_str(), &fs), 0) << options().cgroup_root;
   EXPECT_EQ(fs.f_type, CGROUP2_SUPER_MAGIC);
-  // a second engine finds it mounted and uses it as it is
-  EXPECT_EQ(cgroups::prepare_root("", legacy, state), root);
-  EXPECT_EQ(::rmdir(root.c_str()), 0);
-  EXPECT_EQ(::umount2((state + "/cgroup2").c_str(), MNT_DETACH), 0);
-  EXPECT_EQ(::rmdir((state + "/cgroup2").c_str()), 0);
-  EXPECT_EQ(::rmdir(state.c_str()), 0);
+  // the sandbox's init is in the engine's root, and its commands below it
+  EXPECT_NE(sh(s, "cat /proc/self/cgroup").find("0::/"), std::string::npos);
+  if (layout == "v1") {
+    EXPECT_EQ(host.layout, cgroups::Layout::legacy) << host.describe();
+    // no cgroup2 but the one the engine mounted, and the root on it
+    EXPECT_EQ(host.v2, cgroups::kEngineCgroup2);
+    EXPECT_EQ(options().cgroup_root.rfind(std::string(cgroups::kEngineCgroup2) + "/", 0), 0u) << options().cgroup_root;
+    EXPECT_FALSE(host.memory.v2 || host.cpu.v2 || host.pids.v2);
+    EXPECT_TRUE(host.memory.available() && host.cpu.available() && host.pids.available()) << host.describe();
+  } else if (layout == "hybrid") {
+    EXPECT_EQ(host.layout, cgroups::Layout::hybrid) << host.describe();
+    EXPECT_EQ(options().cgroup_root.rfind(host.v2 + "/mayura-test-", 0), 0u) << options().cgroup_root;
+  } else {
+    EXPECT_EQ(host.layout, cgroups::Layout::unified) << host.describe();
+    EXPECT_TRUE(host.memory.v2 && host.cpu.v2 && host.pids.v2) << host.describe();
+    EXPECT_TRUE(host.swap_limit) << host.describe();
+    // every limit is enforced on cgroup2: the engine's root has them all
+    EXPECT_EQ(value(options().cgroup_root + "/cgroup.subtree_control"), "cpu memory pids");
+    const std::string own = own_cgroup_path();
+    if (layout == "v2-delegated") {
+      // The engine left the service's own cgroup for a leaf, so the service
+      // holds no process and hands its controllers down to the sandboxes.
+      const std::string service = "/system.slice/mayurad.service";
+      EXPECT_EQ(own, service + "/engine");
+      EXPECT_EQ(value(host.v2 + service + "/cgroup.procs"), "");
+      EXPECT_EQ(options().cgroup_root.rfind(host.v2 + service + "/mayura-test-", 0), 0u) << options().cgroup_root;
+    } else if (layout == "v2-root") {
+      EXPECT_EQ(own, "");
+      EXPECT_EQ(options().cgroup_root.rfind(host.v2 + "/mayura-test-", 0), 0u) << options().cgroup_root;
+    } else if (layout == "v2-login") {
+      // not delegated: the engine stays in the session and makes its tree at
+      // the top, as the cgroupfs drivers do
+      EXPECT_EQ(own.rfind("/user.slice/", 0), 0u) << own;
+      EXPECT_EQ(options().cgroup_root.rfind(host.v2 + "/mayura-test-", 0), 0u) << options().cgroup_root;
+    } else {
+      ADD_FAILURE() << "unknown layout " << layout;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mayura::testing
+
+namespace mayura::testing {
+namespace {
+
+// On pure cgroup2 only (the VMs' v2 layouts): where the engine's root lies
+// below cgroups with processes of their own.
+class UnifiedCgroupTest : public LimitsTest {
+ protected:
+  void SetUp() override {
+    LimitsTest::SetUp();
+    ASSERT_EQ(test_layout().rfind("v2-", 0), 0u) << "runs on pure cgroup2 only, not on " << test_layout();
+    ASSERT_EQ(host_.layout, cgroups::Layout::unified) << host_.describe();
+    home_ = host_.v2 + "/mayura-test-home-" + std::to_string(::getpid());
+    ASSERT_EQ(::mkdir(home_.c_str(), 0755), 0) << std::strerror(errno);
+  }
+  void TearDown() override {
+    shutdown();  // the engine's root goes before the cgroup it lies in
+    if (sleeper_ > 0) {
+      ::kill(sleeper_, SIGKILL);
+      for (int i = 0; i < 1000 && ::kill(sleeper_, 0) == 0; ++i) ::usleep(1000);
+    }
+    for (const std::string& dir : {home_ + "/engine", home_}) {
+      for (int i = 0; i < 100 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY; ++i) ::usleep(10000);
+    }
+    EXPECT_FALSE(fs::exists(home_)) << home_;
+    LimitsTest::TearDown();
+  }
+  // A process that stays in `home_` (a shell that moved itself there, then
+  // sleeps), as another process of a service would.
+  void start_sleeper() {
+    const std::string pid_file = options().state_dir + "-sleeper";
+    const std::string command = "sh -c 'echo $$ > " + home_ + "/cgroup.procs && exec sleep 600' </dev/null >/dev/null 2>&1 & echo $! > " + pid_file;
+    ASSERT_EQ(std::system(command.c_str()), 0);
+    std::istringstream(read_host(pid_file)) >> sleeper_;
+    fs::remove(pid_file);
+    ASSERT_GT(sleeper_, 0);
+    for (int i = 0; i < 2000 && value(home_ + "/cgroup.procs") != std::to_string(sleeper_); ++i) ::usleep(1000);
+    ASSERT_EQ(value(home_ + "/cgroup.procs"), std::to_string(sleeper_));
+  }
+  // mayura-run, started from a shell that moved itself into `home_` first,
+  // with the engine's root below it.
+  std::string mayura_run_in_home(const std::string& args, int& status) {
+    const std::string out = options().state_dir + "-out";
+    const std::string command = "sh -c 'echo $$ > " + home_ + "/cgroup.procs && exec env MAYURA_STATE_DIR=" +
+                                options().state_dir + " MAYURA_CGROUP_ROOT=" + home_ + "/sandboxes MAYURA_ID_BASE=" +
+                                std::to_string(options().id_base) + " MAYURA_ID_SLOTS=" + std::to_string(options().id_slots) +
+                                " " + MAYURA_RUN_PATH + " " + args + "' </dev/null >" + out + " 2>&1";
+    const int raw = std::system(command.c_str());
+    status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    std::string text = read_host(out);
+    fs::remove(out);
+    return text;
+  }
+  std::string home_;
+  pid_t sleeper_ = -1;
+};
+
+// The second row: the engine in a service's cgroup with its root below
+// it (MAYURA_CGROUP_ROOT). The engine moves itself and the service's other
+// processes into a leaf, hands every controller down, and the limits hold.
+TEST_F(UnifiedCgroupTest, ARootBelowTheEnginesOwnCgroupMovesItsProcessesIntoALeaf) {
+  start_sleeper();
+  int status = -1;
+  const std::string out = mayura_run_in_home("--pids 7 --memory 64 -- cat /proc/self/cgroup", status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(out, "0::/commands/cmd-1\n");
+  // the other process of the "service" went into the leaf with the engine
+  EXPECT_EQ(value(home_ + "/cgroup.procs"), "");
+  EXPECT_EQ(value(home_ + "/engine/cgroup.procs"), std::to_string(sleeper_));
+  EXPECT_EQ(value(home_ + "/cgroup.subtree_control"), "cpu memory pids");
+  // the engine's root is gone with its last sandbox
+  EXPECT_FALSE(fs::exists(home_ + "/sandboxes"));
+}
+
+// A root below a cgroup that holds a process the engine may not move (not its
+// own, not delegated): no controller is handed past it, so no limit can be
+// promised, and a create that asks for one is refused; a sandbox without
+// limits still runs (the cgroup is never turned into a thread root).
+TEST_F(UnifiedCgroupTest, ARootBelowAnotherProcesssCgroupOffersNoLimitAndStillRuns) {
+  start_sleeper();
+  options().cgroup_root = home_ + "/sandboxes";
+  options().default_memory_mib = 0;
+  options().default_pids = 0;
+  const Features f = sandboxes().features();
+  EXPECT_FALSE(f.memory);
+  EXPECT_FALSE(f.cpus);
+  EXPECT_FALSE(f.pids);
+  EXPECT_EQ(value(home_ + "/cgroup.subtree_control"), "");
+  EXPECT_EQ(value(home_ + "/cgroup.type"), "domain");
+  CreateOptions c;
+  c.memory_mib = 64;
+  EXPECT_EQ(reason_of([&] { create(c); }), Reason::INVALID_INPUT);
+  auto s = create();
+  EXPECT_EQ(sh(s, "echo ok"), "ok\n");
+  // the sleeper was left where it was
+  EXPECT_EQ(value(home_ + "/cgroup.procs"), std::to_string(sleeper_));
+  shutdown();
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "harness.hpp"
@@ -117,16 +118,47 @@ TEST_F(MayuraRunTest, HelpAndVersion) {
 }
 
 TEST_F(MayuraRunTest, VersionAndDoctorSayWhatTheCgroupsEnforce) {
+  // What each layout of tests/vm (and this project's hybrid machines) has.
+  const std::string layout = test_layout();
+  std::string kind, enforces, placed;
+  if (layout == "hybrid") {
+    kind = "\ncgroups: hybrid (cgroup2 at /sys/fs/cgroup/unified";
+    enforces = "enforces cpus [v1 /sys/fs/cgroup/cpu], memory (no swap) [v1 /sys/fs/cgroup/memory], pids [v1 /sys/fs/cgroup/pids]";
+    placed = "\nsandboxes under /sys/fs/cgroup/unified/mayura (the engine runs in the root cgroup)\n";
+  } else if (layout == "v1") {
+    kind = "\ncgroups: legacy (cgroup v1 only; the engine mounts a cgroup2 of its own";
+    enforces = "enforces cpus [v1 /sys/fs/cgroup/cpu,cpuacct], memory (no swap) [v1 /sys/fs/cgroup/memory], pids [v1 /sys/fs/cgroup/pids]";
+    placed = "\nsandboxes under /run/mayura-cgroup2/mayura (the engine runs in the root cgroup)\n";
+  } else {
+    kind = "\ncgroups: unified (cgroup2 at /sys/fs/cgroup)";
+    enforces = "enforces cpus [cgroup2], memory (no swap) [cgroup2], pids [cgroup2]";
+    if (layout == "v2-root") {
+      placed = "\nsandboxes under /sys/fs/cgroup/mayura (the engine runs in the root cgroup)\n";
+    } else if (layout == "v2-delegated") {
+      const std::string service = "/sys/fs/cgroup/system.slice/mayurad.service";
+      placed = "\nsandboxes under " + service + "/mayura (the engine's delegated subtree " + service +
+               "); the engine's processes in " + service + "/engine\n";
+    } else {
+      placed = "\nsandboxes under /sys/fs/cgroup/mayura (the top of the hierarchy; the engine's cgroup "
+               "/user.slice/user-0.slice/session-1.scope is not delegated)\n";
+    }
+  }
   for (const char* args : {"--version", "doctor"}) {
-    const Outcome r = run(args);
+    // under the test's own root, as configured
+    Outcome r = run(args);
     EXPECT_EQ(r.status, 0) << args;
     EXPECT_EQ(r.out.rfind("mayura-run ", 0), 0u) << r.out;
-    // this project's machines are hybrid, with every limit on v1
-    EXPECT_NE(r.out.find("\ncgroups: hybrid (cgroup2 at /sys/fs/cgroup/unified"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("enforces cpus [v1 /sys/fs/cgroup/cpu], memory (no swap) [v1 /sys/fs/cgroup/memory], "
-                         "pids [v1 /sys/fs/cgroup/pids]"),
-              std::string::npos)
-        << r.out;
+    EXPECT_NE(r.out.find(kind), std::string::npos) << layout << "\n" << r.out;
+    EXPECT_NE(r.out.find(enforces), std::string::npos) << layout << "\n" << r.out;
+    EXPECT_NE(r.out.find("\nsandboxes under " + options().cgroup_root + " (configured)\n"), std::string::npos) << r.out;
+    // where an engine with no root configured would put its sandboxes
+    const std::string bare = std::string("env -u MAYURA_CGROUP_ROOT ") + MAYURA_RUN_PATH + " " + args + " 2>&1";
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(bare.c_str(), "r"), ::pclose);
+    ASSERT_TRUE(pipe);
+    std::string out;
+    char buffer[4096];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe.get())) > 0;) out.append(buffer, n);
+    EXPECT_NE(out.find(placed), std::string::npos) << layout << "\n" << out;
   }
 }
 

@@ -1,6 +1,8 @@
-// Cgroup host detection, for every kind of host, from descriptions of them;
-// and the cgroup2 limit code against scratch directories laid out like
-// cgroupfs (this machine's own cgroup2 has no controllers to try it on).
+// Cgroup host detection and the engine's placement, for every kind of host,
+// from descriptions of them; and the parsing and error paths of the limit
+// code against scratch files. What the kernel enforces is proved on real
+// hierarchies, in every layout (tests/integration/limits_test.cpp, run in
+// the VMs of tests/vm).
 
 #include <gtest/gtest.h>
 #include <fcntl.h>
@@ -18,6 +20,7 @@
 
 #include "cgroup_host.hpp"
 #include "cgroup_limits.hpp"
+#include "cgroup_placement.hpp"
 #include "mayura/errors.hpp"
 
 namespace mayura::cgroups {
@@ -144,6 +147,15 @@ TEST(CgroupHost, Cgroup2MountedElsewhereMakesAHybridHost) {
   EXPECT_EQ(host.v2, "/run/cg2");
 }
 
+TEST(CgroupHost, TheHierarchyAnEngineMountedKeepsALegacyHostLegacy) {
+  FakeHost h = hybrid_host();
+  h.cgroup2_paths.clear();
+  h.mountinfo.replace(h.mountinfo.find("/sys/fs/cgroup/unified"), 22, kEngineCgroup2);
+  const Host host = detect(h.probe());
+  EXPECT_EQ(host.layout, Layout::legacy);
+  EXPECT_EQ(host.v2, kEngineCgroup2);
+}
+
 TEST(CgroupHost, AV1HierarchyMountedBelowItsRootIsNotUsed) {
   FakeHost h;
   // a container's view: the host's hierarchy from one of its cgroups down
@@ -161,7 +173,7 @@ TEST(CgroupHost, ThisMachineIsDetectedAsItsFileSystemsSay) {
   const Host host = detect_host();
   EXPECT_EQ(host.layout == Layout::unified, fs_type("/sys/fs/cgroup") == CGROUP2_SUPER_MAGIC);
   if (host.layout == Layout::legacy) {
-    EXPECT_TRUE(host.v2.empty());
+    EXPECT_TRUE(host.v2.empty() || host.v2 == kEngineCgroup2) << host.v2;
   } else {
     EXPECT_EQ(fs_type(host.v2.c_str()), CGROUP2_SUPER_MAGIC) << host.v2;
   }
@@ -172,7 +184,7 @@ TEST(CgroupHost, ThisMachineIsDetectedAsItsFileSystemsSay) {
   }
 }
 
-// --- cgroup2 limits on a scratch cgroupfs --------------------------------
+// --- the limit code's parsing and errors, on scratch files --------------
 
 class ScratchCgroupfs : public ::testing::Test {
  protected:
@@ -214,47 +226,12 @@ class ScratchCgroupfs : public ::testing::Test {
   fs::path root_, sandbox_, commands_;
 };
 
-TEST_F(ScratchCgroupfs, LimitsAreWrittenWhereCgroup2WantsThem) {
-  const UniqueFd sandbox(open_dir(sandbox_)), commands(open_dir(commands_));
-  Limits limits;
-  limits.cpus = 1.5;
-  limits.memory_bytes = 64ull << 20;
-  limits.pids = 100;
-  apply_v2(sandbox.get(), commands.get(), v2_host(), limits);
-  EXPECT_EQ(read(sandbox_ / "memory.max"), "67108864");
-  EXPECT_EQ(read(sandbox_ / "memory.swap.max"), "0");
-  EXPECT_EQ(read(sandbox_ / "cpu.max"), "150000 100000");
-  // the process bound is on the commands' cgroup, not on the init's
-  EXPECT_EQ(read(commands_ / "pids.max"), "100");
-  EXPECT_EQ(read(sandbox_ / "cgroup.procs"), "");
-}
-
-TEST_F(ScratchCgroupfs, NoLimitIsWrittenAsMax) {
-  const UniqueFd sandbox(open_dir(sandbox_)), commands(open_dir(commands_));
-  apply_v2(sandbox.get(), commands.get(), v2_host(), Limits{});
-  EXPECT_EQ(read(sandbox_ / "memory.max"), "max");
-  EXPECT_EQ(read(sandbox_ / "cpu.max"), "max 100000");
-  EXPECT_EQ(read(commands_ / "pids.max"), "max");
-  EXPECT_EQ(read(sandbox_ / "memory.swap.max"), "0");  // never swap
-}
-
-TEST_F(ScratchCgroupfs, OnlyControllersOnCgroup2AreTouched) {
-  const UniqueFd sandbox(open_dir(sandbox_)), commands(open_dir(commands_));
-  Host host = v2_host();
-  host.memory.v2 = false;
-  host.memory.v1 = "/sys/fs/cgroup/memory";
-  Limits limits;
-  limits.memory_bytes = 1 << 20;
-  apply_v2(sandbox.get(), commands.get(), host, limits);
-  EXPECT_EQ(read(sandbox_ / "memory.max"), "");
-}
-
 TEST_F(ScratchCgroupfs, AKernelWithoutSwapAccountingNeedsNoSwapFile) {
   fs::remove(sandbox_ / "memory.swap.max");
   const UniqueFd sandbox(open_dir(sandbox_)), commands(open_dir(commands_));
   Limits limits;
   limits.memory_bytes = 1 << 24;
-  EXPECT_NO_THROW(apply_v2(sandbox.get(), commands.get(), v2_host(), limits));
+  EXPECT_NO_THROW(apply_v2(sandbox.get(), commands.get(), v2_host(), limits, true));
   EXPECT_EQ(read(sandbox_ / "memory.max"), "16777216");
 }
 
@@ -262,43 +239,11 @@ TEST_F(ScratchCgroupfs, AMissingLimitFileIsAnErrorNamingIt) {
   fs::remove(sandbox_ / "cpu.max");
   const UniqueFd sandbox(open_dir(sandbox_)), commands(open_dir(commands_));
   try {
-    apply_v2(sandbox.get(), commands.get(), v2_host(), Limits{});
+    apply_v2(sandbox.get(), commands.get(), v2_host(), Limits{}, true);
     FAIL() << "no error";
   } catch (const SandboxError& e) {
     EXPECT_NE(std::string(e.what()).find("cpu.max"), std::string::npos) << e.what();
   }
-}
-
-TEST_F(ScratchCgroupfs, ControllersAreHandedDownToTheEngineRoot) {
-  Host usable = enable_v2_controllers(v2_host(), root_, root_ / "mayura");
-  EXPECT_TRUE(usable.memory.v2 && usable.cpu.v2 && usable.pids.v2);
-  // no memory.swap.max below the root: the kernel does not account swap
-  EXPECT_FALSE(usable.swap_limit);
-  write(root_ / "mayura" / "memory.swap.max", "max");
-  usable = enable_v2_controllers(v2_host(), root_, root_ / "mayura");
-  EXPECT_TRUE(usable.swap_limit);
-  // each controller is a write of its own, at offset 0 of a plain file here:
-  // "+memory", then "+cpu", then "+pids" over them leaves "+pidsry"
-  EXPECT_EQ(read(root_ / "mayura" / "cgroup.subtree_control"), "+pidsry");
-  EXPECT_EQ(read(root_ / "cgroup.subtree_control"), "+pidsry");
-}
-
-TEST_F(ScratchCgroupfs, AParentThatRefusesControllersLeavesThemUnusable) {
-  // As a parent with processes of its own refuses (EBUSY), a parent whose
-  // subtree_control cannot be written leaves the controllers off.
-  fs::remove(root_ / "cgroup.subtree_control");
-  fs::create_directory(root_ / "cgroup.subtree_control");
-  const Host usable = enable_v2_controllers(v2_host(), root_, root_ / "mayura");
-  EXPECT_FALSE(usable.memory.available());
-  EXPECT_FALSE(usable.cpu.available());
-  EXPECT_FALSE(usable.pids.available());
-  EXPECT_FALSE(usable.swap_limit);
-}
-
-TEST_F(ScratchCgroupfs, CommandsGetAProcessLimitOfTheirOwn) {
-  const UniqueFd sandbox(open_dir(sandbox_));
-  enable_v2_command_limits(sandbox.get(), v2_host());
-  EXPECT_EQ(read(sandbox_ / "cgroup.subtree_control"), "+pids");
 }
 
 TEST_F(ScratchCgroupfs, OomKillsAreReadFromMemoryEvents) {
@@ -321,6 +266,72 @@ TEST_F(ScratchCgroupfs, V1GroupsMadeHalfWayAreRemovedWhenTheRestFails) {
   fs::create_directory(root_ / "memory");
   EXPECT_THROW(V1Groups(host, "mayura", "0123456789abcdef"), SandboxError);
   EXPECT_FALSE(fs::exists(root_ / "memory" / "mayura" / "0123456789abcdef"));
+}
+
+// --- where the engine puts its sandboxes ----------------------------------
+
+TEST(CgroupPlacement, OwnCgroupIsReadFromTheUnifiedLine) {
+  EXPECT_EQ(own_cgroup("0::/system.slice/mayurad.service\n"), "/system.slice/mayurad.service");
+  EXPECT_EQ(own_cgroup("12:pids:/user.slice\n4:memory:/x\n0::/user.slice/user-0.slice/session-1.scope\n"),
+            "/user.slice/user-0.slice/session-1.scope");
+  EXPECT_EQ(own_cgroup("0::/\n"), "");
+  // outside our cgroup namespace: nothing to reason about below it
+  EXPECT_EQ(own_cgroup("0::/../../x\n"), "");
+  EXPECT_EQ(own_cgroup("0::/a/b (deleted)\n"), "/a/b");
+  EXPECT_EQ(own_cgroup("4:memory:/x\n"), "");
+}
+
+auto delegated_at(std::set<std::string> dirs) {
+  return [dirs = std::move(dirs)](const std::string& dir) { return dirs.count(dir) > 0; };
+}
+
+TEST(CgroupPlacement, TheRootCgroupPutsSandboxesAtTheTop) {
+  const Placement p = plan_placement("/sys/fs/cgroup", "", "", delegated_at({}));
+  EXPECT_EQ(p.root, "/sys/fs/cgroup/mayura");
+  EXPECT_EQ(p.base, "/sys/fs/cgroup");
+  EXPECT_EQ(p.home, "");
+  EXPECT_NE(p.how.find("root cgroup"), std::string::npos) << p.how;
+}
+
+TEST(CgroupPlacement, ADelegatedServiceKeepsSandboxesInItsSubtreeAndTheEngineInALeaf) {
+  const std::string service = "/sys/fs/cgroup/system.slice/mayurad.service";
+  const Placement p = plan_placement("/sys/fs/cgroup", "/system.slice/mayurad.service", "", delegated_at({service}));
+  EXPECT_EQ(p.root, service + "/mayura");
+  EXPECT_EQ(p.base, service);
+  EXPECT_EQ(p.home, service);
+  EXPECT_NE(p.how.find(service + "/engine"), std::string::npos) << p.how;
+  // started again after it moved: the same subtree, nothing more to move but what came since
+  const Placement again = plan_placement("/sys/fs/cgroup", "/system.slice/mayurad.service/engine", "", delegated_at({service}));
+  EXPECT_EQ(again.root, service + "/mayura");
+  EXPECT_EQ(again.home, service);
+}
+
+TEST(CgroupPlacement, ALoginSessionThatIsNotDelegatedUsesTheTopOfTheHierarchy) {
+  const Placement p = plan_placement("/sys/fs/cgroup", "/user.slice/user-0.slice/session-1.scope", "", delegated_at({}));
+  EXPECT_EQ(p.root, "/sys/fs/cgroup/mayura");
+  EXPECT_EQ(p.home, "");
+  EXPECT_NE(p.how.find("not delegated"), std::string::npos) << p.how;
+}
+
+TEST(CgroupPlacement, AConfiguredRootIsUsedAsItIs) {
+  Placement p = plan_placement("/sys/fs/cgroup", "/user.slice/s.scope", "/sys/fs/cgroup/elsewhere/sandboxes", delegated_at({}));
+  EXPECT_EQ(p.root, "/sys/fs/cgroup/elsewhere/sandboxes");
+  EXPECT_EQ(p.home, "");
+  // below the engine's own cgroup: the engine must leave it for a leaf
+  p = plan_placement("/sys/fs/cgroup", "/system.slice/x.service", "/sys/fs/cgroup/system.slice/x.service/sandboxes",
+                     delegated_at({}));
+  EXPECT_EQ(p.home, "/sys/fs/cgroup/system.slice/x.service");
+  // below the root cgroup: the root may hold processes, nothing moves
+  p = plan_placement("/sys/fs/cgroup", "", "/sys/fs/cgroup/sandboxes", delegated_at({}));
+  EXPECT_EQ(p.home, "");
+}
+
+TEST(CgroupPlacement, TheNearestDelegatedAncestorCounts) {
+  const std::string user = "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service";
+  const Placement p = plan_placement("/sys/fs/cgroup", "/user.slice/user-1000.slice/user@1000.service/app.slice/agent.service",
+                                     "", delegated_at({user}));
+  EXPECT_EQ(p.root, user + "/mayura");
+  EXPECT_EQ(p.home, user);
 }
 
 TEST(CgroupLimits, CpuQuotaIsPerPeriodWithTheKernelsMinimum) {

@@ -26,7 +26,9 @@ struct NativeOptions {
   std::string image_store = "/var/lib/mayura/store";
   std::string state_dir = "/run/mayura";
   // The cgroup2 directory the engine makes its sandboxes' cgroups under.
-  // Empty: <cgroup2 mount>/mayura.
+  // Empty: <delegated subtree>/mayura when the engine runs in a delegated
+  // cgroup (systemd's Delegate=yes), else <cgroup2 mount>/mayura. A root
+  // below the engine's own cgroup makes the engine move into <own>/engine.
   std::string cgroup_root;
   // Host uid/gid ranges: sandbox i maps its 65536 ids onto
   // id_base + i * 65536; never host root, never shared between live sandboxes.
@@ -68,9 +70,10 @@ struct NativeOptions {
   std::size_t prepared = 1;
 };
 
-// One line on the cgroups of this host: which kind it is (unified, hybrid or
-// legacy) and which limits it can enforce.
-std::string describe_native_host();
+// Two lines on the cgroups of this host: which kind it is (unified, hybrid
+// or legacy) and which limits it can enforce; then where an engine with these
+// options puts its sandboxes, and why.
+std::string describe_native_host(const NativeOptions& options = {});
 
 // Creating the provider removes what a dead engine left behind (processes,
 // cgroups, records). Throws SandboxError(UNSUPPORTED) on a host it cannot
