@@ -14,6 +14,8 @@ namespace {
     case Kind::bad_input:
     case Kind::bad_archive:
       throw SandboxError(Reason::INVALID_INPUT, e.what());
+    case Kind::unsupported:
+      throw SandboxError(Reason::UNSUPPORTED, e.what());
     case Kind::store:
       break;
   }

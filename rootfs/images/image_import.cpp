@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "digest.hpp"
+#include "idmap_probe.hpp"
 #include "image_archive.hpp"
 #include "layer_unpack.hpp"
 #include "mayura/rootfs/image_store.hpp"
@@ -199,6 +200,13 @@ bool is_dir(const std::string& path) {
 
 ImportResult ImageStore::import(const std::string& archive_path, const std::optional<ImageReference>& name,
                                 const std::function<void(const ImportProgress&)>& progress) {
+  // A store no sandbox could run from says so now, not at the first run.
+  ensure_dirs();
+  if (const int error = idmap_error(dir_ + "/layers")) {
+    throw ImageError("the image store " + dir_ + " is on a file system that cannot be mounted with a sandbox's ids (" +
+                         std::strerror(error) + "); put it on ext4, xfs or btrfs (MAYURA_IMAGE_STORE)",
+                     ImageError::Kind::unsupported);
+  }
   const ImageArchive archive(archive_path);
   const auto& images = archive.images();
   std::vector<std::vector<ImageReference>> names(images.size());

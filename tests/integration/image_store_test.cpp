@@ -2,11 +2,15 @@
 // registry) in the OCI and docker-save shapes, imported, and run. Each test
 // ends with the harness's leak check; the store is the test's own.
 
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <sys/sysmacros.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <algorithm>
@@ -629,6 +633,34 @@ TEST_P(StoredImageConformance, Passes) {
 
 INSTANTIATE_TEST_SUITE_P(Conformance, StoredImageConformance, ::testing::ValuesIn(conformance_names()),
                          [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
+
+}  // namespace
+}  // namespace mayura::testing
+
+namespace mayura::testing {
+namespace {
+
+// A store on a file system no sandbox could mount its layers from (ramfs has
+// no idmapped mounts on any kernel; tmpfs had none before 6.3) is refused at
+// import, naming the reason, with nothing unpacked into it.
+TEST_F(ImageStoreTest, AStoreThatCannotBeIdmappedIsRefusedAtImport) {
+  // In a mount namespace of the test's own: tests running alongside compare
+  // the host's mount table.
+  ASSERT_EQ(::unshare(CLONE_NEWNS), 0) << std::strerror(errno);
+  ASSERT_EQ(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0) << std::strerror(errno);
+  const std::string mount_point = options().state_dir + "-ramfs";
+  fs::create_directories(mount_point);
+  ASSERT_EQ(::mount("ramfs", mount_point.c_str(), "ramfs", 0, "mode=0700"), 0) << std::strerror(errno);
+  const std::string path = archive("busybox-oci.tar");
+  img::write_oci_archive(path, img::busybox_spec(img::Compression::none), "busybox:1");
+  std::string message;
+  EXPECT_EQ(reason_of([&] { ImageStore(mount_point + "/store").import_archive(path); }, &message), Reason::UNSUPPORTED);
+  EXPECT_NE(message.find("cannot be mounted with a sandbox's ids"), std::string::npos) << message;
+  EXPECT_TRUE(fs::is_empty(mount_point + "/store/layers"));
+  EXPECT_FALSE(fs::exists(mount_point + "/store/refs.json"));
+  EXPECT_EQ(::umount2(mount_point.c_str(), MNT_DETACH), 0) << std::strerror(errno);
+  fs::remove(mount_point);
+}
 
 }  // namespace
 }  // namespace mayura::testing

@@ -4,15 +4,18 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "mayura/errors.hpp"
 
 namespace mayura::testing {
 
 template <class Fn>
-Reason reason_of(Fn&& fn) {
+Reason reason_of(Fn&& fn, std::string* message = nullptr) {
   try {
     fn();
   } catch (const SandboxError& e) {
+    if (message) *message = e.what();
     return e.reason();
   }
   ADD_FAILURE() << "expected a SandboxError";

@@ -13,6 +13,7 @@ class ImageError : public std::runtime_error {
     bad_input,    // a name or option that is wrong
     bad_archive,  // the archive is malformed, incomplete, unsafe or does not match its digests
     store,        // the store itself failed (disk full, permissions)
+    unsupported,  // the store's file system cannot serve images (no idmapped mounts)
   };
   ImageError(const std::string& what, Kind kind) : std::runtime_error(what), kind_(kind) {}
   Kind kind() const noexcept { return kind_; }
