@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building and testing mayura needs, from Debian's packages.
 # Installs nothing when everything is there already.
+#   deps.sh        to build, run and benchmark
+#   deps.sh vm     also what the test VMs need (tests/vm): QEMU and Debian
+#                  12's own kernel
 set -euo pipefail
 
 packages=(
@@ -18,6 +21,11 @@ packages=(
   # anchors for the benchmarks
   bubblewrap crun
 )
+if [ "${1:-}" = vm ]; then
+  # the VMs of tests/vm: QEMU, Debian 12's own kernel (6.1) and its modules,
+  # and what makes their initramfs and disk
+  packages+=(qemu-system-x86 linux-image-amd64 kmod cpio e2fsprogs iproute2 util-linux)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

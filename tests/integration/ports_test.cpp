@@ -11,6 +11,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -142,7 +144,7 @@ TEST_F(PortsTest, APortWithNothingListeningIsRefusedNotHung) {
   c.ports = {7000};
   auto s = create(c);
   const int fd = connect_to(port_of(s.url(7000)));
-  ASSERT_GE(fd, 0);  // the engine's listener accepts ...
+  ASSERT_GE(fd, 0) << std::strerror(errno);  // the engine's listener accepts ...
   int error = 0;
   const std::string got = read_all(fd, error);
   ::close(fd);

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The integration suites whose outcome depends on the kind of host (cgroups,
+# exec, lifetimes, limits, networks, images, mayura-run), run for real in a VM
+# of each cgroup layout on Debian 12's own kernel (tests/vm/run.sh); the rest
+# of the suite runs once, on this machine.
+#   matrix.sh BUILD_DIR [LAYOUT...]     (default: every layout below)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:?usage: matrix.sh BUILD_DIR [LAYOUT...]}" && pwd)
+shift
+layouts=("$@")
+((${#layouts[@]})) || layouts=(v2-root v2-delegated v2-login v1)
+
+# What each layout runs (ctest -R). Every layout runs the suites that touch
+# cgroups, exec and lifetimes; the first of each kind also runs networks and
+# images, whose cgroup side is the same in every layout of that kind.
+core='ExecTest|LifetimeTest|LimitsTest|UnifiedCgroupTest|MayuraRunTest|attacks\.CgroupsTest|attacks\.ExhaustionTest|NativeConformance'
+wide="$core|FilesTest|ImagesTest|ImageStoreTest|NetworkTest|HostLinkTest|PortsTest|attacks\.ProcessesTest"
+select_for() {
+  case "$1" in
+    v2-root | v1) echo "integration\\.($wide)|attacks\\.(CgroupsTest|ExhaustionTest|ProcessesTest)" ;;
+    *) echo "integration\\.($core)|attacks\\.(CgroupsTest|ExhaustionTest)" ;;
+  esac
+}
+# Suites that only a pure cgroup2 host can run (and that must fail elsewhere).
+exclude_for() {
+  case "$1" in
+    v2-*) echo '^$' ;;
+    *) echo 'UnifiedCgroupTest' ;;
+  esac
+}
+
+total_pass=0
+total_fail=0
+failed_layouts=()
+for layout in "${layouts[@]}"; do
+  out=$build/vm/$layout
+  started=$(date +%s)
+  set +e
+  "$here/run.sh" "$layout" "$out" \
+    ctest --test-dir "$build" -R "$(select_for "$layout")" -E "$(exclude_for "$layout")" \
+    -j3 --timeout 600 --output-on-failure --no-tests=error
+  status=$?
+  set -e
+  took=$(($(date +%s) - started))
+  log=$out/job.log
+  pass=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed' "$log" 2>/dev/null || true)
+  fail=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(Failed|Exception|Timeout|Not Run)' "$log" 2>/dev/null || true)
+  total_pass=$((total_pass + pass))
+  total_fail=$((total_fail + fail))
+  echo "== vm $layout ($(head -1 "$out/guest.log" 2>/dev/null | sed 's/^guest: //')): $pass passed, $fail failed, ${took}s"
+  if [ "$status" != 0 ]; then
+    failed_layouts+=("$layout")
+    grep -E 'Failed|Exception|Timeout|Not Run' "$log" | grep -v '^ *Start' || true
+    echo "-- the failures' output ($log):"
+    sed -n '/The following tests FAILED/,$p' "$log" || true
+    grep -B2 -A25 'Failure\|\[  FAILED  \]' "$log" | head -200 || true
+    [ -s "$log" ] || tail -30 "$out/guest.log" "$out/console.log" 2>/dev/null || true
+  fi
+done
+echo "vms: $total_pass passed, $total_fail failed"
+if ((${#failed_layouts[@]})); then
+  echo "matrix.sh: failed in ${failed_layouts[*]}" >&2
+  exit 1
+fi
