@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <linux/magic.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/mount.h>
 #include <sys/statfs.h>
@@ -96,6 +97,13 @@ bool remove_tree(const std::string& path) {
 std::string mount_own_cgroup2() {
   const std::string path = kEngineCgroup2;
   if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) fail_step("making " + path, errno, Reason::UNSUPPORTED);
+  // Engines starting at once mount it once: the check and the mount under a
+  // lock (the lock file stays, like the mount).
+  const UniqueFd lock(::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!lock) fail_step("locking " + path, errno, Reason::UNSUPPORTED);
+  while (::flock(lock.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) fail_step("locking " + path, errno, Reason::UNSUPPORTED);
+  }
   struct statfs fs {};
   if (::statfs(path.c_str(), &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC) return path;
   if (::mount("cgroup2", path.c_str(), "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {

@@ -43,7 +43,9 @@ TEST_F(LifetimeTest, ReleaseEndsEverythingAndLaterCallsAreGone) {
 
 TEST_F(LifetimeTest, TheProviderEndsASandboxAtItsLifetime) {
   CreateOptions c;
-  c.lifetime_ms = 400;
+  // Long enough for the first command to start on a slow machine (the test
+  // VMs emulate their cpu): the second one is what the lifetime ends.
+  c.lifetime_ms = 2000;
   auto s = create(c);
   sh(s, "setsid sleep 1000 >/dev/null 2>&1 </dev/null &");
   // a command running when the lifetime ends fails GONE

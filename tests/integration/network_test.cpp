@@ -178,7 +178,9 @@ TEST_F(NetworkTest, AnAllowedNameThatResolvesToAForbiddenAddressIsRefused) {
   for (const std::string_view name_view : {"private.test", "loopback.test", "metadata.test", "host.test"}) {
     const std::string name(name_view);
     auto [code, out] = curl(s, "--noproxy '*' http://" + name + "/");
-    EXPECT_TRUE(code == 7 || code == 56 || code == 52) << name << ": " << code << " " << out;
+    // refused, reset (while receiving, or while still sending on a slow
+    // machine), or closed empty: never an answer
+    EXPECT_TRUE(code == 7 || code == 56 || code == 55 || code == 52) << name << ": " << code << " " << out;
     std::tie(code, out) = curl(s, "-o /dev/null -w '%{http_code}' http://" + name + "/");
     EXPECT_EQ(out, "502") << name;
   }
@@ -189,7 +191,7 @@ TEST_F(NetworkTest, APortRuleAllowsThatPortOnly) {
   auto [code, out] = curl(s, "--noproxy '*' http://allowed.test:8081/");
   EXPECT_EQ(code, 0) << out;
   std::tie(code, out) = curl(s, "--noproxy '*' http://allowed.test/");
-  EXPECT_TRUE(code == 7 || code == 56) << code << " " << out;
+  EXPECT_TRUE(code == 7 || code == 56 || code == 55) << code << " " << out;  // refused or reset, never answered
   std::tie(code, out) = curl(s, "-o /dev/null -w '%{http_code}' http://allowed.test/");
   EXPECT_EQ(out, "403");
 }

@@ -44,17 +44,16 @@ for layout in "${layouts[@]}"; do
   set -e
   took=$(($(date +%s) - started))
   log=$out/job.log
-  pass=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed' "$log" 2>/dev/null || true)
-  fail=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(Failed|Exception|Timeout|Not Run)' "$log" 2>/dev/null || true)
+  pass=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* +Passed +[0-9.]+ sec$' "$log" 2>/dev/null || true)
+  fail=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(\*\*\*|Not Run)' "$log" 2>/dev/null || true)
   total_pass=$((total_pass + pass))
   total_fail=$((total_fail + fail))
   echo "== vm $layout ($(head -1 "$out/guest.log" 2>/dev/null | sed 's/^guest: //')): $pass passed, $fail failed, ${took}s"
   if [ "$status" != 0 ]; then
     failed_layouts+=("$layout")
-    grep -E 'Failed|Exception|Timeout|Not Run' "$log" | grep -v '^ *Start' || true
     echo "-- the failures' output ($log):"
     sed -n '/The following tests FAILED/,$p' "$log" || true
-    grep -B2 -A25 'Failure\|\[  FAILED  \]' "$log" | head -200 || true
+    grep -B2 -A25 'Failure$' "$log" | head -300 || true
     [ -s "$log" ] || tail -30 "$out/guest.log" "$out/console.log" 2>/dev/null || true
   fi
 done
