@@ -35,8 +35,10 @@ std::uint64_t cpu_quota_us(double cpus);
 // mount down to `root` (a cgroup can only use what its parent hands down),
 // writing only where a controller is not handed down already. Returns the
 // host as it is usable from `root`: a controller that could not be turned on
-// is not there.
-Host enable_v2_controllers(const Host& host, const std::string& mount, const std::string& root);
+// is not there. `home`, if not empty, is a cgroup the engine empties into a
+// leaf of its own (cgroup_placement.hpp), emptied again before it is used.
+Host enable_v2_controllers(const Host& host, const std::string& mount, const std::string& root,
+                           const std::string& home = "");
 
 // Lets the sandbox's `commands` cgroup have a process limit of its own. Only
 // once the init has left the sandbox's own cgroup for its `init` leaf: pids

@@ -7,6 +7,7 @@
 
 #include "cgroup_files.hpp"
 #include "cgroup_limits.hpp"
+#include "cgroup_placement.hpp"
 #include "sys_error.hpp"
 
 namespace mayura::cgroups {
@@ -21,7 +22,7 @@ std::string or_max(const std::optional<std::uint64_t>& v) { return v ? std::to_s
 
 }  // namespace
 
-Host enable_v2_controllers(const Host& host, const std::string& mount, const std::string& root) {
+Host enable_v2_controllers(const Host& host, const std::string& mount, const std::string& root, const std::string& home) {
   Host usable = host;
   // Every cgroup from the mount down to the root, each a parent of the next.
   std::vector<std::string> chain;
@@ -57,6 +58,10 @@ Host enable_v2_controllers(const Host& host, const std::string& mount, const std
       // domain controller (EBUSY), and handing down a threaded one (cpu,
       // pids) would make it a thread root, below which no sandbox could be
       // made at all: leave the controller off instead.
+      // The cgroup the engine emptied may have been given a process since
+      // (engines starting at once there, each forked before another moved
+      // its parent): empty it again.
+      if (chain[i] == home) move_into_leaf(home);
       if (chain[i] != mount && has_processes(chain[i])) {
         c.v2 = false;
         return;

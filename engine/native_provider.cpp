@@ -105,7 +105,7 @@ class NativeProvider final : public SandboxProvider {
     cg.host = cgroups::detect_host();
     const cgroups::Placement placement = cgroups::prepare_root(options_.cgroup_root, cg.host);
     cg.root = placement.root;
-    cg.host = cgroups::enable_v2_controllers(cg.host, cg.host.v2, cg.root);
+    cg.host = cgroups::enable_v2_controllers(cg.host, cg.host.v2, cg.root, placement.home);
     places_.state_dir = options_.state_dir;
     records::clean_orphans(options_.state_dir, cg);
     default_seccomp_ = {seccomp::default_program()};

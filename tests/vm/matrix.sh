@@ -12,13 +12,15 @@ layouts=("$@")
 ((${#layouts[@]})) || layouts=(v2-root v2-delegated v2-login v1)
 
 # What each layout runs (ctest -R). Every layout runs the suites that touch
-# cgroups, exec and lifetimes; the first of each kind also runs networks and
-# images, whose cgroup side is the same in every layout of that kind.
+# cgroups, exec, limits and lifetimes; the rows of a host's kind (the root
+# cgroup and a delegated service on pure cgroup2, and v1 only) also run
+# networks, images and files. The login session differs from the root
+# layout only in where the engine starts from.
 core='ExecTest|LifetimeTest|LimitsTest|UnifiedCgroupTest|MayuraRunTest|attacks\.CgroupsTest|attacks\.ExhaustionTest|NativeConformance'
 wide="$core|FilesTest|ImagesTest|ImageStoreTest|NetworkTest|HostLinkTest|PortsTest|attacks\.ProcessesTest"
 select_for() {
   case "$1" in
-    v2-root | v1) echo "integration\\.($wide)|attacks\\.(CgroupsTest|ExhaustionTest|ProcessesTest)" ;;
+    v2-root | v2-delegated | v1) echo "integration\\.($wide)|attacks\\.(CgroupsTest|ExhaustionTest|ProcessesTest)" ;;
     *) echo "integration\\.($core)|attacks\\.(CgroupsTest|ExhaustionTest)" ;;
   esac
 }
