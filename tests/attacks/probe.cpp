@@ -576,16 +576,21 @@ int cmd_forkbomb() {
   }
 }
 
-// swap DIR LINK TARGET MS: makes DIR a directory and LINK a symlink to TARGET,
-// then exchanges the two names for MS milliseconds
-int cmd_swap(char** argv) {
+// swap DIR LINK TARGET MS [STOP]: makes DIR a directory and LINK a symlink
+// to TARGET, prints swap=started, then exchanges the two names for MS
+// milliseconds or, given STOP, until the file STOP exists
+int cmd_swap(int argc, char** argv) {
   ::mkdir(argv[0], 0755);
   ::unlink(argv[1]);
   if (::symlink(argv[2], argv[1]) != 0) return report("symlink", -1), 1;
+  std::printf("swap=started\n");
+  std::fflush(stdout);
   const double until = now(CLOCK_MONOTONIC) + std::atof(argv[3]) / 1000.0;
+  const char* stop = argc > 4 ? argv[4] : nullptr;
   long swaps = 0;
-  while (now(CLOCK_MONOTONIC) < until) {
+  for (long i = 0; stop ? !(i % 64 == 0 && exists(stop)) : now(CLOCK_MONOTONIC) < until; ++i) {
     if (sys(SYS_renameat2, AT_FDCWD, ptr(argv[0]), AT_FDCWD, ptr(argv[1]), 2 /* RENAME_EXCHANGE */) == 0) ++swaps;
+    if (stop && now(CLOCK_MONOTONIC) >= until) break;
   }
   std::printf("swaps=%ld\n", swaps);
   return 0;
@@ -625,7 +630,7 @@ int main(int argc, char** argv) {
   if (c == "busy-until" && n >= 2) return cmd_busy_until(a);
   if (c == "mem") return cmd_mem(n, a);
   if (c == "forkbomb") return cmd_forkbomb();
-  if (c == "swap" && n >= 4) return cmd_swap(a);
+  if (c == "swap" && n >= 4) return cmd_swap(n, a);
   std::fprintf(stderr, "probe: unknown subcommand %s\n", c.c_str());
   return 2;
 }
