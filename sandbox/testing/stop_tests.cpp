@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <functional>
 #include <future>
 #include <optional>
 #include <thread>
@@ -81,6 +82,19 @@ void await_processes_up(const Sandbox& s, const Scratch& dir, const std::string&
   check(!running.empty(), what + ": the suite saw none of its processes running before stopping it, so it could "
                                  "not show that stopping them works");
 }
+
+// Runs `stop` when it goes, so that a test that fails before it stops its
+// command (its processes never came up, say) leaves nothing running.
+class StopOnExit {
+ public:
+  explicit StopOnExit(std::function<void()> stop) : stop_(std::move(stop)) {}
+  ~StopOnExit() { stop_(); }
+  StopOnExit(const StopOnExit&) = delete;
+  StopOnExit& operator=(const StopOnExit&) = delete;
+
+ private:
+  std::function<void()> stop_;
+};
 
 // Nothing the command started is left: none of its processes now (they are
 // given until kHangBound to leave /proc), and none writes its marker when
@@ -170,6 +184,7 @@ void cancellation_stops_everything(const Sandbox& s) {
   ExecOptions o = in_dir_tagged(dir, tag);
   o.cancellation = stop.get_token();
   auto running = exec_on_own_thread(s, {"/bin/sh", "-c", leaves_processes_behind()}, o);
+  const StopOnExit stop_anyway([&] { stop.request_stop(); });
   await_processes_up(s, dir, tag, "a command to cancel");
   stop.request_stop();
   check_cancelled(await_end(running, "a cancelled exec"));
@@ -183,6 +198,7 @@ void async_cancellation_stops_everything(const Sandbox& s) {
   boost::asio::cancellation_signal signal;
   auto future = s.async_exec({"/bin/sh", "-c", leaves_processes_behind()}, in_dir_tagged(dir, tag),
                              boost::asio::bind_cancellation_slot(signal.slot(), boost::asio::use_future));
+  const StopOnExit stop_anyway([&] { signal.emit(boost::asio::cancellation_type::terminal); });
   await_processes_up(s, dir, tag, "a command to cancel through its Asio cancellation slot");
   signal.emit(boost::asio::cancellation_type::terminal);
   if (future.wait_for(kHangBound) != std::future_status::ready) {
