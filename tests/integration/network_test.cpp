@@ -213,8 +213,22 @@ TEST_F(NetworkTest, AddressesUdpAndRawSocketsReachNothing) {
                "print(' '.join(out))\n");
   const ExecResult r = run(s, "python3 probe.py");
   EXPECT_EQ(r.stdout, "refused sent noraw\n") << r.stderr;  // the synthetic address is local: it goes nowhere
-  std::this_thread::sleep_for(200ms);
-  EXPECT_EQ(world().udp_received(), 0u);
+  // A datagram of the host's own to the same echo, sent after the sandbox's
+  // and through the same last link: once it has arrived, a datagram of the
+  // sandbox's that got out would have too. Its arrival is the event (the
+  // bound only keeps a lost control from hanging the test), and it must be
+  // the only one.
+  {
+    const int u = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in echo{};
+    echo.sin_family = AF_INET;
+    echo.sin_port = htons(5353);
+    ::inet_pton(AF_INET, "203.0.113.10", &echo.sin_addr);
+    ASSERT_EQ(::sendto(u, "c", 1, 0, reinterpret_cast<sockaddr*>(&echo), sizeof echo), 1);
+    ::close(u);
+  }
+  for (int i = 0; i < 3000 && world().udp_received() == 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(world().udp_received(), 1u) << "only the host's control datagram reached the world";
   EXPECT_EQ(world().connections(), 0u);
 }
 
@@ -378,8 +392,17 @@ TEST_F(NetworkTest, APeerThatResetsAHalfClosedTransferEndsOnlyThatConnection) {
                "time.sleep(0.5)\n"
                "c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))\n"
                "c.close()\n");
+  const auto engine_fds = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/fd"), std::filesystem::directory_iterator{});
+  };
+  const auto before = engine_fds();
   EXPECT_EQ(run(s, "python3 reset.py").exit_code, 0);
-  std::this_thread::sleep_for(500ms);
+  // The engine has dealt with the reset once it closed both ends of that
+  // connection (its descriptors are back to what they were): only then does
+  // a new connection show that it went on. (A SIGPIPE would have ended this
+  // process, the engine's, with the test.)
+  for (int i = 0; i < 3000 && engine_fds() != before; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(engine_fds(), before) << "the engine still holds the connection the sandbox reset";
   auto [code, out] = curl(s, "--noproxy '*' http://allowed.test/");
   EXPECT_EQ(code, 0) << out;
 }
