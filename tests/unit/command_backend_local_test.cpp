@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "../support/command_backend_checks.hpp"
+#include "../support/output_event.hpp"
 #include "mayura/command_backend.hpp"
 #include "mayura/sandbox.hpp"
 #include "shell_toolbox.hpp"
@@ -99,12 +100,18 @@ TEST_P(CommandBackendLocal, EachCommandCleansUpItsDirectory) {
   std::stop_source stop;
   o.timeout_ms.reset();
   o.cancellation = stop.get_token();
+  // cancelled once the command runs (it says so), so that its directory
+  // exists when the cancellation comes
+  OutputEvent out;
+  o.on_stdout = out.sink();
+  bool said_started = false;
   std::thread canceller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    said_started = out.wait_for("started\n");
     stop.request_stop();
   });
-  EXPECT_EQ(reason_of([&] { sandbox.exec({"sleep", "10"}, o); }), Reason::CANCELLED);
+  EXPECT_EQ(reason_of([&] { sandbox.exec({"sh", "-c", "echo started; exec sleep 10"}, o); }), Reason::CANCELLED);
   canceller.join();
+  EXPECT_TRUE(said_started) << out.seen();
   std::set<std::string> directories;
   const std::string prefix = "/tmp/.mayura-cmd-";
   for (const auto& head : provider->transport->command_heads()) {
