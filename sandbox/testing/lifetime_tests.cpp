@@ -1,6 +1,7 @@
 // A released sandbox: every call fails GONE, and a command running when it
 // was released ends with it.
 
+#include <algorithm>
 #include <future>
 #include <thread>
 
@@ -20,17 +21,22 @@ void gone_after_release(const Sandbox& s) {
   s.write_file(name, "there");
 
   // On a thread of its own, holding its own handle: if the exec never ends,
-  // the test still does.
+  // the test still does. The command writes a file once it runs, and is
+  // tagged so that the suite can see it running before the release.
+  const std::string up = "conformance-up-" + unique_token();
+  const std::string tag = unique_token();
+  ExecOptions tagged;
+  tagged.env = {{std::string(kTagVariable), tag}};
   std::promise<std::optional<Reason>> ended;
   auto running = ended.get_future();
-  std::thread([sandbox = s, ended = std::move(ended)]() mutable {
+  std::thread([sandbox = s, ended = std::move(ended), up, tagged]() mutable {
     std::optional<Reason> how;
     {
       // The handle goes before the test hears of the end: a runner may check
       // right after that nothing of the provider is left.
       const Sandbox mine = std::move(sandbox);
       try {
-        mine.exec({"sleep", "600"});
+        mine.exec({"/bin/sh", "-c", "touch " + up + " && exec sleep 600"}, tagged);
       } catch (const SandboxError& e) {
         how = e.reason();
       } catch (...) {
@@ -39,7 +45,23 @@ void gone_after_release(const Sandbox& s) {
     }
     ended.set_value(how);
   }).detach();
-  std::this_thread::sleep_for(milliseconds(500));
+
+  // Released only once the command provably runs: an exec released before
+  // it started would make its end prove nothing. kHangBound only keeps a
+  // command that never starts from hanging the test.
+  const auto deadline = std::chrono::steady_clock::now() + kHangBound;
+  for (;;) {
+    const std::vector<std::string> names = names_of(s.list());
+    if (std::find(names.begin(), names.end(), up) != names.end()) break;
+    check(running.wait_for(milliseconds(0)) != std::future_status::ready,
+          "a command meant to run until its sandbox was released ended before it wrote " + show(up));
+    check(std::chrono::steady_clock::now() < deadline,
+          "a command meant to run until its sandbox was released never wrote " + show(up) +
+              " (the suite gave up waiting after " + show(kHangBound.count()) + " s)");
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  check(!processes_tagged(s, tag, milliseconds(0)).empty(),
+        "the suite saw no process of a command that had said it runs, so it could not show that a release ends it");
 
   s.release();
   check(s.released(), "released() is false after release()");

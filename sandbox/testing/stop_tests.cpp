@@ -3,7 +3,9 @@
 // included, and the call ends (the suite waits for that end, and judges
 // what happened, never how fast).
 
+#include <algorithm>
 #include <exception>
+#include <functional>
 #include <future>
 #include <optional>
 #include <thread>
@@ -21,7 +23,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr int kStopAfterMs = 500;
+// The timeout of the command that times out: long enough for its processes
+// to say they are up (its stdout shows whether they did) on a loaded machine.
+constexpr int kStopAfterMs = 2000;
 // Once the checks are done, how long a process they missed gets to show
 // itself by writing its marker. A wait, never a check: on a slow machine it
 // can only let such a process go unseen.
@@ -29,16 +33,25 @@ constexpr auto kMarkerWait = milliseconds(2000);
 
 // Processes started the usual ways: a child, a grandchild whose parent is
 // gone, one that ignores SIGTERM, one in a session of its own (where there
-// is setsid). Each waits until the test writes `go` (after the command was
-// stopped), then writes a marker in the current directory; the command
-// waits meanwhile.
+// is setsid). Each first writes `up-NAME` in the current directory, then
+// waits until the test writes `go` (after the command was stopped), then
+// writes its marker NAME; the command writes `started` (to stdout and as a
+// file) only once every one of them is up, then waits.
 std::string leaves_processes_behind() {
   const std::string wait = wait_for_file("go");
-  return "(" + wait + "; touch child) & "
-         "( (" + wait + "; touch grandchild) & ) ; "
-         "sh -c 'trap \"\" TERM; " + wait + "; touch ignores-term' & "
-         "if command -v setsid >/dev/null 2>&1; then setsid sh -c '" + wait + "; touch own-session' & fi; "
-         "echo started; sleep 600";
+  return "(touch up-child; " + wait + "; touch child) & "
+         "( (touch up-grandchild; " + wait + "; touch grandchild) & ) ; "
+         "sh -c 'trap \"\" TERM; touch up-ignores-term; " + wait + "; touch ignores-term' & "
+         "up='up-child up-grandchild up-ignores-term'; "
+         "if command -v setsid >/dev/null 2>&1; then setsid sh -c 'touch up-own-session; " + wait +
+         "; touch own-session' & up=\"$up up-own-session\"; fi; "
+         "for f in $up; do " + wait_for_file("$f") + "; done; "
+         "touch started; echo started; sleep 600";
+}
+
+// What the command above writes besides the markers of processes that ran on.
+bool written_while_running(const std::string& name) {
+  return name == "go" || name == "started" || name.starts_with("up-");
 }
 
 // The options for the command above: in `dir`, its processes tagged.
@@ -49,6 +62,40 @@ ExecOptions in_dir_tagged(const Scratch& dir, const std::string& tag) {
   return o;
 }
 
+// Returns once the command above says all its processes are up, and checks
+// that the suite sees them running: stopping a command before its processes
+// exist would make "nothing left" hold trivially, so a test that saw none
+// fails instead. kHangBound only keeps a command that never starts from
+// hanging the test.
+void await_processes_up(const Sandbox& s, const Scratch& dir, const std::string& tag, const std::string& what) {
+  const auto deadline = Clock::now() + kHangBound;
+  for (;;) {
+    const std::vector<std::string> names = names_of(s.list(dir.relative()));
+    if (std::find(names.begin(), names.end(), "started") != names.end()) break;
+    if (Clock::now() >= deadline) {
+      fail(what + ": its processes never all said they were up (the suite gave up waiting after " +
+           show(kHangBound.count()) + " s); it wrote " + show(names));
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  const std::string running = processes_tagged(s, tag, milliseconds(0));
+  check(!running.empty(), what + ": the suite saw none of its processes running before stopping it, so it could "
+                                 "not show that stopping them works");
+}
+
+// Runs `stop` when it goes, so that a test that fails before it stops its
+// command (its processes never came up, say) leaves nothing running.
+class StopOnExit {
+ public:
+  explicit StopOnExit(std::function<void()> stop) : stop_(std::move(stop)) {}
+  ~StopOnExit() { stop_(); }
+  StopOnExit(const StopOnExit&) = delete;
+  StopOnExit& operator=(const StopOnExit&) = delete;
+
+ private:
+  std::function<void()> stop_;
+};
+
 // Nothing the command started is left: none of its processes now (they are
 // given until kHangBound to leave /proc), and none writes its marker when
 // told to go.
@@ -58,7 +105,7 @@ void check_nothing_left(const Sandbox& s, const Scratch& dir, const std::string&
   s.write_file(dir.path("go"), "");
   std::this_thread::sleep_for(kMarkerWait);
   std::vector<std::string> markers = names_of(s.list(dir.relative()));
-  std::erase(markers, "go");
+  std::erase_if(markers, written_while_running);
   check(markers.empty(), "processes a command " + how + " had left in the background ran on: they wrote " + show(markers));
 }
 
@@ -137,7 +184,8 @@ void cancellation_stops_everything(const Sandbox& s) {
   ExecOptions o = in_dir_tagged(dir, tag);
   o.cancellation = stop.get_token();
   auto running = exec_on_own_thread(s, {"/bin/sh", "-c", leaves_processes_behind()}, o);
-  std::this_thread::sleep_for(milliseconds(kStopAfterMs));
+  const StopOnExit stop_anyway([&] { stop.request_stop(); });
+  await_processes_up(s, dir, tag, "a command to cancel");
   stop.request_stop();
   check_cancelled(await_end(running, "a cancelled exec"));
   check_nothing_left(s, dir, tag, "that was cancelled");
@@ -150,7 +198,8 @@ void async_cancellation_stops_everything(const Sandbox& s) {
   boost::asio::cancellation_signal signal;
   auto future = s.async_exec({"/bin/sh", "-c", leaves_processes_behind()}, in_dir_tagged(dir, tag),
                              boost::asio::bind_cancellation_slot(signal.slot(), boost::asio::use_future));
-  std::this_thread::sleep_for(milliseconds(kStopAfterMs));
+  const StopOnExit stop_anyway([&] { signal.emit(boost::asio::cancellation_type::terminal); });
+  await_processes_up(s, dir, tag, "a command to cancel through its Asio cancellation slot");
   signal.emit(boost::asio::cancellation_type::terminal);
   if (future.wait_for(kHangBound) != std::future_status::ready) {
     fail("async_exec never ended after its cancellation (the suite gave up waiting after " + show(kHangBound.count()) +

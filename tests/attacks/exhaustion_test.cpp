@@ -6,6 +6,7 @@
 #include <future>
 #include <thread>
 
+#include "../support/output_event.hpp"
 #include "attack.hpp"
 
 namespace mayura::testing {
@@ -34,17 +35,22 @@ TEST_F(ExhaustionTest, AMemoryBombIsKilledAndTheRestAnswers) {
   auto bomb = create(o);
   auto other = create();
   install_probe(bomb);
-  auto during = std::async(std::launch::async, [&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    return other.exec({"/bin/sh", "-c", "echo other"});
-  });
+  // The bomb first holds 48 of its 64 MiB and says so, then waits for the
+  // test: the other sandbox answers while the bomb provably holds most of its
+  // bound, and only then is the bomb let go to be killed.
+  OutputEvent out;
   ExecOptions eo;
-  eo.timeout_ms = 15000;
-  const ExecResult r = bomb.exec({"/workspace/probe", "mem"}, eo);
+  eo.timeout_ms = 60000;
+  eo.on_stdout = out.sink();
+  auto bombing = std::async(std::launch::async, [&] { return bomb.exec({"/workspace/probe", "mem", "48", "/workspace/go"}, eo); });
+  ASSERT_TRUE(out.wait_for("mem=holding\n")) << out.seen();
+  EXPECT_EQ(sh(other, "echo other"), "other\n");
+  EXPECT_EQ(bombing.wait_for(std::chrono::seconds(0)), std::future_status::timeout) << "the bomb ended before the other sandbox was asked";
+  bomb.write_file("/workspace/go", "");
+  const ExecResult r = bombing.get();
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 137);
   EXPECT_TRUE(r.oom_killed);
-  EXPECT_EQ(during.get().stdout, "other\n");
   EXPECT_EQ(sh(bomb, "echo after"), "after\n");
   EXPECT_EQ(sh(other, "echo after"), "after\n");
   EXPECT_EQ(running(options(), "probe"), 0);
@@ -57,18 +63,31 @@ TEST_F(ExhaustionTest, AForkBombHitsItsPidsBound) {
   auto other = create();
   install_probe(bomb);
   bomb.write_file("/workspace/note", "readable during the bomb");
+  // A process of the bomb whose fork failed says so: the checks below run
+  // once the bomb is at its bound, and must end before its timeout does.
+  OutputEvent out;
   ExecOptions eo;
-  eo.timeout_ms = 3000;
+  eo.timeout_ms = 10000;
+  eo.on_stdout = out.sink();
   auto bombing = std::async(std::launch::async, [&] { return bomb.exec({"/workspace/probe", "forkbomb"}, eo); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  // the bound was reached: a fork failed for want of pids
+  ASSERT_TRUE(out.wait_for("fork=EAGAIN\n")) << out.seen();
   // the bound holds while it runs
-  EXPECT_LE(running(options(), "probe"), 64);
+  const int at_bound = running(options(), "probe");
+  EXPECT_LE(at_bound, 64);
+  EXPECT_GT(at_bound, 1);
   // the file helper is outside the commands' bound
   EXPECT_EQ(bomb.read_file("/workspace/note"), "readable during the bomb");
   // another sandbox runs a command meanwhile
   EXPECT_EQ(sh(other, "echo other"), "other\n");
+  EXPECT_EQ(bombing.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+      << "the bomb ended before the checks meant to run during it were done";
   const ExecResult r = bombing.get();
   EXPECT_TRUE(r.timed_out);
+  // every fork that failed failed so: nothing but the pids bound stopped it
+  for (std::size_t at = 0, end; (end = r.stdout.find('\n', at)) != std::string::npos; at = end + 1) {
+    EXPECT_EQ(r.stdout.substr(at, end - at), "fork=EAGAIN");
+  }
   // nothing of it runs once the exec returned
   EXPECT_EQ(running(options(), "probe"), 0);
   EXPECT_EQ(sh(bomb, "echo after"), "after\n");
@@ -80,14 +99,24 @@ TEST_F(ExhaustionTest, CpuIsBoundedAndTheOthersRun) {
   auto busy = create(o);
   auto other = create();
   install_probe(busy);
-  auto spinning = std::async(std::launch::async, [&] { return probe(busy, {"busy", "1500", "2"}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Two threads spin until the test has had the other sandbox answer; they
+  // say when they spin, and the exec must still run when the answer came.
+  // (That the half cpu is enforced is shown by the cgroup's throttling in
+  // limits_test, not by a clock here.)
+  OutputEvent out;
+  ExecOptions eo;
+  eo.timeout_ms = 60000;
+  eo.on_stdout = out.sink();
+  auto spinning = std::async(std::launch::async, [&] { return busy.exec({"/workspace/probe", "busy-until", "/workspace/stop", "2"}, eo); });
+  ASSERT_TRUE(out.wait_for("busy=spinning\n")) << out.seen();
   EXPECT_EQ(sh(other, "echo other"), "other\n");
-  auto r = spinning.get();
-  ASSERT_EQ(r.count("cpu_ms"), 1u);
-  // two spinning threads for 1.5 s would use 3 s unbounded; half a cpu is
-  // 0.75 s, plus a period of slack. Only an upper bound.
-  EXPECT_LE(std::stol(r["cpu_ms"]), 1100) << r["cpu_ms"];
+  EXPECT_EQ(spinning.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+      << "the spinning ended before the other sandbox answered";
+  busy.write_file("/workspace/stop", "");
+  const ExecResult r = spinning.get();
+  EXPECT_EQ(r.exit_code, 0) << r.stderr;
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(parse_results(r.stdout).count("cpu_ms"), 1u) << r.stdout;
 }
 
 TEST_F(ExhaustionTest, TheWorkspaceHoldsOnlyItsBytes) {

@@ -53,11 +53,26 @@ TEST_F(HostTest, TheEnginesProcessesAndFilesAreNotVisible) {
   install_probe(s);
   auto r = probe(s, {"procs"});
   EXPECT_EQ(r["count"], "2");
-  // no memfd or deleted file of the engine's among anything this command can see
-  const std::string maps = sh(s, "cat /proc/self/maps; ls -l /proc/self/fd/ 2>&1; ls -l /proc/*/exe 2>&1; true");
-  EXPECT_EQ(maps.find("memfd:"), std::string::npos) << maps;
-  EXPECT_EQ(maps.find("(deleted)"), std::string::npos) << maps;
-  EXPECT_EQ(maps.find("mayura-init"), std::string::npos) << maps;
+  // no memfd or deleted file of the engine's among anything this command can
+  // see: each look must itself work (a look that failed would find nothing)
+  const std::string maps = sh(s, "cat /proc/self/maps");
+  EXPECT_NE(maps.find("[stack]"), std::string::npos) << maps;
+  const std::string fds = sh(s, "ls -l /proc/self/fd/");
+  EXPECT_NE(fds.find(" 0 -> "), std::string::npos) << fds;
+  // every process's executable: only the init's link is closed to the command
+  const ExecResult exes = s.exec({"/bin/sh", "-c", "ls -l /proc/*/exe"});
+  EXPECT_NE(exes.stdout.find("/proc/self/exe -> "), std::string::npos) << exes.stdout;
+  std::size_t refused = 0;
+  for (std::size_t at = 0, end; (end = exes.stderr.find('\n', at)) != std::string::npos; at = end + 1, ++refused) {
+    EXPECT_NE(exes.stderr.substr(at, end - at).find("'/proc/1/exe': Permission denied"), std::string::npos)
+        << exes.stderr;
+  }
+  EXPECT_EQ(refused, 1u) << exes.stderr;
+  for (const std::string& seen : {maps, fds, exes.stdout + exes.stderr}) {
+    EXPECT_EQ(seen.find("memfd:"), std::string::npos) << seen;
+    EXPECT_EQ(seen.find("(deleted)"), std::string::npos) << seen;
+    EXPECT_EQ(seen.find("mayura-init"), std::string::npos) << seen;
+  }
 }
 
 }  // namespace

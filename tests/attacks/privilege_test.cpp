@@ -49,6 +49,10 @@ TEST_F(PrivilegeTest, HostSetuidBinariesKeepTheirBitButGiveNoIds) {
     ASSERT_EQ(st["stat"], "ok");
     EXPECT_EQ(std::stoi(st["mode"], nullptr, 8) & 04000, 04000) << st["mode"];  // the bit is there...
     auto r = probe(s, {"suid", bin});
+    // the binary really ran: a failed exec would leave the probe's own child,
+    // whose ids prove nothing about the setuid bit
+    ASSERT_EQ(r["exec"], "ok") << "the setuid binary was never executed";
+    EXPECT_EQ(r["execd"], "1") << "the binary was not seen running as itself";
     EXPECT_EQ(r.count("exe"), 0u) << "the process stopped being the sandbox user's: it gained ids";
     EXPECT_EQ(r["uid"], "1000,1000,1000,1000");  // ...and does nothing
     EXPECT_EQ(r["gid"], "1000,1000,1000,1000");

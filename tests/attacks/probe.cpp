@@ -212,38 +212,54 @@ std::string line_of(const std::string& text, const std::string& key) {
   return l;
 }
 
-// Runs PATH (stdin a pipe nobody writes, so it waits) and prints the ids it
-// runs with once exec is done.
+// Runs PATH (stdin a pipe nobody writes, so it waits) and prints whether the
+// exec happened (exec=ok, or the errno execv failed with: a close-on-exec
+// pipe the child writes its errno to only if execv returns) and the ids the
+// new program runs with once it waits on its stdin (or has ended).
 int cmd_suid(char** argv) {
   int p[2];
-  if (::pipe(p) != 0) return 1;
+  int told[2];
+  if (::pipe(p) != 0 || ::pipe2(told, O_CLOEXEC) != 0) return 1;
   pid_t child = ::fork();
   if (child == 0) {
+    ::close(told[0]);
     ::dup2(p[0], 0);
     int null = ::open("/dev/null", O_WRONLY);
     ::dup2(null, 1);
     ::dup2(null, 2);
     ::execv(argv[0], argv);
+    const int e = errno;
+    (void)!::write(told[1], &e, sizeof e);
     ::_exit(99);
   }
+  ::close(told[1]);
+  int exec_errno = 0;
+  const ssize_t got = ::read(told[0], &exec_errno, sizeof exec_errno);
+  ::close(told[0]);
+  // end of file with nothing read: the descriptor closed at a successful exec
+  const bool execd = got == 0;
+  std::printf("exec=%s\n", execd ? "ok" : got == sizeof exec_errno ? err_name(exec_errno).c_str() : "unknown");
   const std::string proc = "/proc/" + std::to_string(child);
   char target[4096];
   ::realpath(argv[0], target);
   std::string status;
   bool seen = false;
-  for (int i = 0; i < 600; ++i) {
+  for (int i = 0; execd && i < 600; ++i) {
     char exe[4096] = {};
     ssize_t n = ::readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
     if (n < 0 && errno == EACCES) {
       std::printf("exe=EACCES\n");  // it is no longer ours: it gained privileges
     }
     status = read_small(proc + "/status");
-    if ((n > 0 && std::strcmp(exe, target) == 0) || line_of(status, "State:").rfind("Z", 0) == 0) {
+    const std::string state = line_of(status, "State:");
+    // sleeping in the new program (its ids committed), or already ended
+    if ((n > 0 && std::strcmp(exe, target) == 0 && state.rfind("S", 0) == 0) || state.rfind("Z", 0) == 0) {
       seen = n > 0;
       break;
     }
     ::usleep(5000);
   }
+  if (!execd) status = read_small(proc + "/status");
   std::printf("execd=%d\nuid=%s\ngid=%s\n", seen ? 1 : 0, line_of(status, "Uid:").c_str(), line_of(status, "Gid:").c_str());
   ::kill(child, SIGKILL);
   int ws = 0;
@@ -484,6 +500,33 @@ void* spin(void* arg) {
   return nullptr;
 }
 
+bool exists(const char* path) {
+  struct stat st {};
+  return ::stat(path, &st) == 0;
+}
+
+void* spin_until(void* arg) {
+  const char* file = static_cast<const char*>(arg);
+  volatile unsigned long x = 0;
+  while (!exists(file)) {
+    for (int i = 0; i < 100000; ++i) x = x + 1;
+  }
+  return nullptr;
+}
+
+// busy-until FILE THREADS: spin on THREADS threads until FILE exists; prints
+// busy=spinning once they all run, then the process's cpu time in ms
+int cmd_busy_until(char** argv) {
+  const int threads = std::atoi(argv[1]);
+  std::vector<pthread_t> ts(static_cast<std::size_t>(threads));
+  for (auto& t : ts) ::pthread_create(&t, nullptr, spin_until, argv[0]);
+  std::printf("busy=spinning\n");
+  std::fflush(stdout);
+  for (auto& t : ts) ::pthread_join(t, nullptr);
+  std::printf("cpu_ms=%ld\n", static_cast<long>(now(CLOCK_PROCESS_CPUTIME_ID) * 1000.0));
+  return 0;
+}
+
 // busy MS THREADS: spin for MS of wall time on THREADS threads; prints the
 // process's cpu time in ms
 int cmd_busy(char** argv) {
@@ -496,8 +539,19 @@ int cmd_busy(char** argv) {
   return 0;
 }
 
-// mem: touch memory until killed
-int cmd_mem() {
+// mem [MIB FILE]: touch memory until killed; given MIB and FILE, first
+// touches MIB MiB, prints mem=holding and waits until FILE exists
+int cmd_mem(int argc, char** argv) {
+  if (argc >= 2) {
+    const long mib = std::atol(argv[0]);
+    for (long i = 0; i < mib; ++i) {
+      char* p = static_cast<char*>(std::malloc(1 << 20));
+      if (p) std::memset(p, 1, 1 << 20);
+    }
+    std::printf("mem=holding\n");
+    std::fflush(stdout);
+    while (!exists(argv[1])) ::usleep(10000);
+  }
   for (;;) {
     char* p = static_cast<char*>(std::malloc(1 << 20));
     if (!p) continue;
@@ -505,23 +559,38 @@ int cmd_mem() {
   }
 }
 
-// forkbomb: every process forks forever
+// forkbomb: every process forks forever; a process whose fork fails says
+// so once (fork=ERRNO, e.g. EAGAIN at the pids bound), so a test can see the
+// bound was reached
 int cmd_forkbomb() {
+  bool told = false;
   for (;;) {
-    if (::fork() < 0) ::usleep(1000);
+    if (::fork() < 0) {
+      if (!told) {
+        told = true;
+        const std::string line = "fork=" + err_name(errno) + "\n";
+        (void)!::write(1, line.data(), line.size());
+      }
+      ::usleep(1000);
+    }
   }
 }
 
-// swap DIR LINK TARGET MS: makes DIR a directory and LINK a symlink to TARGET,
-// then exchanges the two names for MS milliseconds
-int cmd_swap(char** argv) {
+// swap DIR LINK TARGET MS [STOP]: makes DIR a directory and LINK a symlink
+// to TARGET, prints swap=started, then exchanges the two names for MS
+// milliseconds or, given STOP, until the file STOP exists
+int cmd_swap(int argc, char** argv) {
   ::mkdir(argv[0], 0755);
   ::unlink(argv[1]);
   if (::symlink(argv[2], argv[1]) != 0) return report("symlink", -1), 1;
+  std::printf("swap=started\n");
+  std::fflush(stdout);
   const double until = now(CLOCK_MONOTONIC) + std::atof(argv[3]) / 1000.0;
+  const char* stop = argc > 4 ? argv[4] : nullptr;
   long swaps = 0;
-  while (now(CLOCK_MONOTONIC) < until) {
+  for (long i = 0; stop ? !(i % 64 == 0 && exists(stop)) : now(CLOCK_MONOTONIC) < until; ++i) {
     if (sys(SYS_renameat2, AT_FDCWD, ptr(argv[0]), AT_FDCWD, ptr(argv[1]), 2 /* RENAME_EXCHANGE */) == 0) ++swaps;
+    if (stop && now(CLOCK_MONOTONIC) >= until) break;
   }
   std::printf("swaps=%ld\n", swaps);
   return 0;
@@ -558,9 +627,10 @@ int main(int argc, char** argv) {
   if (c == "fill" && n >= 2) return cmd_fill(a);
   if (c == "files" && n >= 2) return cmd_files(a);
   if (c == "busy" && n >= 2) return cmd_busy(a);
-  if (c == "mem") return cmd_mem();
+  if (c == "busy-until" && n >= 2) return cmd_busy_until(a);
+  if (c == "mem") return cmd_mem(n, a);
   if (c == "forkbomb") return cmd_forkbomb();
-  if (c == "swap" && n >= 4) return cmd_swap(a);
+  if (c == "swap" && n >= 4) return cmd_swap(n, a);
   std::fprintf(stderr, "probe: unknown subcommand %s\n", c.c_str());
   return 2;
 }

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "../support/command_backend_checks.hpp"
+#include "../support/output_event.hpp"
 #include "harness.hpp"
 #include "mayura/command_backend.hpp"
 #include "mayura/testing/conformance.hpp"
@@ -197,16 +198,26 @@ TEST_P(CommandBackend, GoneWhenTheSandboxUnderneathEnds) {
 
 TEST_P(CommandBackend, ReleaseDuringAnExecEndsIt) {
   auto s = create_command();
+  // Released only once the command said it runs and the test saw its sleep
+  // in the sandbox underneath: a release before the command started would
+  // prove nothing about ending it.
+  OutputEvent out;
+  int sleeping_before = 0;
   std::thread releaser([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (out.wait_for("started\n", std::chrono::seconds(30))) sleeping_before = processes_named("sleep");
     s.release();
   });
   // The release is the event; an exec it misses ends at this timeout with a
   // result instead of GONE, and the check fails.
   ExecOptions o;
   o.timeout_ms = 60'000;
-  EXPECT_EQ(reason_of([&] { s.exec({"sleep", "1000"}, o); }), Reason::GONE);
+  o.on_stdout = out.sink();
+  const std::string command =
+      "sleep 1000 & until [ \"$(cat /proc/$!/comm 2>/dev/null)\" = sleep ]; do :; done; echo started; wait";
+  EXPECT_EQ(reason_of([&] { s.exec({"sh", "-c", command}, o); }), Reason::GONE);
   releaser.join();
+  EXPECT_GE(sleeping_before, 1) << "the command's sleep was not seen running before the release; it printed "
+                                << out.seen();
 }
 
 TEST_P(CommandBackend, ManyCommandsAtOnce) {

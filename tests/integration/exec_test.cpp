@@ -11,6 +11,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include "../support/output_event.hpp"
 #include "harness.hpp"
 
 namespace mayura::testing {
@@ -31,13 +32,19 @@ int other_processes(const Sandbox& s) {
 
 TEST_F(ExecTest, ExitCodesAndSeparateStreams) {
   auto s = create();
-  auto r = s.exec({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"});
+  const auto start = std::chrono::steady_clock::now();
+  auto r = s.exec({"/bin/sh", "-c", "echo out; echo err >&2; sleep 0.3; exit 3"});
+  const auto call_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(r.stdout, "out\n");
   EXPECT_EQ(r.stderr, "err\n");
   EXPECT_FALSE(r.timed_out);
   EXPECT_FALSE(r.truncated);
-  EXPECT_GE(r.duration_ms, 0);
+  // duration_ms is the command's run: at least the 300 ms it slept, and no
+  // more than the whole call took (bounds that hold however slow the host)
+  EXPECT_GE(r.duration_ms, 300);
+  EXPECT_LE(r.duration_ms, call_ms);
   EXPECT_EQ(s.exec({"/bin/sh", "-c", "kill -9 $$"}).exit_code, 137);
   EXPECT_EQ(s.exec({"true"}).exit_code, 0);  // PATH search
   auto missing = s.exec({"no-such-command"});
@@ -83,12 +90,27 @@ TEST_F(ExecTest, CancellationKillsAndFailsCancelled) {
   std::stop_source stop;
   ExecOptions o;
   o.cancellation = stop.get_token();
+  // The command says "started" once its session leader runs sleep; the
+  // cancellation comes only after that, and after the test saw both.
+  OutputEvent out;
+  o.on_stdout = out.sink();
+  bool said_started = false;
+  int running_before = 0;
   std::thread canceller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    said_started = out.wait_for("started\n");
+    if (said_started) running_before = other_processes(s);
     stop.request_stop();
   });
-  EXPECT_EQ(reason_of([&] { s.exec({"/bin/sh", "-c", "setsid sleep 1000 & sleep 1000"}, o); }), Reason::CANCELLED);
+  EXPECT_EQ(reason_of([&] {
+              s.exec({"/bin/sh", "-c",
+                      "setsid sleep 1000 & until [ \"$(cat /proc/$!/comm 2>/dev/null)\" = sleep ]; do sleep 0.01; done; "
+                      "echo started; exec sleep 1000"},
+                     o);
+            }),
+            Reason::CANCELLED);
   canceller.join();
+  ASSERT_TRUE(said_started) << "the command never said it started: " << out.seen();
+  EXPECT_EQ(running_before, 2) << "the setsid sleep and the command's own sleep, before the cancellation";
   EXPECT_EQ(other_processes(s), 0);
   // a cancelled token refuses at once
   EXPECT_EQ(reason_of([&] { s.exec({"true"}, o); }), Reason::CANCELLED);
@@ -97,11 +119,18 @@ TEST_F(ExecTest, CancellationKillsAndFailsCancelled) {
 TEST_F(ExecTest, AsioCancellationSlotCancels) {
   auto s = create();
   boost::asio::cancellation_signal signal;
-  auto f = s.async_exec({"/bin/sh", "-c", "sleep 1000"}, {},
+  OutputEvent out;
+  ExecOptions o;
+  o.on_stdout = out.sink();
+  auto f = s.async_exec({"/bin/sh", "-c", "echo started; exec sleep 1000"}, o,
                         boost::asio::bind_cancellation_slot(signal.slot(), boost::asio::use_future));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // cancelled only once the command runs, and the test saw it
+  const bool said_started = out.wait_for("started\n");
+  const int running_before = said_started ? other_processes(s) : 0;
   signal.emit(boost::asio::cancellation_type::terminal);
   EXPECT_EQ(reason_of([&] { f.get(); }), Reason::CANCELLED);
+  ASSERT_TRUE(said_started) << "the command never said it started: " << out.seen();
+  EXPECT_EQ(running_before, 1) << "the command's sleep, before the cancellation";
   EXPECT_EQ(other_processes(s), 0);
   auto ok = s.async_exec({"echo", "hi"}, {}, boost::asio::use_future).get();
   EXPECT_EQ(ok.stdout, "hi\n");
@@ -160,14 +189,31 @@ TEST_F(ExecTest, EnvValuesNeverReachAHostCommandLine) {
   auto s = create(c);
   ExecOptions o;
   o.env = {{"OTHER", secret + "-exec"}};
-  std::atomic<bool> found{false};
-  std::thread runner([&] { s.exec({"/bin/sh", "-c", "sleep 1"}, o); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The command runs until the test has looked at every host process; the
+  // look starts once the command said it runs, and must find the command
+  // itself (by its environment, where the values belong) or it proved
+  // nothing.
+  OutputEvent out;
+  o.on_stdout = out.sink();
+  ExecResult ran;
+  std::thread runner([&] {
+    ran = s.exec({"/bin/sh", "-c", "echo started; until [ -e /workspace/looked ]; do sleep 0.05; done"}, o);
+  });
+  const bool said_started = out.wait_for("started\n");
+  bool found = false;
+  bool seen_in_environ = false;
+  const std::string exec_value = "OTHER=" + secret + "-exec";
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {
     const std::string cmdline = read_host(e.path() / "cmdline");
     if (cmdline.find(secret) != std::string::npos) found = true;
+    const std::string environ = read_host(e.path() / "environ");
+    if (environ.find(exec_value + std::string(1, '\0')) != std::string::npos) seen_in_environ = true;
   }
+  s.write_file("/workspace/looked", "");
   runner.join();
+  ASSERT_TRUE(said_started) << out.seen();
+  EXPECT_EQ(ran.exit_code, 0);
+  EXPECT_TRUE(seen_in_environ) << "the look at the host's processes did not find the running command";
   EXPECT_FALSE(found);
   EXPECT_EQ(sh(s, "echo $TOKEN"), secret + "\n");
   // and in no file the engine keeps
@@ -212,9 +258,30 @@ TEST_F(ExecTest, AHostThatIgnoresSigchldStillGetsExitStatuses) {
 
 TEST_F(ExecTest, TheInitReapsOrphans) {
   auto s = create();
-  sh(s, "for i in 1 2 3 4 5; do (sleep 0.1 &) ; done");
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  EXPECT_EQ(sh(s, "cat /proc/[0-9]*/stat 2>/dev/null | awk '{print $3}' | grep -c Z || true"), "0\n");
+  // Five processes whose parent is gone, each waiting for the test: they are
+  // shown to be the init's before they may end.
+  const std::string pids = sh(s,
+                              "for i in 1 2 3 4 5; do "
+                              "(sh -c 'until [ -e /tmp/go ]; do sleep 0.01; done' & echo $!) ; done");
+  std::vector<std::string> orphans;
+  for (std::size_t at = 0, end; (end = pids.find('\n', at)) != std::string::npos; at = end + 1) {
+    orphans.push_back(pids.substr(at, end - at));
+  }
+  ASSERT_EQ(orphans.size(), 5u) << pids;
+  for (const auto& pid : orphans) {
+    // field 4 of stat, after the command name in parentheses, is the parent
+    EXPECT_EQ(sh(s, "s=$(cat /proc/" + pid + "/stat) && s=${s##*) } && set -- $s && echo $2"), "1\n") << pid;
+  }
+  sh(s, "touch /tmp/go");
+  // Each one's end is the event: a zombie nobody reaps keeps its /proc entry,
+  // so every entry must go (the bound only keeps a test that fails from
+  // hanging).
+  for (const auto& pid : orphans) {
+    EXPECT_EQ(sh(s, "i=0; while [ -e /proc/" + pid + " ] && [ $i -lt 6000 ]; do sleep 0.01; i=$((i+1)); done; "
+                    "if [ -e /proc/" + pid + " ]; then cut -d' ' -f3 /proc/" + pid + "/stat; else echo reaped; fi"),
+              "reaped\n")
+        << pid;
+  }
 }
 
 }  // namespace

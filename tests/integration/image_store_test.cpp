@@ -247,7 +247,7 @@ TEST_F(ImageStoreTest, BadArchivesFailClearlyAndLeaveTheStoreAsItWas) {
   huge.declared_size = 1ull << 40;
   expect_refused(with_layer("huge.tar", {huge}), "declares");
   std::ofstream(archive("garbage.tar")) << "this is no archive at all";
-  expect_refused(archive("garbage.tar"), "");
+  expect_refused(archive("garbage.tar"), "cannot read " + archive("garbage.tar") + ": ");
 
   // A config nested deeper than any image needs (copying it would recurse
   // until the stack ends).

@@ -110,8 +110,8 @@ TEST_F(LifetimeTest, AnEngineStartedAfterOneWasKilledRemovesWhatItLeft) {
   EXPECT_TRUE(processes_in_range(o).empty());
   ::prctl(PR_SET_CHILD_SUBREAPER, 0);
   // What it left: cgroups (its inits die with its socket, but nothing removes
-  // their cgroups) and records.
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // their cgroups) and records. (Nothing of it runs any more, so no wait
+  // could change this.)
   EXPECT_EQ(cgroups_under(o.cgroup_root), 2);
   // A new engine on the same state cleans up before it does anything else.
   sandboxes();
@@ -196,11 +196,20 @@ TEST_F(LifetimeTest, PreparedSandboxesAreHandedOutFreshAndEndedWithTheProvider) 
   EXPECT_EQ(sh(a, "ls -A /workspace | wc -l; ls -A /tmp | wc -l"), "0\n0\n");
   a.write_file("x", "1");
   EXPECT_EQ(reason_of([&] { b.read_file("x"); }), Reason::NOT_FOUND);
-  // a lifetime starts at create, not when the sandbox was made
-  c.lifetime_ms = 300;
+  // a lifetime starts at create, not when the sandbox was made: once the
+  // pool has made two more (the event) and they are older than the lifetime
+  // asked for, one handed out still runs a command, and a command running
+  // when its lifetime (from create) ends fails GONE
+  const auto refilled_by = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (cgroups_under(options().cgroup_root) < 4 && std::chrono::steady_clock::now() < refilled_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(cgroups_under(options().cgroup_root), 4) << "the pool was not made again";
+  c.lifetime_ms = 2000;
+  std::this_thread::sleep_for(std::chrono::milliseconds(c.lifetime_ms + 500));  // the made-ahead ones age past it
   auto short_lived = create(c);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  EXPECT_EQ(reason_of([&] { short_lived.exec({"true"}); }), Reason::GONE);
+  EXPECT_EQ(sh(short_lived, "echo alive"), "alive\n");
+  EXPECT_EQ(reason_of([&] { short_lived.exec({"sleep", "1000"}); }), Reason::GONE);
   // closing ends what was made ahead too (checked by the leak check)
 }
 

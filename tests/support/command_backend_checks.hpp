@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "mayura/sandbox.hpp"
+#include "output_event.hpp"
 #include "reason_of.hpp"
 
 namespace mayura::testing::command_checks {
@@ -205,15 +206,22 @@ inline void large_output_truncation_and_streaming(const Sandbox& s) {
     std::lock_guard lock(m);
     err += chunk;
   };
+  // when the test had the first line, and when it had written the file the
+  // command waits for: the command ran across that span
+  std::chrono::steady_clock::time_point had_first, wrote_file;
   std::thread answer([&] {
     std::unique_lock lock(m);
     changed.wait(lock, [&] { return returned || !chunks.empty(); });
     if (returned) return;
+    had_first = std::chrono::steady_clock::now();
     lock.unlock();
     EXPECT_EQ(what_it_threw([&] { s.write_file("streamed", ""); }), "");
+    wrote_file = std::chrono::steady_clock::now();
   });
+  const auto start = std::chrono::steady_clock::now();
   const ExecResult r =
       sh(s, "echo first; echo e >&2; while [ ! -e streamed ]; do sleep 0.05; done; echo second", streaming);
+  const auto end = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(m);
     returned = true;
@@ -226,7 +234,12 @@ inline void large_output_truncation_and_streaming(const Sandbox& s) {
   EXPECT_EQ(err, "e\n");
   ASSERT_GE(chunks.size(), 2u);
   EXPECT_EQ(chunks.front(), "first\n");
-  EXPECT_GE(r.duration_ms, 0);
+  // duration_ms is the command's run: it began before its first line reached
+  // the test and ended after the file it waited for was written, all within
+  // the call (each bound a whole millisecond looser, for the rounding)
+  const auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
+  EXPECT_GE(r.duration_ms, ms(wrote_file - had_first) - 1);
+  EXPECT_LE(r.duration_ms, ms(end - start) + 1);
 }
 
 inline void timeout_kills_every_process(const Sandbox& s) {
@@ -271,12 +284,20 @@ inline void cancellation_kills_every_process(const Sandbox& s) {
   // The cancellation is the event; a command it misses ends at this
   // timeout with a result instead of CANCELLED, and the check fails.
   o.timeout_ms = 30'000;
+  // The cancellation comes only once the command said its child runs and
+  // the test saw that child running: a command cancelled before it started
+  // anything would leave nothing running whether or not the cancel kills.
+  OutputEvent out;
+  o.on_stdout = out.sink();
+  bool running_before = false;
   std::thread canceller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    if (out.wait_for("started\n", std::chrono::seconds(20))) running_before = still_running(s, "cancelled.pid");
     stop.request_stop();
   });
-  EXPECT_EQ(reason_of([&] { sh(s, "sleep 1000 & echo $! > cancelled.pid; wait", o); }), Reason::CANCELLED);
+  EXPECT_EQ(reason_of([&] { sh(s, "sleep 1000 & echo $! > cancelled.pid; echo started; wait", o); }), Reason::CANCELLED);
   canceller.join();
+  ASSERT_TRUE(running_before) << "the command's child was not seen running before the cancellation; it printed "
+                              << out.seen();
   EXPECT_FALSE(still_running(s, "cancelled.pid"));
   // the sandbox goes on
   EXPECT_EQ(s.exec({"true"}).exit_code, 0);

@@ -67,9 +67,12 @@ TEST(Async, CancellationSlotEndsTheOperationWithCancelled) {
   auto sb = s.create(opts());
   asio::cancellation_signal signal;
   auto f = sb.async_exec({"sleep"}, {}, asio::bind_cancellation_slot(signal.slot(), asio::use_future));
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // cancelled once the exec is blocked in the provider, which must see it
+  ASSERT_TRUE(provider->state->wait_for_commands(1));
   signal.emit(asio::cancellation_type::terminal);
   EXPECT_EQ(testing::reason_of([&] { f.get(); }), Reason::CANCELLED);
+  std::lock_guard lock(provider->state->mutex);
+  EXPECT_EQ(provider->state->blocked_then_cancelled, 1);
 }
 
 TEST(Async, Coroutines) {

@@ -3,6 +3,8 @@
 // with whatever the test set, so the limits layer can be tested alone.
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -13,6 +15,7 @@ namespace mayura::testing {
 
 struct FakeState {
   std::mutex mutex;
+  std::condition_variable changed;  // a command arrived
   int creates = 0;
   int releases = 0;
   std::vector<std::vector<std::string>> commands;
@@ -22,6 +25,14 @@ struct FakeState {
   bool alive = true;
   bool throw_foreign = false;  // throw a non-SandboxError from exec
   bool block_until_cancelled = false;
+  int blocked_then_cancelled = 0;  // execs that blocked and saw their cancellation
+
+  // Waits until `count` commands have reached the backend; false if they
+  // have not within `bound` (a backstop, not a measure).
+  bool wait_for_commands(std::size_t count, std::chrono::seconds bound = std::chrono::seconds(30)) {
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, bound, [&] { return commands.size() >= count; });
+  }
 };
 
 class FakeBackend final : public SandboxBackend {
@@ -31,10 +42,15 @@ class FakeBackend final : public SandboxBackend {
     {
       std::lock_guard lock(s_->mutex);
       s_->commands.push_back(argv);
+      s_->changed.notify_all();
       if (s_->throw_foreign) throw std::runtime_error("provider internals: secret token 1234");
     }
     if (s_->block_until_cancelled) {
       while (!options.cancellation.stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      {
+        std::lock_guard lock(s_->mutex);
+        ++s_->blocked_then_cancelled;
+      }
       throw SandboxError(Reason::CANCELLED, "cancelled");
     }
     std::lock_guard lock(s_->mutex);

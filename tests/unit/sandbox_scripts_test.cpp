@@ -78,6 +78,14 @@ class SandboxScripts : public ::testing::TestWithParam<Toolbox> {
   ShellResult sh(const std::string& script, const std::optional<std::string>& stdin = std::nullopt) const {
     return place.run(script, stdin);
   }
+  // The suite runs as root, whom no permission stops: a refusal is shown as
+  // an unprivileged user (nobody), for whom `owned` (relative names) are
+  // made their own first.
+  static constexpr uid_t kNobody = 65534;
+  ShellResult sh_unprivileged(const std::string& script, const std::vector<std::string>& owned = {}) const {
+    for (const auto& name : owned) EXPECT_EQ(::chown(at(name).c_str(), kNobody, kNobody), 0) << name;
+    return place.run_as(kNobody, script);
+  }
   // A read_file answer: the size line, and the data.
   std::pair<std::string, std::string> read(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                            std::uint64_t max = 1 << 30) const {
@@ -248,11 +256,12 @@ TEST_P(SandboxScripts, ListFailsWithTheCodeOfEachReason) {
   write_host_file(at("file"), "x");
   EXPECT_EQ(sh(scripts::list("missing")).exit_code, scripts::kNotFound);
   EXPECT_EQ(sh(scripts::list("file")).exit_code, scripts::kInvalid);
-  if (::geteuid() != 0) {
-    fs::create_directory(at("closed"));
-    fs::permissions(at("closed"), fs::perms::none);
-    EXPECT_EQ(sh(scripts::list("closed")).exit_code, scripts::kDenied);
-  }
+  fs::create_directory(at("closed"));
+  fs::permissions(at("closed"), fs::perms::none);
+  const ShellResult denied = sh_unprivileged(scripts::list("closed"), {"closed"});
+  EXPECT_EQ(denied.exit_code, scripts::kDenied) << denied.stderr;
+  // the same user lists what it may
+  EXPECT_EQ(sh_unprivileged(scripts::list("file")).exit_code, scripts::kInvalid);
 }
 
 TEST_P(SandboxScripts, RemovesFilesTreesAndLinksNotWhatTheyPointTo) {
@@ -279,10 +288,10 @@ TEST_P(SandboxScripts, RemovesFilesTreesAndLinksNotWhatTheyPointTo) {
   EXPECT_EQ(sh(scripts::remove("keep/..")).exit_code, scripts::kInvalid);
   EXPECT_EQ(sh(scripts::remove("keep/")).exit_code, scripts::kInvalid);
   EXPECT_TRUE(fs::exists(at("keep/precious")));
-  if (::geteuid() != 0) {
-    fs::permissions(at("keep"), fs::perms::owner_read | fs::perms::owner_exec);
-    EXPECT_EQ(sh(scripts::remove("keep/precious")).exit_code, scripts::kDenied);
-  }
+  fs::permissions(at("keep"), fs::perms::owner_read | fs::perms::owner_exec);
+  const ShellResult denied = sh_unprivileged(scripts::remove("keep/precious"), {"keep"});
+  EXPECT_EQ(denied.exit_code, scripts::kDenied) << denied.stderr;
+  EXPECT_TRUE(fs::exists(at("keep/precious")));
 }
 
 TEST_P(SandboxScripts, WritesThroughATemporaryFileKeepingTheMode) {
@@ -321,12 +330,14 @@ TEST_P(SandboxScripts, WriteRefusesDirectoriesAndFilesAmongTheParents) {
   EXPECT_EQ(sh(scripts::replace_file(".tmp", "dir")).exit_code, scripts::kInvalid);
   EXPECT_FALSE(fs::exists(at(".tmp")));
   EXPECT_TRUE(fs::is_directory(at("dir")));
-  if (::geteuid() != 0) {
-    fs::create_directory(at("closed"));
-    fs::permissions(at("closed"), fs::perms::owner_read | fs::perms::owner_exec);
-    EXPECT_EQ(sh(scripts::prepare_write("closed/x")).exit_code, scripts::kDenied);
-    EXPECT_EQ(sh(scripts::prepare_write("closed/sub/x")).exit_code, scripts::kDenied);
-  }
+  fs::create_directory(at("closed"));
+  fs::permissions(at("closed"), fs::perms::owner_read | fs::perms::owner_exec);
+  ASSERT_EQ(::chown(at("closed").c_str(), kNobody, kNobody), 0);
+  const ShellResult file_denied = sh_unprivileged(scripts::prepare_write("closed/x"));
+  EXPECT_EQ(file_denied.exit_code, scripts::kDenied) << file_denied.stderr;
+  const ShellResult dir_denied = sh_unprivileged(scripts::prepare_write("closed/sub/x"));
+  EXPECT_EQ(dir_denied.exit_code, scripts::kDenied) << dir_denied.stderr;
+  EXPECT_FALSE(fs::exists(at("closed/sub")));
 }
 
 TEST_P(SandboxScripts, KillStopsEveryProcessOfTheTagAndNothingElse) {
@@ -340,8 +351,20 @@ TEST_P(SandboxScripts, KillStopsEveryProcessOfTheTagAndNothingElse) {
       "MAYURA_TAG=" + tag + "x sleep 1000 > /dev/null 2>&1 &\n" +
       "XMAYURA_TAG=" + tag + " sleep 1000 > /dev/null 2>&1 &\n");
   ASSERT_EQ(started.exit_code, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // the kill comes once everything is there: the forker's children, the
+  // nested sleep and both lookalikes (the bound only keeps a setup that
+  // never gets there from hanging)
+  const auto all_up = [&] {
+    return processes_with("MAYURA_TAG=" + tag).size() > 3u && processes_with("MAYURA_TAG=" + tag + "x").size() == 1u &&
+           processes_with("XMAYURA_TAG=" + tag).size() == 1u;
+  };
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!all_up() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_GT(processes_with("MAYURA_TAG=" + tag).size(), 3u);
+  EXPECT_EQ(processes_with("MAYURA_TAG=" + tag + "x").size(), 1u);
+  EXPECT_EQ(processes_with("XMAYURA_TAG=" + tag).size(), 1u);
 
   const ShellResult killed = sh(scripts::kill(tag));
   EXPECT_EQ(killed.exit_code, 0) << killed.stderr;

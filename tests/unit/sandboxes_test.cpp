@@ -120,10 +120,17 @@ TEST_F(Fixture, CloseReleasesEverythingAndRefusesNewSandboxes) {
 
 TEST_F(Fixture, LifetimeEndMakesCallsGone) {
   auto s = make();
-  auto sb = s.create(opts(30));
-  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  // A lifetime is a span of the clock from create: the event is its end.
+  // Before it the sandbox answers; once it is over (waited for, never
+  // raced) calls fail GONE and the provider's sandbox has been released.
+  auto sb = s.create(opts(500));
+  const auto created = std::chrono::steady_clock::now();  // the lifetime began before this
+  EXPECT_EQ(sb.exec({"true"}).exit_code, 0);
+  EXPECT_EQ(s.size(), 1u);
+  std::this_thread::sleep_until(created + std::chrono::milliseconds(500));
   EXPECT_EQ(reason_of([&] { sb.exec({"true"}); }), Reason::GONE);
   EXPECT_EQ(s.size(), 0u);
+  EXPECT_EQ(provider->state->releases, 1);
 }
 
 TEST_F(Fixture, BadArgumentsNeverReachTheProvider) {

@@ -1,6 +1,7 @@
 #include "shell_toolbox.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -76,6 +77,17 @@ ShellPlace::~ShellPlace() {
 
 ShellResult ShellPlace::run(const std::string& script, const std::optional<std::string>& stdin,
                             const std::vector<std::string>& env) const {
+  return run_with(script, stdin, env, std::nullopt);
+}
+
+ShellResult ShellPlace::run_as(uid_t uid, const std::string& script) const {
+  fs::permissions(root_, fs::perms::others_exec, fs::perm_options::add);
+  if (::chown(work_.c_str(), uid, uid) != 0) throw std::runtime_error("chown of the work directory failed");
+  return run_with(script, std::nullopt, {}, uid);
+}
+
+ShellResult ShellPlace::run_with(const std::string& script, const std::optional<std::string>& stdin,
+                                 const std::vector<std::string>& env, std::optional<uid_t> uid) const {
   int in[2], out[2], err[2];
   if (::pipe2(in, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC)) throw std::runtime_error("pipe failed");
   std::vector<std::string> environment{"PATH=" + path_};
@@ -95,6 +107,9 @@ ShellResult ShellPlace::run(const std::string& script, const std::optional<std::
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (uid && (::setgroups(0, nullptr) != 0 || ::setgid(*uid) != 0 || ::setuid(*uid) != 0 || ::geteuid() != *uid)) {
+      ::_exit(122);
+    }
     if (::chdir(work_.c_str()) != 0) ::_exit(120);
     ::execve(shell_.c_str(), argv, envp.data());
     ::_exit(121);
@@ -157,7 +172,16 @@ TransportResult LocalTransport::run(const std::string& command, const TransportO
   if (command.size() > max_command_bytes_) throw SandboxError(Reason::INTERNAL, "command over the transport's bound");
   if (options.stdin && !takes_stdin_) throw SandboxError(Reason::INTERNAL, "stdin given to a transport without it");
   const ShellResult r = place_.run(command, options.stdin);
+  {
+    std::lock_guard lock(mutex_);
+    answers_.push_back(r.stdout.substr(0, r.stdout.find('\n')));
+  }
   return {r.exit_code, r.stdout};
+}
+
+std::vector<std::string> LocalTransport::answer_heads() const {
+  std::lock_guard lock(mutex_);
+  return answers_;
 }
 
 }  // namespace mayura::testing

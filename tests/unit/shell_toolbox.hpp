@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/types.h>
+
 #include "mayura/command_backend.hpp"
 
 namespace mayura::testing {
@@ -48,12 +50,20 @@ class ShellPlace {
   // environment.
   ShellResult run(const std::string& script, const std::optional<std::string>& stdin = std::nullopt,
                   const std::vector<std::string>& env = {}) const;
+  // The same as an unprivileged user: the shell's child drops to `uid`
+  // (group too, no supplementary groups) before it starts, so permission
+  // checks apply even when the tests run as root. work() and its parent are
+  // opened to that user to enter; what else it may touch is the test's to set.
+  ShellResult run_as(uid_t uid, const std::string& script) const;
 
  private:
   std::string root_;
   std::string work_;
   std::string path_;
   std::string shell_;
+
+  ShellResult run_with(const std::string& script, const std::optional<std::string>& stdin,
+                       const std::vector<std::string>& env, std::optional<uid_t> uid) const;
 };
 
 // A command transport that runs each command with ShellPlace::run.
@@ -68,6 +78,8 @@ class LocalTransport final : public CommandTransport {
   int calls() const { return calls_; }
   // The start of every command run so far.
   std::vector<std::string> command_heads() const;
+  // The first line of what every command run so far printed.
+  std::vector<std::string> answer_heads() const;
 
  private:
   const ShellPlace& place_;
@@ -76,6 +88,7 @@ class LocalTransport final : public CommandTransport {
   std::atomic<int> calls_{0};
   mutable std::mutex mutex_;
   std::vector<std::string> heads_;
+  std::vector<std::string> answers_;
 };
 
 }  // namespace mayura::testing

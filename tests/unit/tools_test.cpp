@@ -189,11 +189,18 @@ TEST_F(ToolsTest, ACallHasAnAsynchronousFormThatCancels) {
   EXPECT_EQ(done.get()["exitCode"], 0);
   provider->state->block_until_cancelled = true;
   boost::asio::cancellation_signal cancel;
+  const std::size_t before = [&] {
+    std::lock_guard lock(provider->state->mutex);
+    return provider->state->commands.size();
+  }();
   auto blocked = async_call(exec, {{"command", "sleep 100"}}, granted({"exec"}), io.get_executor(),
                             boost::asio::bind_cancellation_slot(cancel.slot(), boost::asio::use_future));
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // cancelled once the exec is blocked in the provider, which must see it
+  ASSERT_TRUE(provider->state->wait_for_commands(before + 1));
   cancel.emit(boost::asio::cancellation_type::terminal);
   EXPECT_EQ(reason_of([&] { blocked.get(); }), Reason::CANCELLED);
+  std::lock_guard lock(provider->state->mutex);
+  EXPECT_EQ(provider->state->blocked_then_cancelled, 1);
 }
 
 TEST_F(ToolsTest, BadOptionsAreInvalid) {
