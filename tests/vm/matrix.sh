@@ -24,11 +24,14 @@ select_for() {
     *) echo "integration\\.($core)|attacks\\.(CgroupsTest|ExhaustionTest)" ;;
   esac
 }
-# Suites that only a pure cgroup2 host can run (and that must fail elsewhere).
+# Suites that only a pure cgroup2 host can run (and that must fail
+# elsewhere); and the proxy's connection bound, which opens hundreds of
+# connections against a 30 s request-head timeout that an emulated cpu can
+# outlast (it has no cgroup side; it runs on this machine).
 exclude_for() {
   case "$1" in
-    v2-*) echo '^$' ;;
-    *) echo 'UnifiedCgroupTest' ;;
+    v2-*) echo 'OneSandboxsConnectionsAreBounded' ;;
+    *) echo 'UnifiedCgroupTest|OneSandboxsConnectionsAreBounded' ;;
   esac
 }
 
