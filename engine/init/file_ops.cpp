@@ -89,27 +89,35 @@ int make_parents(const std::string& path) {
 }
 
 // Writes to a temporary file beside the target and renames it into place, so
-// a failed or cut-off write never leaves a half-written file.
+// a failed or cut-off write never leaves a half-written file. Both names are
+// taken in one directory, opened once: a sandbox that swaps the directory
+// (for a symlink elsewhere) while the write runs cannot split the rename
+// across two directories (EXDEV) or leave the temporary file behind.
 std::int64_t do_write(const protocol::FileRequest& r, int in, int& error) {
   if ((error = make_parents(r.path)) != 0) return 0;
   const auto slash = r.path.rfind('/');
-  const std::string temp = r.path.substr(0, slash + 1) + ".mayura-write-" + std::to_string(::getpid());
+  const std::string parent = slash == 0 ? std::string("/") : r.path.substr(0, slash);
+  const std::string name = r.path.substr(slash + 1);
+  const std::string temp = ".mayura-write-" + std::to_string(::getpid());
+  const int dir = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) {
+    error = errno;
+    return 0;
+  }
   mode_t mode = 0644;
   struct stat st {};
-  if (::stat(r.path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) {
-      error = EISDIR;
-      return 0;
-    }
-    if (!S_ISREG(st.st_mode)) {
-      error = EINVAL;
+  if (::fstatat(dir, name.c_str(), &st, 0) == 0) {
+    if (S_ISDIR(st.st_mode) || !S_ISREG(st.st_mode)) {
+      error = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+      ::close(dir);
       return 0;
     }
     mode = st.st_mode & 07777;
   }
-  const int fd = ::open(temp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+  const int fd = ::openat(dir, temp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     error = errno;
+    ::close(dir);
     return 0;
   }
   std::int64_t total = 0;
@@ -128,8 +136,9 @@ std::int64_t do_write(const protocol::FileRequest& r, int in, int& error) {
   if (!error && static_cast<std::uint64_t>(total) != r.max_bytes) error = EPIPE;  // the engine stopped sending
   if (!error && ::fchmod(fd, mode) != 0) error = errno;
   if (::close(fd) != 0 && !error) error = errno;
-  if (!error && ::rename(temp.c_str(), r.path.c_str()) != 0) error = errno;
-  if (error) ::unlink(temp.c_str());
+  if (!error && ::renameat(dir, temp.c_str(), dir, name.c_str()) != 0) error = errno;
+  if (error) ::unlinkat(dir, temp.c_str(), 0);
+  ::close(dir);
   return total;
 }
 
