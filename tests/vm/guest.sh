@@ -27,7 +27,8 @@ off() {
 mkdir -p /dev/pts /dev/shm
 mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts
 mount -t tmpfs -o mode=1777 shm /dev/shm
-mount -t tmpfs -o mode=1777 tmp /tmp
+# /tmp stays the overlay's (writable, in the VM's memory): the job's own
+# directory may be there, as a checkout CI made.
 mount -t tmpfs -o mode=0755 run /run
 mkdir -p /run/lock /mnt/results
 mount -t 9p -o trans=virtio,version=9p2000.L results /mnt/results || off
@@ -90,6 +91,10 @@ esac
 echo "guest: /proc/self/cgroup: $(tr '\n' ' ' </proc/self/cgroup)"
 
 export MAYURA_TEST_LAYOUT=$layout MAYURA_TEST_STORE_DIR=/var/lib/mayura
+job_dir=$(sed -n "s/^cd '\{0,1\}\([^']*\)'\{0,1\}$/\1/p" /mnt/results/job.sh | head -1)
+if [ -n "$job_dir" ] && [ ! -d "$job_dir" ]; then
+  echo "guest: the job's directory $job_dir is hidden in the VM (under /run, /dev or /var/lib/mayura?)"
+fi
 (
   if [ -n "$job_cgroup" ]; then echo $BASHPID >"$job_cgroup/cgroup.procs"; fi
   cd /mnt/results && exec bash /mnt/results/job.sh
