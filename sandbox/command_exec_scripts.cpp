@@ -53,12 +53,18 @@ std::string argument_words(const std::string& cwd, const std::map<std::string, s
   std::string words = sandbox_scripts::path_word(cwd.empty() ? "." : cwd);
   const bool through_env = !env.empty() || (!argv.front().empty() && argv.front().front() == '-');
   words += through_env ? " env" : " exec";
-  for (const auto& [name, value] : env) words += " " + quote(name + "=" + value);
-  if (!env.empty()) words += " " + quote("MAYURA_TAG=" + std::string(tag));
+  // Each word appended in place: `" " + quote(...)` makes GCC 12's -O3
+  // see a memcpy it cannot bound and stop a Release build (-Werror=restrict).
+  auto add = [&words](const std::string& word) {
+    words += ' ';
+    words += word;
+  };
+  for (const auto& [name, value] : env) add(quote(name + "=" + value));
+  if (!env.empty()) add(quote("MAYURA_TAG=" + std::string(tag)));
   // env would take a command named like an assignment for one more; a
   // shell runs it by name instead.
-  if (through_env && argv.front().find('=') != std::string::npos) words += " /bin/sh -c 'exec \"$@\"' sh";
-  for (const auto& arg : argv) words += " " + quote(arg);
+  if (through_env && argv.front().find('=') != std::string::npos) add("/bin/sh -c 'exec \"$@\"' sh");
+  for (const auto& arg : argv) add(quote(arg));
   return words;
 }
 

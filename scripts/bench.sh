@@ -7,7 +7,13 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 "$here/deps.sh"
-"$here/build.sh" "$here/../build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+log=$(mktemp)
+"$here/build.sh" "$here/../build" -DCMAKE_BUILD_TYPE=Release >"$log" 2>&1 || {
+  tail -40 "$log" >&2
+  echo "bench.sh: the Release build failed (above)" >&2
+  exit 1
+}
+rm -f "$log"
 "$here/../build/bench/bench_sandbox" "${1:-200}" "$here/../build/tools/mayura-run"
 echo
 "$here/../build/bench/bench_command_backend" "${1:-200}"
