@@ -33,6 +33,15 @@ inline std::string read_from(int fd) {
   return text;
 }
 
+// A small file's whole contents by path ("" if it cannot be read).
+inline std::string read_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string text = read_from(fd);
+  ::close(fd);
+  return text;
+}
+
 inline std::string read_at(int dir, const char* file) {
   const int fd = ::openat(dir, file, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return {};

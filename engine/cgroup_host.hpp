@@ -35,6 +35,8 @@ struct Controller {
 struct Host {
   Layout layout = Layout::legacy;
   std::string v2;  // the cgroup2 mount point; empty on a legacy host the engine has not mounted one on yet
+  // The cgroup2 mount, or where an engine mounts its own on a legacy host.
+  std::string v2_or_engines() const { return v2.empty() ? std::string(kEngineCgroup2) : v2; }
   Controller memory, cpu, pids;
   bool swap_limit = false;  // swap can be held at zero (memsw on v1; swap.max on v2)
 

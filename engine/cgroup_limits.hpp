@@ -63,6 +63,9 @@ class OomCounter {
   UniqueFd file_;
 };
 
+// Writes only the commands' pids.max (once pids is handed down to them).
+void apply_v2_command_limit(int commands_dir, const Limits& limits);
+
 // memory.events of the sandbox's cgroup.
 OomCounter v2_oom_counter(int sandbox_dir);
 

@@ -4,7 +4,6 @@
 #include <sys/xattr.h>
 
 #include <cerrno>
-#include <fstream>
 #include <sstream>
 #include <vector>
 
@@ -22,13 +21,6 @@ bool within(const std::string& path, const std::string& ancestor) {
 }
 bool strictly_below(const std::string& path, const std::string& ancestor) {
   return path.size() > ancestor.size() && within(path, ancestor);
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // systemd marks a cgroup it delegates with trusted.delegate (services and
@@ -97,7 +89,7 @@ Placement plan_placement(const std::string& mount, const std::string& own, const
 }
 
 Placement plan_placement_here(const std::string& mount, const std::string& configured) {
-  return plan_placement(mount, own_cgroup(read_text("/proc/self/cgroup")), configured, marked_delegated);
+  return plan_placement(mount, own_cgroup(read_path("/proc/self/cgroup")), configured, marked_delegated);
 }
 
 std::size_t move_into_leaf(const std::string& home) {
@@ -106,7 +98,7 @@ std::size_t move_into_leaf(const std::string& home) {
   const int leaf_fd = ::open(leaf.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (leaf_fd < 0) return 1;
   auto listed = [&home] {
-    std::istringstream procs(read_text(home + "/cgroup.procs"));
+    std::istringstream procs(read_path(home + "/cgroup.procs"));
     std::vector<std::string> pids;
     for (std::string pid; procs >> pid;) pids.push_back(pid);
     return pids;

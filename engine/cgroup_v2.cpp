@@ -31,22 +31,13 @@ Host enable_v2_controllers(const Host& host, const std::string& mount, const std
     if (dir == mount) break;
   }
   auto offered = [](const std::string& dir, const char* name) {
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return false;
-    std::istringstream words(read_at(fd, "cgroup.controllers"));
-    ::close(fd);
+    std::istringstream words(read_path(dir + "/cgroup.controllers"));
     for (std::string w; words >> w;) {
       if (w == name) return true;
     }
     return false;
   };
-  auto has_processes = [](const std::string& dir) {
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return false;
-    const bool any = !read_at(fd, "cgroup.procs").empty();
-    ::close(fd);
-    return any;
-  };
+  auto has_processes = [](const std::string& dir) { return !read_path(dir + "/cgroup.procs").empty(); };
   auto enable = [&](Controller& c, const char* name) {
     if (!c.v2) return;
     const std::string change = std::string("+") + name;
@@ -57,10 +48,10 @@ Host enable_v2_controllers(const Host& host, const std::string& mount, const std
       // Below the root, a cgroup with processes of its own can hand down no
       // domain controller (EBUSY), and handing down a threaded one (cpu,
       // pids) would make it a thread root, below which no sandbox could be
-      // made at all: leave the controller off instead.
-      // The cgroup the engine emptied may have been given a process since
-      // (engines starting at once there, each forked before another moved
-      // its parent): empty it again.
+      // made at all: leave the controller off instead. The one cgroup the
+      // engine may empty (its `home`) is emptied right before each check:
+      // engines starting at once there, each forked before another moved
+      // its parent, leave it holding processes again in between.
       if (chain[i] == home) move_into_leaf(home);
       if (chain[i] != mount && has_processes(chain[i])) {
         c.v2 = false;
@@ -101,7 +92,11 @@ void apply_v2(int sandbox_dir, int commands_dir, const Host& host, const Limits&
     const std::string quota = limits.cpus ? std::to_string(cpu_quota_us(*limits.cpus)) : "max";
     set(sandbox_dir, "cpu.max", quota + " " + std::to_string(kCpuPeriodUs));
   }
-  if (host.pids.v2 && commands_limited) set(commands_dir, "pids.max", or_max(limits.pids));
+  if (host.pids.v2 && commands_limited) apply_v2_command_limit(commands_dir, limits);
+}
+
+void apply_v2_command_limit(int commands_dir, const Limits& limits) {
+  set(commands_dir, "pids.max", or_max(limits.pids));
 }
 
 OomCounter v2_oom_counter(int sandbox_dir) {

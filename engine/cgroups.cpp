@@ -12,11 +12,11 @@
 
 #include <cerrno>
 #include <chrono>
-#include <fstream>
 #include <sstream>
 #include <thread>
 #include <vector>
 
+#include "cgroup_files.hpp"
 #include "sys_error.hpp"
 
 namespace mayura::cgroups {
@@ -31,15 +31,8 @@ bool write_file(const std::string& path, const char* text) noexcept {
   return ok;
 }
 
-std::string read_small(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 bool populated(const std::string& path) {
-  const std::string events = read_small(path + "/cgroup.events");
+  const std::string events = read_path(path + "/cgroup.events");
   if (events.empty()) return false;  // gone already
   return events.find("populated 1") != std::string::npos;
 }
@@ -60,7 +53,7 @@ std::vector<std::string> children(const std::string& path) {
 void kill_by_listing(const std::string& path) {
   for (const auto& child : children(path)) kill_by_listing(child);
   write_file(path + "/cgroup.freeze", "1");
-  std::istringstream procs(read_small(path + "/cgroup.procs"));
+  std::istringstream procs(read_path(path + "/cgroup.procs"));
   pid_t pid;
   while (procs >> pid) ::kill(pid, SIGKILL);
   write_file(path + "/cgroup.freeze", "0");
@@ -128,11 +121,6 @@ Placement prepare_root(const std::string& configured, Host& host) {
   if (host.v2.empty()) host.v2 = mount_own_cgroup2();
   Placement placement = plan_placement_here(host.v2, configured);
   const std::string& root = placement.root;
-  // The kernel hands domain controllers down only past cgroups with no
-  // process of their own: the engine leaves the one its root lies below.
-  if (!placement.home.empty() && move_into_leaf(placement.home) != 0) {
-    placement.how += " (some processes could not be moved out of " + placement.home + ")";
-  }
   if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) {
     fail_step("making the engine's cgroup " + root, errno, Reason::UNSUPPORTED);
   }
@@ -143,8 +131,7 @@ Placement prepare_root(const std::string& configured, Host& host) {
 }
 
 std::string default_root_for(const Host& host, const std::string& name) {
-  const std::string mount = host.v2.empty() ? std::string(kEngineCgroup2) : host.v2;
-  return plan_placement_here(mount, "").base + "/" + name;
+  return plan_placement_here(host.v2_or_engines(), "").base + "/" + name;
 }
 
 void remove_root_if_unused(const Places& places) noexcept {
@@ -214,8 +201,8 @@ void SandboxCgroup::remove_command(const std::string& name) const noexcept {
 }
 
 void SandboxCgroup::apply(const Limits& limits) {
-  if (limits == applied_) return;
-  applied_ = Limits{};  // unknown until every write is done
+  if (applied_ == limits) return;
+  applied_.reset();  // unknown until every write is done
   apply_v2(dir_.get(), commands_.get(), host_, limits, commands_limited_);
   v1_.apply(limits);
   applied_ = limits;
@@ -223,12 +210,10 @@ void SandboxCgroup::apply(const Limits& limits) {
 
 void SandboxCgroup::settle() {
   if (commands_limited_ || !host_.pids.v2) return;
+  // Only the commands' bound is new: memory and cpu were written by apply().
   enable_v2_command_limits(dir_.get(), host_);
+  apply_v2_command_limit(commands_.get(), applied_.value_or(Limits{}));
   commands_limited_ = true;
-  const Limits limits = applied_;
-  applied_ = Limits{};
-  apply_v2(dir_.get(), commands_.get(), host_, limits, commands_limited_);
-  applied_ = limits;
 }
 
 std::uint64_t SandboxCgroup::oom_kills() const { return oom_.read(); }

@@ -19,8 +19,8 @@ namespace mayura::cgroups {
 // The engine's place for sandbox cgroups (cgroup2), made ready: on a legacy
 // host, where no cgroup2 is mounted, a hierarchy of its own mounted first (at
 // kEngineCgroup2, where the next engine finds it; `host` then names it); the
-// engine's processes moved into a leaf where the placement needs it; the root
-// made if missing. Throws SandboxError(UNSUPPORTED) if it cannot be used.
+// root made if missing. (Its `home` is emptied by enable_v2_controllers,
+// where the emptying is needed.) Throws SandboxError(UNSUPPORTED) if it cannot be used.
 Placement prepare_root(const std::string& configured, Host& host);
 
 // Where a root named `name` goes on this host by default (the engine's
@@ -93,7 +93,9 @@ class SandboxCgroup {
   UniqueFd dir_, commands_;
   V1Groups v1_;
   OomCounter oom_;
-  Limits applied_;  // a new cgroup bounds nothing
+  // What the files hold; none until written once: a new cgroup's defaults
+  // are not "no limit" (its memory.swap.max lets it swap).
+  std::optional<Limits> applied_;
   bool destroyed_ = false;
   bool commands_limited_ = false;  // pids handed down to the commands' cgroup (cgroup2)
   uid_t owner_ = 0;

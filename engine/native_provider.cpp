@@ -326,8 +326,7 @@ class NativeProvider final : public SandboxProvider {
 
 std::string describe_native_host(const NativeOptions& options) {
   const cgroups::Host host = cgroups::detect_host();
-  const std::string mount = host.v2.empty() ? std::string(cgroups::kEngineCgroup2) : host.v2;
-  return host.describe() + "\n" + cgroups::plan_placement_here(mount, options.cgroup_root).how;
+  return host.describe() + "\n" + cgroups::plan_placement_here(host.v2_or_engines(), options.cgroup_root).how;
 }
 
 std::shared_ptr<SandboxProvider> native_sandboxes(const NativeOptions& options) {

@@ -150,18 +150,24 @@ int listening_sockets() {
   return n;
 }
 
-HostListener::HostListener(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+HostListener::HostListener(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) {
   sockaddr_in any{};
   any.sin_family = AF_INET;
   any.sin_port = htons(static_cast<std::uint16_t>(port));
   const int on = 1;
   ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-  if (::bind(fd_, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0 || ::listen(fd_, 8) != 0) {
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0 || ::listen(fd_, 64) != 0) {
     ADD_FAILURE() << "listening on port " << port << ": " << std::strerror(errno);
   }
 }
 
 HostListener::~HostListener() { ::close(fd_); }
+
+int HostListener::take() {
+  int n = 0;
+  for (int c; (c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC)) >= 0; ++n) ::close(c);
+  return n;
+}
 
 std::vector<std::string> links_named(const std::string& prefix) {
   std::vector<std::string> found;

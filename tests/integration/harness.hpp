@@ -44,6 +44,9 @@ class HostListener {
   ~HostListener();
   HostListener(const HostListener&) = delete;
   HostListener& operator=(const HostListener&) = delete;
+  // The connections that reached it since the last call (each one the
+  // kernel completed waits in its queue until taken).
+  int take();
 
  private:
   int fd_;

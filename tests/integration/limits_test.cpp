@@ -172,7 +172,8 @@ TEST_F(LimitsTest, TheCpuQuotaThrottlesABusyCommand) {
     return std::uint64_t{0};
   };
   EXPECT_EQ(throttled(), 0u);
-  sh(s, "i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done");
+  // a few tenths of a second of cpu here: many times the 20 ms a period allows
+  sh(s, "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done");
   EXPECT_GT(throttled(), 0u);
 }
 
@@ -248,8 +249,10 @@ TEST_F(LimitsTest, TheEngineIsPlacedAsTheLayoutRequires) {
   struct statfs fs {};
   ASSERT_EQ(::statfs(options().cgroup_root.c_str(), &fs), 0) << options().cgroup_root;
   EXPECT_EQ(fs.f_type, CGROUP2_SUPER_MAGIC);
-  // the sandbox's init is in the engine's root, and its commands below it
-  EXPECT_NE(sh(s, "cat /proc/self/cgroup").find("0::/"), std::string::npos);
+  // a command is in a cgroup of its own, below the sandbox's (its cgroup
+  // namespace's root), in every layout
+  const std::string seen = sh(s, "cat /proc/self/cgroup");
+  EXPECT_NE(seen.find("0::/commands/cmd-"), std::string::npos) << seen;
   if (layout == "v1") {
     EXPECT_EQ(host.layout, cgroups::Layout::legacy) << host.describe();
     // no cgroup2 but the one the engine mounted, and the root on it

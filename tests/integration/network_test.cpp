@@ -33,36 +33,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A TCP socket listening on 0.0.0.0:port of the calling thread's namespace
-// that counts the connections that reached it: each one the kernel
-// completed waits in its queue until taken.
-class CountingListener {
- public:
-  explicit CountingListener(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) {
-    sockaddr_in any{};
-    any.sin_family = AF_INET;
-    any.sin_port = htons(static_cast<std::uint16_t>(port));
-    const int on = 1;
-    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0 || ::listen(fd_, 64) != 0) {
-      ADD_FAILURE() << "listening on port " << port << ": " << std::strerror(errno);
-    }
-  }
-  ~CountingListener() { ::close(fd_); }
-  CountingListener(const CountingListener&) = delete;
-  CountingListener& operator=(const CountingListener&) = delete;
-
-  // The connections that arrived since the last call.
-  int take() {
-    int n = 0;
-    for (int c; (c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC)) >= 0; ++n) ::close(c);
-    return n;
-  }
-
- private:
-  int fd_;
-};
-
 // Connects to address:port from the calling thread's namespace; whether it
 // could.
 bool connects(const char* address, int port) {
@@ -235,7 +205,7 @@ TEST_F(NetworkTest, AddressesUdpAndRawSocketsReachNothing) {
 TEST_F(NetworkTest, AnAllowedNameThatResolvesToAForbiddenAddressIsRefused) {
   const Sandbox s = allowing({"private.test", "loopback.test", "metadata.test", "host.test"});
   // Something listens on the host's loopback and its world address: it must hear nothing.
-  CountingListener listener(80);
+  HostListener listener(80);
   for (const std::string_view name_view : {"private.test", "loopback.test", "metadata.test", "host.test"}) {
     const std::string name(name_view);
     auto [code, out] = curl(s, "--noproxy '*' http://" + name + "/");
