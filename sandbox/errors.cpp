@@ -32,8 +32,11 @@ SandboxError sandbox_http_failure(int status) {
     case 403: reason = Reason::PERMISSION_DENIED; break;
     case 404:
     case 410: reason = Reason::GONE; break;
+    case 412: reason = Reason::NOT_FOUND; break;
     case 413:
     case 429: reason = Reason::LIMIT_REACHED; break;
+    case 424: reason = Reason::INVALID_CONFIG; break;
+    case 499: reason = Reason::CANCELLED; break;
     case 501: reason = Reason::UNSUPPORTED; break;
     default: break;
   }

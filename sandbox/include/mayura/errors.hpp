@@ -37,7 +37,8 @@ class SandboxError : public std::runtime_error {
 // 401 and 403 PERMISSION_DENIED, 404 and 410 GONE (the sandbox is not
 // there), 408 and 504 INTERNAL (a timeout of the provider's), 409
 // INVALID_INPUT, 413 and 429 LIMIT_REACHED, 501 UNSUPPORTED, anything else
-// INTERNAL.
+// INTERNAL. mayurad's own statuses for the reasons the seed gives none: 412
+// NOT_FOUND (a path in the sandbox), 424 INVALID_CONFIG, 499 CANCELLED.
 SandboxError sandbox_http_failure(int status);
 
 }  // namespace mayura
