@@ -1,0 +1,57 @@
+#pragma once
+// Which client owns which sandbox. A client sees and touches only its own:
+// another's id is as unknown to it as one that never was. An admin (root on
+// the Unix socket) sees every one.
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "mayura/sandboxes.hpp"
+
+namespace mayura::service {
+
+struct Client {
+  std::string name;  // "uid:1000", or the name a token file gives
+  bool admin = false;
+};
+
+struct Owned {
+  Sandbox sandbox;
+  std::string owner;
+  std::int64_t created_at_ms = 0;  // since the epoch
+  std::int64_t expires_at_ms = 0;
+};
+
+class Registry {
+ public:
+  explicit Registry(std::size_t max_per_client) : max_per_client_(max_per_client) {}
+
+  // Creates a sandbox for `client`, within its quota (LIMIT_REACHED beyond).
+  Owned create(const Sandboxes& sandboxes, const CreateOptions& options, const Client& client, std::stop_token stop);
+  // The client's sandbox `id`, or none when it has none of that id.
+  std::optional<Owned> find(const std::string& id, const Client& client);
+  std::vector<Owned> list(const Client& client);
+  // Forgets a released sandbox: its id is unknown from now on.
+  void forget(const std::string& id);
+
+ private:
+  // Drops sandboxes that have ended (their lifetime is over or they were
+  // released) once a while after: until then their id answers GONE.
+  void sweep_locked(std::int64_t now_ms);
+  std::size_t alive_of_locked(const std::string& owner, std::int64_t now_ms) const;
+
+  const std::size_t max_per_client_;
+  std::mutex mutex_;
+  std::map<std::string, Owned> by_id_;
+  std::map<std::string, std::size_t> creating_;  // creates under way, by owner
+};
+
+std::int64_t now_ms();
+
+}  // namespace mayura::service

@@ -1,0 +1,256 @@
+// The remote provider: each call of the contract is one request to a
+// mayurad; its statuses come back as the same reasons (sandbox_http_failure),
+// with the daemon's message, which is the engine's own words.
+
+#include <atomic>
+#include <boost/url/url.hpp>
+
+#include "http_client.hpp"
+#include "mayura/remote.hpp"
+#include "wire.hpp"
+
+namespace mayura {
+namespace {
+
+using service::HttpAnswer;
+using service::HttpCall;
+using service::json;
+using http_verb = boost::beast::http::verb;
+
+constexpr std::size_t kMaxMessageBytes = 1024;
+
+std::string target(const std::string& path, std::initializer_list<std::pair<std::string, std::string>> params = {}) {
+  boost::urls::url u;
+  u.set_path(path);
+  for (const auto& [k, v] : params) u.params().append({k, v});
+  return std::string(u.buffer());
+}
+
+// The failure an answer stands for, in the daemon's words when it gave a
+// body of its own shape with the reason its status means.
+SandboxError failure_of(const HttpAnswer& answer) {
+  SandboxError generic = sandbox_http_failure(static_cast<int>(answer.status));
+  try {
+    const json body = json::parse(answer.body);
+    if (body.is_object() && body.contains("reason") && body.contains("message") && body["message"].is_string() &&
+        body["reason"].is_string() && service::reason_from_name(body["reason"].get<std::string>()) == generic.reason()) {
+      return SandboxError(generic.reason(), "mayurad: " + body["message"].get<std::string>().substr(0, kMaxMessageBytes));
+    }
+  } catch (const std::exception&) {
+  }
+  return generic;
+}
+
+json parse_answer(const HttpAnswer& answer, const char* what) {
+  json value = json::parse(answer.body, nullptr, false);
+  if (value.is_discarded() || !value.is_object()) {
+    throw SandboxError(Reason::INTERNAL, std::string("mayurad answered ") + what + " with malformed JSON");
+  }
+  return value;
+}
+
+// A daemon's answer broken in a way the shapes refuse is the daemon's fault,
+// not the caller's input.
+template <class Fn>
+auto decoded(const char* what, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const SandboxError& e) {
+    throw SandboxError(Reason::INTERNAL, std::string("mayurad's ") + what + " is malformed: " + e.what());
+  } catch (const std::exception& e) {
+    throw SandboxError(Reason::INTERNAL, std::string("mayurad's ") + what + " is malformed");
+  }
+}
+
+struct Link {
+  service::Endpoint endpoint;
+  std::chrono::milliseconds timeout;
+
+  HttpAnswer call(http_verb method, std::string path, std::string body = {}, std::stop_token stop = {},
+                  const char* content_type = "application/json") const {
+    HttpCall c;
+    c.method = method;
+    c.target = std::move(path);
+    c.body = std::move(body);
+    if (!c.body.empty()) c.content_type = content_type;
+    c.timeout = timeout;
+    c.cancellation = std::move(stop);
+    HttpAnswer a = service::http_call(endpoint, c);
+    if (a.cancelled) throw SandboxError(Reason::CANCELLED, "the operation was cancelled");
+    return a;
+  }
+};
+
+class RemoteSandbox final : public SandboxBackend {
+ public:
+  RemoteSandbox(std::shared_ptr<const Link> link, std::string id, std::string workdir)
+      : link_(std::move(link)), id_(std::move(id)), base_("/v1/sandboxes/" + id_), workdir_(std::move(workdir)) {}
+
+  ExecResult exec(const std::vector<std::string>& argv, const ExecOptions& options) override {
+    HttpCall c;
+    c.method = http_verb::post;
+    c.target = base_ + "/exec";
+    c.body = service::dump(service::exec_request_json(argv, options));
+    c.content_type = "application/json";
+    c.cancellation = options.cancellation;
+    std::string pending;
+    std::optional<ExecResult> result;
+    std::optional<SandboxError> failed;
+    auto line = [&](std::string_view text) {
+      const json event = json::parse(text.begin(), text.end(), nullptr, false);
+      if (event.is_discarded() || !event.is_object()) throw SandboxError(Reason::INTERNAL, "a line of mayurad's exec stream is malformed");
+      if (event.contains("stream")) {
+        const std::string data = decoded("exec output", [&] { return service::bytes_from(event.at("data"), "data"); });
+        const auto& stream = event["stream"];
+        if (stream == "stdout" && options.on_stdout) options.on_stdout(data);
+        else if (stream == "stderr" && options.on_stderr) options.on_stderr(data);
+      } else if (event.contains("reason")) {
+        const auto reason = event["reason"].is_string() ? service::reason_from_name(event["reason"].get<std::string>()) : std::nullopt;
+        const std::string message = event.contains("message") && event["message"].is_string() ? event["message"].get<std::string>() : "";
+        failed.emplace(reason.value_or(Reason::INTERNAL), "mayurad: " + message.substr(0, kMaxMessageBytes));
+      } else {
+        result = decoded("exec result", [&] { return service::exec_result_from(event); });
+      }
+    };
+    c.on_chunk = [&](std::string_view piece) {
+      pending.append(piece);
+      std::size_t start = 0;
+      for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
+        line(std::string_view(pending).substr(start, nl - start));
+        start = nl + 1;
+      }
+      pending.erase(0, start);
+    };
+    const HttpAnswer a = service::http_call(link_->endpoint, c);
+    if (a.cancelled) throw SandboxError(Reason::CANCELLED, "the operation was cancelled");
+    if (a.status != 200) {
+      ended_if_gone(a.status);
+      throw failure_of(a);
+    }
+    if (failed) {
+      if (failed->reason() == Reason::GONE) ended_ = true;
+      throw *failed;
+    }
+    if (!result) throw SandboxError(Reason::INTERNAL, "mayurad's exec stream ended with no result");
+    return *result;
+  }
+
+  std::string read_file(const std::string& path, const ReadOptions& options) override {
+    std::string t = options.max_bytes ? target(base_ + "/files", {{"path", path}, {"maxBytes", std::to_string(*options.max_bytes)}})
+                                      : target(base_ + "/files", {{"path", path}});
+    HttpAnswer a = checked(link_->call(http_verb::get, t, {}, options.cancellation));
+    return std::move(a.body);
+  }
+
+  void write_file(const std::string& path, std::string_view data, const FileOptions& options) override {
+    checked(link_->call(http_verb::put, target(base_ + "/files", {{"path", path}}), std::string(data), options.cancellation,
+                        "application/octet-stream"));
+  }
+
+  std::vector<FileEntry> list(const std::string& path, const FileOptions& options) override {
+    const HttpAnswer a = checked(link_->call(http_verb::get, target(base_ + "/list", {{"path", path}}), {}, options.cancellation));
+    const json body = parse_answer(a, "a listing");
+    return decoded("listing", [&] {
+      std::vector<FileEntry> out;
+      for (const auto& e : body.at("entries")) out.push_back(service::file_entry_from(e));
+      return out;
+    });
+  }
+
+  void remove(const std::string& path, const FileOptions& options) override {
+    checked(link_->call(http_verb::delete_, target(base_ + "/files", {{"path", path}}), {}, options.cancellation));
+  }
+
+  std::string url(int port) override {
+    const HttpAnswer a = checked(link_->call(http_verb::get, target(base_ + "/url", {{"port", std::to_string(port)}})));
+    const json body = parse_answer(a, "a url");
+    return decoded("url", [&] { return body.at("url").get<std::string>(); });
+  }
+
+  std::string workdir() const override { return workdir_; }
+
+  void set_network(const Network& network) override {
+    checked(link_->call(http_verb::put, base_ + "/network", service::dump(json{{"network", service::network_json(network)}})));
+  }
+
+  void release() noexcept override {
+    if (ended_.exchange(true)) return;
+    try {
+      link_->call(http_verb::delete_, base_);
+    } catch (...) {
+      // the daemon ends it at its lifetime, or is gone and took it along
+    }
+  }
+
+  bool alive() const noexcept override { return !ended_; }
+
+ private:
+  void ended_if_gone(unsigned status) {
+    if (status == 404 || status == 410) ended_ = true;
+  }
+  HttpAnswer checked(HttpAnswer a) {
+    if (a.status >= 200 && a.status < 300) return a;
+    ended_if_gone(a.status);
+    throw failure_of(a);
+  }
+
+  std::shared_ptr<const Link> link_;
+  std::string id_;
+  std::string base_;
+  std::string workdir_;
+  std::atomic<bool> ended_{false};
+};
+
+class RemoteProvider final : public SandboxProvider {
+ public:
+  explicit RemoteProvider(const RemoteOptions& options) : image_(options.image) {
+    auto link = std::make_shared<Link>();
+    link->endpoint = service::parse_endpoint(options.url);
+    link->endpoint.token = options.token;
+    link->endpoint.ca_file = options.ca_file;
+    link->timeout = options.timeout;
+    link_ = link;
+    const HttpAnswer a = link_->call(http_verb::get, "/v1/features");
+    if (a.status != 200) throw failure_of(a);
+    const json body = parse_answer(a, "its features");
+    decoded("features", [&] {
+      id_ = "remote:" + body.at("id").get<std::string>();
+      features_ = service::features_from(body.at("features"));
+      workdir_ = body.at("workdir").get<std::string>();
+      max_lifetime_ms_ = body.at("maxLifetimeMs").get<std::int64_t>();
+      return 0;
+    });
+  }
+
+  std::string id() const override { return id_; }
+  Features features() const override { return features_; }
+  std::string workdir() const override { return workdir_; }
+  std::int64_t max_lifetime_ms() const override { return max_lifetime_ms_; }
+
+  std::unique_ptr<SandboxBackend> create(const CreateOptions& options, std::stop_token cancellation) override {
+    CreateOptions o = options;
+    if (o.image.empty()) o.image = image_;
+    const HttpAnswer a = link_->call(http_verb::post, "/v1/sandboxes", service::dump(service::create_json(o)), cancellation);
+    if (a.status != 201) throw failure_of(a);
+    const json body = parse_answer(a, "a create");
+    return decoded("created sandbox", [&] {
+      return std::make_unique<RemoteSandbox>(link_, body.at("id").get<std::string>(), service::bytes_from(body.at("workdir"), "workdir"));
+    });
+  }
+
+ private:
+  std::shared_ptr<const Link> link_;
+  std::string image_;
+  std::string id_;
+  Features features_;
+  std::string workdir_;
+  std::int64_t max_lifetime_ms_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<SandboxProvider> remote_sandboxes(const RemoteOptions& options) {
+  return std::make_shared<RemoteProvider>(options);
+}
+
+}  // namespace mayura

@@ -1,0 +1,245 @@
+#include "routes.hpp"
+
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
+#include <chrono>
+#include <vector>
+
+#include "status.hpp"
+
+namespace mayura::service {
+namespace {
+
+namespace http = boost::beast::http;
+
+// An id this client has no sandbox of: 404, as if it never was.
+struct UnknownSandbox {
+  std::string id;
+};
+
+struct Target {
+  std::vector<std::string> segments;  // decoded
+  std::map<std::string, std::string> params;
+};
+
+std::optional<Target> parse_target(std::string_view target) {
+  auto url = boost::urls::parse_origin_form(target);
+  if (!url) return std::nullopt;
+  Target t;
+  for (auto s : url->segments()) t.segments.push_back(std::string(s));
+  for (auto p : url->params()) t.params[std::string(p.key)] = std::string(p.value);
+  return t;
+}
+
+const std::string& param(const Target& t, const std::string& name) {
+  const auto it = t.params.find(name);
+  if (it == t.params.end()) throw SandboxError(Reason::INVALID_INPUT, "the query needs " + name + "=...");
+  return it->second;
+}
+
+std::int64_t number_param(const Target& t, const std::string& name, std::int64_t min, std::int64_t max) {
+  const std::string& text = param(t, name);
+  std::int64_t n = 0;
+  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos) {
+    throw SandboxError(Reason::INVALID_INPUT, name + " must be a number");
+  }
+  n = std::stoll(text);
+  if (n < min || n > max) throw SandboxError(Reason::INVALID_INPUT, name + " is out of range");
+  return n;
+}
+
+Reply json_reply(unsigned status, const json& body) { return {status, "application/json", dump(body)}; }
+Reply no_content() { return {204, "", ""}; }
+
+json labels_json(const std::map<std::string, std::string>& labels) {
+  json out = json::object();
+  for (const auto& [k, v] : labels) out[k] = bytes_json(v);
+  return out;
+}
+
+json sandbox_json(const Owned& o) {
+  return {{"id", o.sandbox.id()},
+          {"labels", labels_json(o.sandbox.labels())},
+          {"features", features_json(o.sandbox.features())},
+          {"workdir", bytes_json(o.sandbox.workdir())},
+          {"owner", o.owner},
+          {"createdAt", o.created_at_ms},
+          {"expiresAt", o.expires_at_ms}};
+}
+
+bool is(const Target& t, std::initializer_list<const char*> path) {
+  if (t.segments.size() != path.size()) return false;
+  std::size_t i = 0;
+  for (const char* p : path) {
+    if (*p != '*' && t.segments[i] != p) return false;
+    ++i;
+  }
+  return true;
+}
+
+// A sandbox's resource: /v1/sandboxes/{id}/NAME.
+bool sandbox_resource(const Target& t, const char* name) { return is(t, {"v1", "sandboxes", "*", name}); }
+
+}  // namespace
+
+Reply error_reply(unsigned status, Reason reason, std::string_view message) {
+  return json_reply(status, error_json(reason, message));
+}
+
+Reply error_reply(Reason reason, std::string_view message) {
+  return error_reply(static_cast<unsigned>(status_for(reason)), reason, message);
+}
+
+std::size_t Routes::body_limit(http::verb method, std::string_view target) const {
+  if (method == http::verb::put) {
+    if (const auto t = parse_target(target); t && sandbox_resource(*t, "files")) return max_file_bytes_;
+  }
+  return max_json_bytes_;
+}
+
+std::optional<std::string> Routes::exec_id(http::verb method, std::string_view target) const {
+  if (method != http::verb::post) return std::nullopt;
+  const auto t = parse_target(target);
+  if (!t || !sandbox_resource(*t, "exec")) return std::nullopt;
+  return t->segments[2];
+}
+
+Sandbox Routes::owned(const std::string& id, const Client& client) {
+  auto o = registry_.find(id, client);
+  if (!o) throw UnknownSandbox{id};
+  return o->sandbox;
+}
+
+std::pair<Sandbox, ExecRequest> Routes::exec_target(const std::string& id, const std::string& body, const Client& client) {
+  auto o = registry_.find(id, client);
+  if (!o) throw SandboxError(Reason::GONE, "there is no sandbox " + id.substr(0, 64));
+  return {o->sandbox, exec_request_from(parse_body(body, "the exec request"))};
+}
+
+Reply Routes::handle(http::verb method, std::string_view target, const std::string& body, const Client& client) noexcept {
+  ++metrics_.requests;
+  try {
+    return dispatch(method, target, body, client);
+  } catch (const UnknownSandbox& u) {
+    metrics_.failed(Reason::GONE);
+    return error_reply(404, Reason::GONE, "there is no sandbox " + u.id.substr(0, 64));
+  } catch (const SandboxError& e) {
+    metrics_.failed(e.reason());
+    return error_reply(e.reason(), e.what());
+  } catch (const std::bad_alloc&) {
+    metrics_.failed(Reason::INTERNAL);
+    return error_reply(Reason::INTERNAL, "out of memory");
+  } catch (const std::exception& e) {
+    metrics_.failed(Reason::INTERNAL);
+    return error_reply(Reason::INTERNAL, std::string("the service failed: ") + e.what());
+  } catch (...) {
+    metrics_.failed(Reason::INTERNAL);
+    return error_reply(Reason::INTERNAL, "the service failed");
+  }
+}
+
+Reply Routes::dispatch(http::verb method, std::string_view target, const std::string& body, const Client& client) {
+  const auto parsed = parse_target(target);
+  if (!parsed) return error_reply(400, Reason::INVALID_INPUT, "the request's target is malformed");
+  const Target& t = *parsed;
+  using V = http::verb;
+  auto wrong_method = [] { return error_reply(405, Reason::INVALID_INPUT, "the resource does not take that method"); };
+
+  if (is(t, {"v1", "health"})) {
+    if (method != V::get) return wrong_method();
+    return json_reply(200, {{"status", "ok"}});
+  }
+  if (is(t, {"v1", "features"})) {
+    if (method != V::get) return wrong_method();
+    json kinds = json::array();
+    for (NetworkKind k : info_.network) kinds.push_back(std::string(network_kind_name(k)));
+    return json_reply(200, {{"id", info_.provider_id},
+                            {"features", features_json(sandboxes_.features())},
+                            {"workdir", sandboxes_.workdir()},
+                            {"maxLifetimeMs", info_.max_lifetime_ms},
+                            {"network", kinds}});
+  }
+  if (is(t, {"v1", "sandboxes"})) {
+    if (method == V::get) {
+      json list = json::array();
+      for (const Owned& o : registry_.list(client)) list.push_back(sandbox_json(o));
+      return json_reply(200, {{"sandboxes", list}});
+    }
+    if (method != V::post) return wrong_method();
+    CreateOptions options = create_from(parse_body(body, "the create request"));
+    // The service's own host is no client's: images by name only (the image
+    // store, the image directory), never a host path.
+    if (!options.image.empty() && (options.image.front() == '/' || options.image.find("..") != std::string::npos)) {
+      throw SandboxError(Reason::PERMISSION_DENIED, "mayurad takes images by name, never by a host path");
+    }
+    const auto started = std::chrono::steady_clock::now();
+    Owned o = registry_.create(sandboxes_, options, client, {});
+    metrics_.create_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    ++metrics_.creates;
+    return json_reply(201, sandbox_json(o));
+  }
+  if (t.segments.size() < 3 || t.segments[0] != "v1" || t.segments[1] != "sandboxes") {
+    return error_reply(404, Reason::INVALID_INPUT, "there is no such resource");
+  }
+  const std::string& id = t.segments[2];
+  if (is(t, {"v1", "sandboxes", "*"})) {
+    if (method == V::get) {
+      auto o = registry_.find(id, client);
+      if (!o) throw UnknownSandbox{id};
+      if (o->sandbox.released() || now_ms() >= o->expires_at_ms) {
+        throw SandboxError(Reason::GONE, "sandbox " + id + " has ended");
+      }
+      return json_reply(200, sandbox_json(*o));
+    }
+    if (method != V::delete_) return wrong_method();
+    Sandbox s = owned(id, client);
+    s.release();
+    registry_.forget(id);
+    return no_content();
+  }
+  if (sandbox_resource(t, "files")) {
+    Sandbox s = owned(id, client);
+    const std::string& path = param(t, "path");
+    if (method == V::get) {
+      ReadOptions o;
+      if (t.params.count("maxBytes")) o.max_bytes = static_cast<std::size_t>(number_param(t, "maxBytes", 0, std::int64_t{1} << 40));
+      return {200, "application/octet-stream", s.read_file(path, o)};
+    }
+    if (method == V::put) {
+      s.write_file(path, body);
+      return no_content();
+    }
+    if (method == V::delete_) {
+      s.remove(path);
+      return no_content();
+    }
+    return wrong_method();
+  }
+  if (sandbox_resource(t, "list")) {
+    if (method != V::get) return wrong_method();
+    Sandbox s = owned(id, client);
+    json entries = json::array();
+    const auto it = t.params.find("path");
+    for (const FileEntry& e : s.list(it == t.params.end() ? std::string(".") : it->second)) entries.push_back(file_entry_json(e));
+    return json_reply(200, {{"entries", entries}});
+  }
+  if (sandbox_resource(t, "url")) {
+    if (method != V::get) return wrong_method();
+    Sandbox s = owned(id, client);
+    return json_reply(200, {{"url", s.url(static_cast<int>(number_param(t, "port", 0, 1 << 20)))}});
+  }
+  if (sandbox_resource(t, "network")) {
+    if (method != V::put) return wrong_method();
+    Sandbox s = owned(id, client);
+    const json request = parse_body(body, "the network request");
+    if (!request.contains("network") || request.size() != 1) {
+      throw SandboxError(Reason::INVALID_INPUT, "the network request: must be {\"network\": ...}");
+    }
+    s.set_network(network_from(request["network"]));
+    return no_content();
+  }
+  if (sandbox_resource(t, "exec")) return wrong_method();
+  return error_reply(404, Reason::INVALID_INPUT, "there is no such resource");
+}
+
+}  // namespace mayura::service

@@ -1,0 +1,68 @@
+#pragma once
+// The service's resources: what each method and path does with a request's
+// body, for one client. Every call here blocks (it is the provider's), so
+// the server runs it off its connection threads. Exec is the one resource
+// whose answer streams; the server runs it, with what exec_target finds.
+
+#include <boost/beast/http/verb.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "metrics.hpp"
+#include "registry.hpp"
+#include "wire.hpp"
+
+namespace mayura::service {
+
+struct Reply {
+  unsigned status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+Reply error_reply(Reason reason, std::string_view message);
+Reply error_reply(unsigned status, Reason reason, std::string_view message);
+
+struct ServiceInfo {
+  std::string provider_id;
+  std::int64_t max_lifetime_ms = 0;
+  std::vector<NetworkKind> network;  // the kinds a create may ask for
+};
+
+class Routes {
+ public:
+  Routes(Sandboxes sandboxes, ServiceInfo info, Registry& registry, Metrics& metrics, std::size_t max_json_bytes,
+         std::size_t max_file_bytes)
+      : sandboxes_(std::move(sandboxes)), info_(std::move(info)), registry_(registry), metrics_(metrics),
+        max_json_bytes_(max_json_bytes), max_file_bytes_(max_file_bytes) {}
+
+  // How large a body the request may have (its head is known).
+  std::size_t body_limit(boost::beast::http::verb method, std::string_view target) const;
+  // The sandbox id of an exec request, if the request is one.
+  std::optional<std::string> exec_id(boost::beast::http::verb method, std::string_view target) const;
+
+  // Every resource but exec. Never throws.
+  Reply handle(boost::beast::http::verb method, std::string_view target, const std::string& body,
+               const Client& client) noexcept;
+
+  // For an exec: the client's sandbox and the request; SandboxError (GONE
+  // for an id the client does not have) otherwise.
+  std::pair<Sandbox, ExecRequest> exec_target(const std::string& id, const std::string& body, const Client& client);
+
+  Metrics& metrics() { return metrics_; }
+  const Sandboxes& sandboxes() const { return sandboxes_; }
+
+ private:
+  Reply dispatch(boost::beast::http::verb method, std::string_view target, const std::string& body, const Client& client);
+  Sandbox owned(const std::string& id, const Client& client);
+
+  Sandboxes sandboxes_;
+  ServiceInfo info_;
+  Registry& registry_;
+  Metrics& metrics_;
+  std::size_t max_json_bytes_;
+  std::size_t max_file_bytes_;
+};
+
+}  // namespace mayura::service

@@ -1,0 +1,507 @@
+// The server: accept loops on a Unix socket and on TLS, one coroutine per
+// connection that reads a request (its head, then a body bounded by what the
+// route takes, each within its timeout), and answers it. Provider calls run
+// on a small pool of blocking threads; an exec streams its output as NDJSON
+// while it runs, and a client that goes away cancels it.
+
+#include "mayura/service/server.hpp"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "routes.hpp"
+#include "status.hpp"
+
+namespace mayura::service {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::awaitable;
+using asio::use_awaitable;
+using namespace asio::experimental::awaitable_operators;
+
+using UnixStream = beast::basic_stream<asio::local::stream_protocol>;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+using Request = http::request<http::string_body>;
+
+constexpr std::size_t kHeaderLimit = 16 * 1024;
+constexpr std::size_t kChannelDepth = 16;  // output chunks an exec may be ahead of its client
+
+// One event of a running exec, from its thread to the connection.
+struct ExecEvent {
+  enum Kind { out, err, done } kind = done;
+  std::string data;
+  std::exception_ptr error;  // done: the failure, if it failed
+  ExecResult result;         // done: the result, if not
+};
+using ExecChannel = asio::experimental::concurrent_channel<void(boost::system::error_code, ExecEvent)>;
+
+}  // namespace
+
+// What the connections share. Coroutines hold it by reference: the Server
+// joins every thread before it goes, and the io_context (destroyed first of
+// what its handlers use, being declared after it) takes their frames with it.
+struct Server::State {
+  State(Sandboxes s, ServiceInfo info, ServerOptions o)
+      : options(o),
+        registry(o.max_sandboxes_per_client),
+        routes(std::move(s), std::move(info), registry, metrics, o.max_json_bytes, o.max_file_bytes),
+        blocking(o.blocking_threads) {}
+
+  ServerOptions options;
+  Metrics metrics;
+  Registry registry;
+  Routes routes;
+  std::atomic<std::size_t> open_connections{0};
+  std::atomic<bool> stopped{false};
+  // The channels of the execs under way: closed at stop, so that no exec's
+  // thread waits on a client that will never take its output.
+  std::mutex channels_mutex;
+  std::vector<std::weak_ptr<ExecChannel>> channels;
+  asio::thread_pool blocking;
+  asio::io_context ioc;
+  std::vector<std::unique_ptr<asio::local::stream_protocol::acceptor>> unix_acceptors;
+  std::vector<std::string> unix_paths;
+  std::unique_ptr<asio::ip::tcp::acceptor> tls_acceptor;
+  std::unique_ptr<asio::ssl::context> tls_context;
+  Tokens tokens;
+};
+
+namespace {
+
+using State = Server::State;
+
+// Runs a blocking call on the pool, and resumes the caller's coroutine on its
+// own executor with the result.
+template <class Fn>
+awaitable<Reply> offload(asio::thread_pool& pool, Fn fn) {
+  return asio::async_initiate<decltype(use_awaitable), void(std::exception_ptr, Reply)>(
+      [&pool](auto handler, Fn work) {
+        asio::post(pool, [handler = std::move(handler), work = std::move(work)]() mutable {
+          std::exception_ptr error;
+          Reply reply;
+          try {
+            reply = work();
+          } catch (...) {
+            error = std::current_exception();
+          }
+          auto ex = asio::get_associated_executor(handler);
+          asio::dispatch(ex, [handler = std::move(handler), error, reply = std::move(reply)]() mutable {
+            std::move(handler)(error, std::move(reply));
+          });
+        });
+      },
+      use_awaitable, std::move(fn));
+}
+
+template <class Stream>
+auto& socket_of(Stream& stream) {
+  return beast::get_lowest_layer(stream).socket();
+}
+
+template <class Stream>
+awaitable<bool> write_reply(Stream& stream, State& s, Reply reply, unsigned version, bool keep_alive) {
+  http::response<http::string_body> res{static_cast<http::status>(reply.status), version};
+  res.set(http::field::server, "mayurad");
+  if (!reply.content_type.empty()) res.set(http::field::content_type, reply.content_type);
+  res.keep_alive(keep_alive);
+  res.body() = std::move(reply.body);
+  res.prepare_payload();
+  beast::get_lowest_layer(stream).expires_after(s.options.write_timeout);
+  auto [ec, n] = co_await http::async_write(stream, res, asio::as_tuple(use_awaitable));
+  co_return !ec && keep_alive;
+}
+
+// Completes when the client has closed its end (or reset it); never when it
+// only sent more (a pipelined request stays in the socket for later).
+template <class Stream>
+awaitable<void> client_gone(Stream& stream) {
+  auto& socket = socket_of(stream);
+  auto [ec] = co_await socket.async_wait(asio::socket_base::wait_read, asio::as_tuple(use_awaitable));
+  if (ec == asio::error::operation_aborted) co_return;
+  char c;
+  const ssize_t n = ::recv(socket.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (!ec && n > 0) {
+    asio::steady_timer never(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
+    co_await never.async_wait(asio::as_tuple(use_awaitable));
+  }
+}
+
+std::string event_line(const json& value) { return dump(value) + "\n"; }
+
+// Streams an exec's events to the client: output chunks as they come, then
+// the result (or the failure). The head goes with the first event, so a
+// failure before any output is an ordinary error answer with its status.
+template <class Stream>
+awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsigned version, bool keep_alive) {
+  std::optional<http::response<http::empty_body>> head;
+  std::optional<http::response_serializer<http::empty_body>> serializer;
+  auto send_head = [&]() -> awaitable<bool> {
+    head.emplace(http::status::ok, version);
+    head->set(http::field::server, "mayurad");
+    head->set(http::field::content_type, "application/x-ndjson");
+    head->keep_alive(keep_alive);
+    head->chunked(true);
+    serializer.emplace(*head);
+    beast::get_lowest_layer(stream).expires_after(s.options.write_timeout);
+    auto [ec, n] = co_await http::async_write_header(stream, *serializer, asio::as_tuple(use_awaitable));
+    co_return !ec;
+  };
+  auto send_line = [&](std::string line) -> awaitable<bool> {
+    beast::get_lowest_layer(stream).expires_after(s.options.write_timeout);
+    auto [ec, n] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(line)), asio::as_tuple(use_awaitable));
+    co_return !ec;
+  };
+  for (;;) {
+    auto [ec, event] = co_await channel.async_receive(asio::as_tuple(use_awaitable));
+    if (ec) co_return false;
+    // (no co_await inside a condition: GCC 12 destroys temporaries there twice)
+    bool ok = true;
+    if (event.kind != ExecEvent::done) {
+      if (!head) ok = co_await send_head();
+      if (!ok) co_return false;
+      const json line = {{"stream", event.kind == ExecEvent::out ? "stdout" : "stderr"}, {"data", bytes_json(event.data)}};
+      ok = co_await send_line(event_line(line));
+      if (!ok) co_return false;
+      continue;
+    }
+    std::optional<Reply> failure;
+    if (event.error) {
+      try {
+        std::rethrow_exception(event.error);
+      } catch (const SandboxError& e) {
+        s.routes.metrics().failed(e.reason());
+        failure = error_reply(e.reason(), e.what());
+      } catch (...) {
+        s.routes.metrics().failed(Reason::INTERNAL);
+        failure = error_reply(Reason::INTERNAL, "the command failed in the service");
+      }
+    }
+    if (!head && failure) {
+      ok = co_await write_reply(stream, s, std::move(*failure), version, keep_alive);
+      co_return ok;
+    }
+    if (!head) ok = co_await send_head();
+    if (!ok) co_return false;
+    std::string last = failure ? failure->body + "\n" : event_line(exec_result_json(event.result));
+    ok = co_await send_line(std::move(last));
+    if (!ok) co_return false;
+    beast::get_lowest_layer(stream).expires_after(s.options.write_timeout);
+    auto [wec, n] = co_await asio::async_write(stream, http::make_chunk_last(), asio::as_tuple(use_awaitable));
+    co_return !wec && keep_alive;
+  }
+}
+
+template <class Stream>
+awaitable<bool> serve_exec(Stream& stream, State& s, const Request& req, const std::string& id, const Client& client) {
+  ++s.routes.metrics().requests;
+  Sandbox sandbox;
+  ExecRequest request;
+  std::optional<Reply> refused;
+  try {
+    std::tie(sandbox, request) = s.routes.exec_target(id, req.body(), client);
+  } catch (const SandboxError& e) {
+    s.routes.metrics().failed(e.reason());
+    refused = e.reason() == Reason::GONE ? error_reply(404, Reason::GONE, e.what()) : error_reply(e.reason(), e.what());
+  }
+  if (refused) {
+    const bool more = co_await write_reply(stream, s, std::move(*refused), req.version(), req.keep_alive());
+    co_return more;
+  }
+  auto channel = std::make_shared<ExecChannel>(co_await asio::this_coro::executor, kChannelDepth);
+  {
+    std::lock_guard lock(s.channels_mutex);
+    std::erase_if(s.channels, [](const auto& weak) { return weak.expired(); });
+    s.channels.push_back(channel);
+  }
+  auto stop = std::make_shared<std::stop_source>();
+  // The command's output waits for the client to take it (the command is
+  // slowed, never its output lost); a client that is gone closes the channel.
+  auto forward = [channel](ExecEvent::Kind kind) {
+    return [channel, kind](std::string_view chunk) {
+      try {
+        channel->async_send(boost::system::error_code{}, ExecEvent{kind, std::string(chunk), {}, {}}, asio::use_future).get();
+      } catch (const std::exception&) {
+        // the client is gone, and the command is being stopped
+      }
+    };
+  };
+  request.options.on_stdout = forward(ExecEvent::out);
+  request.options.on_stderr = forward(ExecEvent::err);
+  request.options.cancellation = stop->get_token();
+  ++s.routes.metrics().execs;
+  const auto started = std::chrono::steady_clock::now();
+  Metrics* metrics = &s.routes.metrics();
+  sandbox.async_exec(std::move(request.argv), std::move(request.options),
+                     [channel, started, metrics](std::exception_ptr error, ExecResult result) {
+                       metrics->exec_seconds.observe(
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+                       channel->async_send(boost::system::error_code{},
+                                           ExecEvent{ExecEvent::done, {}, error, std::move(result)}, asio::detached);
+                     });
+  beast::get_lowest_layer(stream).expires_never();
+  auto outcome = co_await (stream_exec(stream, s, *channel, req.version(), req.keep_alive()) || client_gone(stream));
+  if (outcome.index() == 1) {
+    stop->request_stop();  // the command and everything it started
+    channel->close();
+    co_return false;
+  }
+  const bool more = std::get<0>(outcome);
+  co_return more;
+}
+
+std::optional<Client> client_of_token(const State& s, const Request& req) {
+  const auto auth = req[http::field::authorization];
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth.size() <= kBearer.size() || auth.substr(0, kBearer.size()) != kBearer) return std::nullopt;
+  const std::string_view token(auth.data() + kBearer.size(), auth.size() - kBearer.size());
+  std::optional<Client> found;
+  for (const auto& [known, name] : s.tokens) {
+    // every token compared in full, so the time says nothing of which matched
+    if (known.size() == token.size() && CRYPTO_memcmp(known.data(), token.data(), token.size()) == 0) found = Client{name, false};
+  }
+  return found;
+}
+
+template <class Stream>
+awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer) {
+  struct Count {
+    State& s;
+    ~Count() { --s.open_connections; --s.metrics.connections; }
+  } count{*s};
+  ++s->metrics.connections;
+  beast::flat_buffer buffer;
+  if (++s->open_connections > s->options.max_connections) {
+    co_await write_reply(stream, *s, error_reply(503, Reason::LIMIT_REACHED, "too many connections"), 11, false);
+    co_return;
+  }
+  for (bool more = true; more && !s->stopped;) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(kHeaderLimit);
+    // The route's own bound is checked once the head says which it is.
+    parser.body_limit(std::max(s->options.max_json_bytes, s->options.max_file_bytes));
+    beast::get_lowest_layer(stream).expires_after(s->options.header_timeout);
+    auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(use_awaitable));
+    if (hec == http::error::end_of_stream || hec == beast::error::timeout || hec == asio::error::operation_aborted) break;
+    if (hec == http::error::body_limit) {
+      co_await write_reply(stream, *s, error_reply(413, Reason::LIMIT_REACHED, "the request's body is larger than the limit"), 11, false);
+      break;
+    }
+    if (hec) {
+      const bool large = hec == http::error::header_limit;
+      co_await write_reply(stream, *s, error_reply(large ? 431 : 400, Reason::INVALID_INPUT,
+                                                   large ? "the request's head is too large" : "the request is malformed HTTP"),
+                           11, false);
+      break;
+    }
+    const auto method = parser.get().method();
+    const std::string target(parser.get().target());
+    const std::size_t limit = s->routes.body_limit(method, target);
+    const bool over = parser.content_length() && *parser.content_length() > limit;
+    boost::system::error_code bec;
+    if (!over) {
+      parser.body_limit(limit);
+      beast::get_lowest_layer(stream).expires_after(s->options.body_timeout);
+      auto [read_ec, bn] = co_await http::async_read(stream, buffer, parser, asio::as_tuple(use_awaitable));
+      bec = read_ec;
+    }
+    if (over || bec == http::error::body_limit) {
+      co_await write_reply(stream, *s, error_reply(413, Reason::LIMIT_REACHED, "the request's body is larger than the limit"),
+                           parser.get().version(), false);
+      break;
+    }
+    if (bec) break;  // a body that never came, or a malformed one: nothing to answer
+    Request req = parser.release();
+    std::optional<Client> client = peer ? peer : client_of_token(*s, req);
+    if (!client) {
+      more = co_await write_reply(stream, *s, error_reply(401, Reason::PERMISSION_DENIED, "a valid bearer token is needed"),
+                                  req.version(), req.keep_alive());
+      continue;
+    }
+    if (req.target() == "/metrics" && req.method() == http::verb::get) {
+      const Reply reply{200, "text/plain; version=0.0.4", s->metrics.text(s->routes.sandboxes().size())};
+      more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
+      continue;
+    }
+    if (const auto id = s->routes.exec_id(req.method(), req.target())) {
+      more = co_await serve_exec(stream, *s, req, *id, *client);
+      continue;
+    }
+    const Reply reply = co_await offload(s->blocking, [s, &req, &client] {
+      return s->routes.handle(req.method(), req.target(), req.body(), *client);
+    });
+    more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
+  }
+  boost::system::error_code ignored;
+  socket_of(stream).shutdown(asio::socket_base::shutdown_both, ignored);
+}
+
+awaitable<void> accept_unix(State* s, asio::local::stream_protocol::acceptor& acceptor) {
+  while (!s->stopped) {
+    auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(s->ioc), asio::as_tuple(use_awaitable));
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+      continue;  // EMFILE and the like: the next one may be taken
+    }
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) continue;
+    Client client{"uid:" + std::to_string(cred.uid), cred.uid == 0};
+    auto ex = socket.get_executor();
+    asio::co_spawn(ex, serve(s, UnixStream(std::move(socket)), std::optional<Client>(client)), asio::detached);
+  }
+}
+
+awaitable<void> serve_tls(State* s, asio::ip::tcp::socket socket) {
+  TlsStream stream(std::move(socket), *s->tls_context);
+  beast::get_lowest_layer(stream).expires_after(s->options.header_timeout);
+  auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, asio::as_tuple(use_awaitable));
+  if (ec) co_return;
+  co_await serve(s, std::move(stream), std::nullopt);
+}
+
+awaitable<void> accept_tls(State* s, asio::ip::tcp::acceptor& acceptor) {
+  while (!s->stopped) {
+    auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(s->ioc), asio::as_tuple(use_awaitable));
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+      continue;
+    }
+    auto ex = socket.get_executor();
+    asio::co_spawn(ex, serve_tls(s, std::move(socket)), asio::detached);
+  }
+}
+
+[[noreturn]] void listen_failed(const std::string& what, const boost::system::error_code& ec) {
+  throw SandboxError(Reason::INVALID_CONFIG, what + ": " + ec.message());
+}
+
+}  // namespace
+
+Server::Server(std::shared_ptr<SandboxProvider> provider, SandboxesOptions limits, ServerOptions options) {
+  ServiceInfo info{provider->id(), std::min(provider->max_lifetime_ms(), limits.max_lifetime_ms), limits.network};
+  if (options.max_file_bytes > limits.max_write_bytes) options.max_file_bytes = limits.max_write_bytes;
+  if (options.blocking_threads == 0) options.blocking_threads = 8;
+  state_ = std::make_unique<State>(create_sandboxes(std::move(provider), std::move(limits)), std::move(info), options);
+}
+
+Server::~Server() {
+  stop();
+  close_streams();
+  state_->blocking.join();
+  for (const auto& path : state_->unix_paths) ::unlink(path.c_str());
+}
+
+void Server::close_streams() {
+  std::lock_guard lock(state_->channels_mutex);
+  for (auto& weak : state_->channels) {
+    if (auto channel = weak.lock()) channel->close();
+  }
+  state_->channels.clear();
+}
+
+void Server::listen_unix(const std::string& path, mode_t mode, std::optional<gid_t> group) {
+  auto& s = *state_;
+  // An old socket of a dead daemon is replaced; anything else there is not.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) throw SandboxError(Reason::INVALID_CONFIG, path + " exists and is no socket");
+    ::unlink(path.c_str());
+  }
+  auto acceptor = std::make_unique<asio::local::stream_protocol::acceptor>(s.ioc);
+  boost::system::error_code ec;
+  acceptor->open(asio::local::stream_protocol(), ec);
+  if (ec) listen_failed("opening a Unix socket", ec);
+  // Made with no permission for anyone, then given its mode: no client can
+  // connect in between.
+  const mode_t old = ::umask(0777);
+  acceptor->bind(asio::local::stream_protocol::endpoint(path), ec);
+  ::umask(old);
+  if (ec) listen_failed("binding " + path, ec);
+  s.unix_paths.push_back(path);
+  if (group && ::chown(path.c_str(), static_cast<uid_t>(-1), *group) != 0) {
+    throw SandboxError(Reason::INVALID_CONFIG, "giving " + path + " its group: " + std::strerror(errno));
+  }
+  if (::chmod(path.c_str(), mode) != 0) throw SandboxError(Reason::INVALID_CONFIG, "setting " + path + "'s mode: " + std::strerror(errno));
+  acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) listen_failed("listening on " + path, ec);
+  s.unix_acceptors.push_back(std::move(acceptor));
+}
+
+void Server::listen_tls(const std::string& address, unsigned short port, const std::string& certificate_file,
+                        const std::string& key_file, Tokens tokens) {
+  auto& s = *state_;
+  if (tokens.empty()) throw SandboxError(Reason::INVALID_CONFIG, "a TLS listener needs at least one bearer token");
+  auto context = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+  context->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                       asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+  boost::system::error_code ec;
+  context->use_certificate_chain_file(certificate_file, ec);
+  if (ec) listen_failed("reading the TLS certificate " + certificate_file, ec);
+  context->use_private_key_file(key_file, asio::ssl::context::pem, ec);
+  if (ec) listen_failed("reading the TLS key " + key_file, ec);
+  const auto ip = asio::ip::make_address(address, ec);
+  if (ec) listen_failed("the TLS address " + address, ec);
+  auto acceptor = std::make_unique<asio::ip::tcp::acceptor>(s.ioc);
+  const asio::ip::tcp::endpoint endpoint(ip, port);
+  acceptor->open(endpoint.protocol(), ec);
+  if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor->bind(endpoint, ec);
+  if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) listen_failed("listening on " + address + ":" + std::to_string(port), ec);
+  s.tls_context = std::move(context);
+  s.tls_acceptor = std::move(acceptor);
+  s.tokens = std::move(tokens);
+}
+
+unsigned short Server::tls_port() const {
+  return state_->tls_acceptor ? state_->tls_acceptor->local_endpoint().port() : 0;
+}
+
+void Server::run() {
+  auto& s = *state_;
+  for (auto& acceptor : s.unix_acceptors) asio::co_spawn(s.ioc, accept_unix(&s, *acceptor), asio::detached);
+  if (s.tls_acceptor) asio::co_spawn(s.ioc, accept_tls(&s, *s.tls_acceptor), asio::detached);
+  auto guard = asio::make_work_guard(s.ioc);
+  std::size_t n = s.options.io_threads ? s.options.io_threads : 2 * std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 1; i < n; ++i) threads.emplace_back([&s] { s.ioc.run(); });
+  if (!s.stopped) s.ioc.run();
+  for (auto& t : threads) t.join();
+  guard.reset();
+  // Every sandbox goes, and the execs' threads are let go of their clients.
+  close_streams();
+  s.routes.sandboxes().close();
+}
+
+void Server::stop() {
+  state_->stopped = true;
+  state_->ioc.stop();
+}
+
+}  // namespace mayura::service

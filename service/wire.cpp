@@ -1,0 +1,353 @@
+#include "wire.hpp"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "../sandbox/base64.hpp"
+
+namespace mayura::service {
+namespace {
+
+constexpr int kMaxDepth = 32;
+
+[[noreturn]] void bad(std::string_view key, std::string_view problem) {
+  throw SandboxError(Reason::INVALID_INPUT, std::string(key) + ": " + std::string(problem));
+}
+
+// The keys of one object, each taken at most once; what is left over when
+// done() is asked is a key nobody knows.
+class Fields {
+ public:
+  Fields(const json& value, std::string_view what) : value_(value), what_(what) {
+    if (!value.is_object()) bad(what, "must be a JSON object");
+  }
+  const json* take(const char* key) {
+    taken_.insert(key);
+    const auto it = value_.find(key);
+    return it == value_.end() || it->is_null() ? nullptr : &*it;
+  }
+  void done() const {
+    for (const auto& [key, _] : value_.items()) {
+      if (!taken_.count(key)) bad(what_, "unknown field '" + key.substr(0, 64) + "'");
+    }
+  }
+
+ private:
+  const json& value_;
+  std::string what_;
+  std::set<std::string> taken_;
+};
+
+std::string text(const json& v, std::string_view key) {
+  if (!v.is_string()) bad(key, "must be a string");
+  return v.get<std::string>();
+}
+
+bool boolean(const json& v, std::string_view key) {
+  if (!v.is_boolean()) bad(key, "must be true or false");
+  return v.get<bool>();
+}
+
+std::int64_t integer(const json& v, std::string_view key, std::int64_t min, std::int64_t max) {
+  if (!v.is_number_integer()) bad(key, "must be an integer");
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) bad(key, "is too large");
+  const auto n = v.get<std::int64_t>();
+  if (n < min || n > max) bad(key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+  return n;
+}
+
+std::vector<std::string> byte_list(const json& v, std::string_view key) {
+  if (!v.is_array()) bad(key, "must be an array");
+  std::vector<std::string> out;
+  out.reserve(v.size());
+  for (const auto& item : v) out.push_back(bytes_from(item, key));
+  return out;
+}
+
+std::map<std::string, std::string> byte_map(const json& v, std::string_view key) {
+  if (!v.is_object()) bad(key, "must be an object");
+  std::map<std::string, std::string> out;
+  for (const auto& [k, item] : v.items()) out[k] = bytes_from(item, key);
+  return out;
+}
+
+json byte_map_json(const std::map<std::string, std::string>& map) {
+  json out = json::object();
+  for (const auto& [k, v] : map) out[k] = bytes_json(v);
+  return out;
+}
+
+std::string_view file_type_name(FileType type) {
+  switch (type) {
+    case FileType::file: return "file";
+    case FileType::directory: return "directory";
+    case FileType::symlink: return "symlink";
+    case FileType::other: return "other";
+  }
+  return "other";
+}
+
+}  // namespace
+
+bool valid_utf8(std::string_view s) noexcept {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;
+    std::uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xe0) == 0xc0) {
+      n = 1, cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      n = 2, cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      n = 3, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + n >= s.size()) return false;
+    for (std::size_t k = 1; k <= n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    // overlong forms, surrogates and what lies past Unicode are no UTF-8
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000)) return false;
+    if ((cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+json bytes_json(std::string_view bytes) {
+  if (valid_utf8(bytes)) return std::string(bytes);
+  return json{{"base64", detail::base64_encode(bytes)}};
+}
+
+std::string bytes_from(const json& value, std::string_view key) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_object() && value.size() == 1 && value.contains("base64") && value["base64"].is_string()) {
+    const auto decoded = detail::base64_decode(value["base64"].get<std::string>());
+    if (!decoded) bad(key, "holds malformed base64");
+    return *decoded;
+  }
+  bad(key, "must be a string or {\"base64\": \"...\"}");
+}
+
+json parse_body(std::string_view body, std::string_view what) {
+  int depth = 0;
+  bool too_deep = false;
+  json::parser_callback_t limit = [&](int d, json::parse_event_t event, json&) {
+    if (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) {
+      depth = d + 1;
+      if (depth > kMaxDepth) too_deep = true;
+    }
+    return !too_deep;
+  };
+  json value = json::parse(body.begin(), body.end(), limit, /*allow_exceptions=*/false);
+  if (too_deep) bad(what, "is nested more than " + std::to_string(kMaxDepth) + " levels deep");
+  if (value.is_discarded()) bad(what, "is not well-formed JSON");
+  if (!value.is_object()) bad(what, "must be a JSON object");
+  return value;
+}
+
+std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json network_json(const Network& network) {
+  if (network.kind == NetworkKind::allowlist) return json{{"allow", network.allow}};
+  return std::string(network_kind_name(network.kind));
+}
+
+Network network_from(const json& value) {
+  if (value.is_string()) {
+    const auto kind = value.get<std::string>();
+    if (kind == "none") return Network::none();
+    if (kind == "all") return Network::all();
+    bad("network", "must be 'none', 'all' or {\"allow\": [...]}");
+  }
+  Fields f(value, "network");
+  const json* allow = f.take("allow");
+  f.done();
+  if (!allow || !allow->is_array()) bad("network", "must be 'none', 'all' or {\"allow\": [...]}");
+  std::vector<std::string> domains;
+  for (const auto& d : *allow) domains.push_back(text(d, "network.allow"));
+  return Network::allow_only(std::move(domains));
+}
+
+json features_json(const Features& f) {
+  json kinds = json::array();
+  for (NetworkKind k : f.network) kinds.push_back(std::string(network_kind_name(k)));
+  return {{"stdin", f.stdin},   {"ports", f.ports}, {"desktop", f.desktop}, {"cpus", f.cpus},
+          {"memory", f.memory}, {"pids", f.pids},   {"seccomp", f.seccomp}, {"network", kinds}};
+}
+
+Features features_from(const json& value) {
+  Fields f(value, "features");
+  Features out;
+  auto flag = [&](const char* key, bool& into) {
+    if (const json* v = f.take(key)) into = boolean(*v, key);
+  };
+  flag("stdin", out.stdin);
+  flag("ports", out.ports);
+  flag("desktop", out.desktop);
+  flag("cpus", out.cpus);
+  flag("memory", out.memory);
+  flag("pids", out.pids);
+  flag("seccomp", out.seccomp);
+  if (const json* kinds = f.take("network")) {
+    if (!kinds->is_array()) bad("features.network", "must be an array");
+    for (const auto& k : *kinds) {
+      const std::string name = text(k, "features.network");
+      if (name == "none") out.network.push_back(NetworkKind::none);
+      else if (name == "all") out.network.push_back(NetworkKind::all);
+      else if (name == "allow") out.network.push_back(NetworkKind::allowlist);
+      // a kind a newer daemon knows and this client does not is not offered
+    }
+  }
+  // a newer daemon may say more than this client knows: features are not refused for it
+  return out;
+}
+
+json create_json(const CreateOptions& o) {
+  json j = {{"lifetimeMs", o.lifetime_ms}, {"network", network_json(o.network)}};
+  if (!o.env.empty()) j["env"] = byte_map_json(o.env);
+  if (!o.ports.empty()) j["ports"] = o.ports;
+  if (o.cpus) j["cpus"] = *o.cpus;
+  if (o.memory_mib) j["memoryMiB"] = *o.memory_mib;
+  if (o.pids) j["pids"] = *o.pids;
+  if (o.seccomp_profile) j["seccompProfile"] = bytes_json(*o.seccomp_profile);
+  if (!o.image.empty()) j["image"] = o.image;
+  if (!o.labels.empty()) j["labels"] = byte_map_json(o.labels);
+  if (!o.user.empty()) j["user"] = o.user;
+  if (!o.workdir.empty()) j["workdir"] = bytes_json(o.workdir);
+  return j;
+}
+
+CreateOptions create_from(const json& value) {
+  Fields f(value, "the create request");
+  CreateOptions o;
+  const json* lifetime = f.take("lifetimeMs");
+  if (!lifetime) bad("lifetimeMs", "is required");
+  o.lifetime_ms = integer(*lifetime, "lifetimeMs", 1, std::numeric_limits<std::int64_t>::max());
+  if (const json* v = f.take("network")) o.network = network_from(*v);
+  if (const json* v = f.take("env")) o.env = byte_map(*v, "env");
+  if (const json* v = f.take("ports")) {
+    if (!v->is_array()) bad("ports", "must be an array");
+    for (const auto& p : *v) o.ports.push_back(static_cast<int>(integer(p, "ports", 1, 65535)));
+  }
+  if (const json* v = f.take("cpus")) {
+    if (!v->is_number()) bad("cpus", "must be a number");
+    o.cpus = v->get<double>();
+  }
+  if (const json* v = f.take("memoryMiB")) o.memory_mib = integer(*v, "memoryMiB", 1, std::int64_t{1} << 40);
+  if (const json* v = f.take("pids")) o.pids = integer(*v, "pids", 1, std::int64_t{1} << 30);
+  if (const json* v = f.take("seccompProfile")) o.seccomp_profile = bytes_from(*v, "seccompProfile");
+  if (const json* v = f.take("image")) o.image = text(*v, "image");
+  if (const json* v = f.take("labels")) o.labels = byte_map(*v, "labels");
+  if (const json* v = f.take("user")) o.user = text(*v, "user");
+  if (const json* v = f.take("workdir")) o.workdir = bytes_from(*v, "workdir");
+  f.done();
+  return o;
+}
+
+json exec_request_json(const std::vector<std::string>& argv, const ExecOptions& o) {
+  json args = json::array();
+  for (const auto& a : argv) args.push_back(bytes_json(a));
+  json j = {{"argv", args}};
+  if (!o.cwd.empty()) j["cwd"] = bytes_json(o.cwd);
+  if (!o.env.empty()) j["env"] = byte_map_json(o.env);
+  if (o.timeout_ms) j["timeoutMs"] = *o.timeout_ms;
+  if (o.stdin) j["stdin"] = bytes_json(*o.stdin);
+  if (o.max_output_bytes) j["maxOutputBytes"] = *o.max_output_bytes;
+  return j;
+}
+
+ExecRequest exec_request_from(const json& value) {
+  Fields f(value, "the exec request");
+  ExecRequest r;
+  const json* argv = f.take("argv");
+  if (!argv) bad("argv", "is required");
+  r.argv = byte_list(*argv, "argv");
+  if (const json* v = f.take("cwd")) r.options.cwd = bytes_from(*v, "cwd");
+  if (const json* v = f.take("env")) r.options.env = byte_map(*v, "env");
+  // The limits layer says which timeouts make sense; here only the type.
+  if (const json* v = f.take("timeoutMs")) {
+    r.options.timeout_ms = integer(*v, "timeoutMs", std::numeric_limits<std::int64_t>::min(),
+                                   std::numeric_limits<std::int64_t>::max());
+  }
+  if (const json* v = f.take("stdin")) r.options.stdin = bytes_from(*v, "stdin");
+  if (const json* v = f.take("maxOutputBytes")) {
+    r.options.max_output_bytes = static_cast<std::size_t>(integer(*v, "maxOutputBytes", 0, std::int64_t{1} << 40));
+  }
+  f.done();
+  return r;
+}
+
+json exec_result_json(const ExecResult& r) {
+  return {{"exitCode", r.exit_code ? json(*r.exit_code) : json(nullptr)},
+          {"stdout", bytes_json(r.stdout)},
+          {"stderr", bytes_json(r.stderr)},
+          {"truncated", r.truncated},
+          {"durationMs", r.duration_ms},
+          {"timedOut", r.timed_out},
+          {"oomKilled", r.oom_killed}};
+}
+
+ExecResult exec_result_from(const json& value) {
+  Fields f(value, "the exec result");
+  ExecResult r;
+  if (const json* v = f.take("exitCode")) r.exit_code = static_cast<int>(integer(*v, "exitCode", -1, 1 << 16));
+  if (const json* v = f.take("stdout")) r.stdout = bytes_from(*v, "stdout");
+  if (const json* v = f.take("stderr")) r.stderr = bytes_from(*v, "stderr");
+  if (const json* v = f.take("truncated")) r.truncated = boolean(*v, "truncated");
+  if (const json* v = f.take("durationMs")) {
+    r.duration_ms = integer(*v, "durationMs", 0, std::numeric_limits<std::int64_t>::max());
+  }
+  if (const json* v = f.take("timedOut")) r.timed_out = boolean(*v, "timedOut");
+  if (const json* v = f.take("oomKilled")) r.oom_killed = boolean(*v, "oomKilled");
+  f.done();
+  if (!r.timed_out && !r.exit_code) bad("exitCode", "is missing from a command that did not time out");
+  return r;
+}
+
+json file_entry_json(const FileEntry& e) {
+  return {{"name", bytes_json(e.name)},
+          {"type", std::string(file_type_name(e.type))},
+          {"size", e.size},
+          {"mode", e.mode},
+          {"mtimeMs", e.mtime_ms}};
+}
+
+FileEntry file_entry_from(const json& value) {
+  Fields f(value, "a listed entry");
+  FileEntry e;
+  if (const json* v = f.take("name")) e.name = bytes_from(*v, "name");
+  if (const json* v = f.take("type")) {
+    const std::string t = text(*v, "type");
+    e.type = t == "file" ? FileType::file : t == "directory" ? FileType::directory : t == "symlink" ? FileType::symlink : FileType::other;
+  }
+  if (const json* v = f.take("size")) e.size = static_cast<std::uint64_t>(integer(*v, "size", 0, std::numeric_limits<std::int64_t>::max()));
+  if (const json* v = f.take("mode")) e.mode = static_cast<std::uint32_t>(integer(*v, "mode", 0, 07777));
+  if (const json* v = f.take("mtimeMs")) {
+    e.mtime_ms = integer(*v, "mtimeMs", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
+  }
+  f.done();
+  return e;
+}
+
+json error_json(Reason reason, std::string_view message) {
+  return {{"reason", std::string(reason_name(reason))}, {"message", std::string(message)}};
+}
+
+std::optional<Reason> reason_from_name(std::string_view name) noexcept {
+  for (Reason r : {Reason::INVALID_INPUT, Reason::INVALID_CONFIG, Reason::PERMISSION_DENIED, Reason::GONE,
+                   Reason::CANCELLED, Reason::LIMIT_REACHED, Reason::NOT_FOUND, Reason::UNSUPPORTED, Reason::INTERNAL}) {
+    if (reason_name(r) == name) return r;
+  }
+  return std::nullopt;
+}
+
+}  // namespace mayura::service

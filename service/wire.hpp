@@ -1,0 +1,63 @@
+#pragma once
+// The JSON shapes of the service's requests and answers, shared by the
+// server and the remote provider so that the two can never disagree. Keys
+// are the seed's (camelCase). Every parser refuses a key it does not know,
+// a value of the wrong type or range, with SandboxError(INVALID_INPUT)
+// naming the key.
+//
+// Bytes: a string the contract treats as bytes (argv, env values, stdin,
+// output, file names) is a JSON string when it is valid UTF-8, else
+// {"base64": "..."}; both forms are accepted wherever bytes are.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mayura/errors.hpp"
+#include "mayura/types.hpp"
+
+namespace mayura::service {
+
+using nlohmann::json;
+
+bool valid_utf8(std::string_view s) noexcept;
+json bytes_json(std::string_view bytes);
+std::string bytes_from(const json& value, std::string_view key);
+
+// Parses a request body: at most `max_depth` levels, an object. Malformed
+// JSON is INVALID_INPUT.
+json parse_body(std::string_view body, std::string_view what);
+// Serialises without ever throwing (invalid UTF-8 cannot reach it: bytes go
+// through bytes_json).
+std::string dump(const json& value);
+
+json network_json(const Network& network);
+Network network_from(const json& value);
+
+json features_json(const Features& features);
+Features features_from(const json& value);
+
+json create_json(const CreateOptions& options);
+CreateOptions create_from(const json& value);
+
+// The exec request: argv and the options that cross the wire (no callbacks,
+// no stop token).
+struct ExecRequest {
+  std::vector<std::string> argv;
+  ExecOptions options;
+};
+json exec_request_json(const std::vector<std::string>& argv, const ExecOptions& options);
+ExecRequest exec_request_from(const json& value);
+
+json exec_result_json(const ExecResult& result);
+ExecResult exec_result_from(const json& value);
+
+json file_entry_json(const FileEntry& entry);
+FileEntry file_entry_from(const json& value);
+
+json error_json(Reason reason, std::string_view message);
+// The reason named in an error body, if it is one.
+std::optional<Reason> reason_from_name(std::string_view name) noexcept;
+
+}  // namespace mayura::service
