@@ -1,0 +1,211 @@
+#include "daemon_config.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+namespace mayura::tools {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string& source, const std::string& key, const std::string& problem) {
+  throw SandboxError(Reason::INVALID_CONFIG, source + ": " + key + " " + problem);
+}
+
+class Keys {
+ public:
+  Keys(const json& object, std::string source, std::string prefix)
+      : object_(object), source_(std::move(source)), prefix_(std::move(prefix)) {}
+  const json* take(const std::string& key) {
+    taken_.insert(key);
+    const auto it = object_.find(key);
+    return it == object_.end() ? nullptr : &*it;
+  }
+  std::string name(const std::string& key) const { return prefix_ + key; }
+  void done() const {
+    for (const auto& [key, _] : object_.items()) {
+      if (!taken_.count(key)) bad(source_, name(key), "is no setting mayurad knows");
+    }
+  }
+  const std::string& source() const { return source_; }
+
+ private:
+  const json& object_;
+  std::string source_, prefix_;
+  std::set<std::string> taken_;
+};
+
+std::string text(Keys& k, const std::string& key, const json& v) {
+  if (!v.is_string()) bad(k.source(), k.name(key), "must be a string");
+  return v.get<std::string>();
+}
+
+std::int64_t integer(Keys& k, const std::string& key, const json& v, std::int64_t min, std::int64_t max) {
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) ||
+      v.get<std::int64_t>() < min || v.get<std::int64_t>() > max) {
+    bad(k.source(), k.name(key), "must be an integer from " + std::to_string(min) + " to " + std::to_string(max));
+  }
+  return v.get<std::int64_t>();
+}
+
+std::vector<std::string> strings(Keys& k, const std::string& key, const json& v) {
+  if (!v.is_array()) bad(k.source(), k.name(key), "must be an array of strings");
+  std::vector<std::string> out;
+  for (const auto& item : v) out.push_back(text(k, key, item));
+  return out;
+}
+
+}  // namespace
+
+DaemonConfig parse_daemon_config(const std::string& input, const std::string& source) {
+  const json root = json::parse(input, nullptr, false);
+  if (root.is_discarded()) throw SandboxError(Reason::INVALID_CONFIG, source + " is not well-formed JSON");
+  if (!root.is_object()) throw SandboxError(Reason::INVALID_CONFIG, source + " must hold one JSON object");
+  DaemonConfig c;
+  c.limits.max_sandboxes = 64;
+  c.limits.max_lifetime_ms = 24ll * 3600 * 1000;
+  Keys k(root, source, "");
+  constexpr std::int64_t kBig = std::int64_t{1} << 40;
+
+  if (const json* v = k.take("socket")) {
+    c.socket = text(k, "socket", *v);
+    if (c.socket.empty() || c.socket.front() != '/') bad(source, "socket", "must be an absolute path");
+  }
+  if (const json* v = k.take("socketMode")) {
+    const std::string mode = text(k, "socketMode", *v);
+    if (mode.empty() || mode.size() > 4 || mode.find_first_not_of("01234567") != std::string::npos) {
+      bad(source, "socketMode", "must be an octal mode such as \"0660\"");
+    }
+    c.socket_mode = static_cast<mode_t>(std::stoul(mode, nullptr, 8));
+    if (c.socket_mode & ~mode_t{0777}) bad(source, "socketMode", "takes permission bits only (no setuid, setgid or sticky bit)");
+    if (c.socket_mode & 0007) bad(source, "socketMode", "must give others no access (use socketGroup for who may call)");
+  }
+  if (const json* v = k.take("socketGroup")) {
+    c.socket_group = text(k, "socketGroup", *v);
+    c.socket_group_given = true;
+  }
+  if (const json* v = k.take("maxSandboxes")) c.limits.max_sandboxes = static_cast<std::size_t>(integer(k, "maxSandboxes", *v, 1, 1'000'000));
+  if (const json* v = k.take("maxSandboxesPerClient")) {
+    c.server.max_sandboxes_per_client = static_cast<std::size_t>(integer(k, "maxSandboxesPerClient", *v, 1, 1'000'000));
+  }
+  if (const json* v = k.take("maxLifetimeMs")) c.limits.max_lifetime_ms = integer(k, "maxLifetimeMs", *v, 1000, kBig);
+  if (const json* v = k.take("network")) {
+    c.limits.network.clear();
+    for (const std::string& kind : strings(k, "network", *v)) {
+      if (kind == "none") c.limits.network.push_back(NetworkKind::none);
+      else if (kind == "all") c.limits.network.push_back(NetworkKind::all);
+      else if (kind == "allow") c.limits.network.push_back(NetworkKind::allowlist);
+      else bad(source, "network", "holds '" + kind.substr(0, 32) + "'; the kinds are none, all and allow");
+    }
+  }
+  if (const json* v = k.take("maxOutputBytes")) c.limits.max_output_bytes = static_cast<std::size_t>(integer(k, "maxOutputBytes", *v, 1, kBig));
+  if (const json* v = k.take("maxReadBytes")) c.limits.max_read_bytes = static_cast<std::size_t>(integer(k, "maxReadBytes", *v, 1, kBig));
+  if (const json* v = k.take("maxWriteBytes")) c.limits.max_write_bytes = static_cast<std::size_t>(integer(k, "maxWriteBytes", *v, 1, kBig));
+  if (const json* v = k.take("defaultCpus")) {
+    if (!v->is_number() || v->get<double>() < 0 || !std::isfinite(v->get<double>())) bad(source, "defaultCpus", "must be a number, 0 or more");
+    c.native.default_cpus = v->get<double>();
+  }
+  if (const json* v = k.take("defaultMemoryMiB")) c.native.default_memory_mib = integer(k, "defaultMemoryMiB", *v, 1, kBig);
+  if (const json* v = k.take("defaultPids")) c.native.default_pids = integer(k, "defaultPids", *v, 1, 1 << 30);
+  if (const json* v = k.take("publicRanges")) c.native.public_ranges = strings(k, "publicRanges", *v);
+  if (const json* v = k.take("dnsServers")) c.native.dns_servers = strings(k, "dnsServers", *v);
+  if (const json* v = k.take("allowPrivateAddresses")) {
+    if (!v->is_boolean()) bad(source, "allowPrivateAddresses", "must be true or false");
+    c.native.allow_private_addresses = v->get<bool>();
+  }
+  if (const json* v = k.take("prepared")) c.native.prepared = static_cast<std::size_t>(integer(k, "prepared", *v, 0, 64));
+  if (const json* v = k.take("netnsPool")) c.native.netns_pool = static_cast<std::size_t>(integer(k, "netnsPool", *v, 0, 64));
+  if (const json* v = k.take("stateDir")) c.native.state_dir = text(k, "stateDir", *v);
+  if (const json* v = k.take("imageStore")) c.native.image_store = text(k, "imageStore", *v);
+  if (const json* v = k.take("imageDir")) c.native.image_dir = text(k, "imageDir", *v);
+  if (const json* v = k.take("cgroupRoot")) c.native.cgroup_root = text(k, "cgroupRoot", *v);
+  if (const json* v = k.take("idBase")) c.native.id_base = static_cast<std::uint32_t>(integer(k, "idBase", *v, 65536, 0xf0000000ll));
+  if (const json* v = k.take("idSlots")) c.native.id_slots = static_cast<std::uint32_t>(integer(k, "idSlots", *v, 1, 65535));
+  if (const json* v = k.take("maxConnections")) c.server.max_connections = static_cast<std::size_t>(integer(k, "maxConnections", *v, 1, 1'000'000));
+  if (const json* v = k.take("headerTimeoutMs")) c.server.header_timeout = std::chrono::milliseconds(integer(k, "headerTimeoutMs", *v, 100, 3'600'000));
+  if (const json* v = k.take("bodyTimeoutMs")) c.server.body_timeout = std::chrono::milliseconds(integer(k, "bodyTimeoutMs", *v, 100, 3'600'000));
+  if (const json* v = k.take("tls")) {
+    if (!v->is_object()) bad(source, "tls", "must be an object");
+    Keys t(*v, source, "tls.");
+    TlsListener l;
+    const json* listen = t.take("listen");
+    const json* cert = t.take("certificate");
+    const json* key = t.take("key");
+    const json* tokens = t.take("tokens");
+    t.done();
+    if (!listen || !cert || !key || !tokens) bad(source, "tls", "needs listen, certificate, key and tokens");
+    const std::string where = text(t, "listen", *listen);
+    const auto colon = where.rfind(':');
+    if (colon == std::string::npos || colon == 0) bad(source, "tls.listen", "must be ADDRESS:PORT");
+    l.address = where.substr(0, colon);
+    if (!l.address.empty() && l.address.front() == '[') {
+      // [IPv6]:PORT, whole: a lost bracket must never widen the address
+      if (l.address.size() < 3 || l.address.back() != ']' || l.address.find(']') != l.address.size() - 1) {
+        bad(source, "tls.listen", "must be ADDRESS:PORT or [IPv6]:PORT");
+      }
+      l.address = l.address.substr(1, l.address.size() - 2);
+    } else if (l.address.find_first_of("[]") != std::string::npos) {
+      bad(source, "tls.listen", "must be ADDRESS:PORT or [IPv6]:PORT");
+    }
+    const std::string port = where.substr(colon + 1);
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos || std::stoul(port) > 65535) {
+      bad(source, "tls.listen", "must end in a port number");
+    }
+    l.port = static_cast<unsigned short>(std::stoul(port));
+    l.certificate = text(t, "certificate", *cert);
+    l.key = text(t, "key", *key);
+    l.tokens_file = text(t, "tokens", *tokens);
+    c.tls = l;
+  }
+  k.done();
+  return c;
+}
+
+service::Tokens read_tokens(const std::string& path) {
+  // Checked and read through one descriptor: what is checked is what is read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) throw SandboxError(Reason::INVALID_CONFIG, "the tokens file " + path + " cannot be opened");
+  struct stat st {};
+  const bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < (1 << 20);
+  std::string content;
+  if (ok) {
+    content.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t got = 0;
+    while (got < content.size()) {
+      const ssize_t n = ::read(fd, content.data() + got, content.size() - got);
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    content.resize(got);
+  }
+  ::close(fd);
+  if (!ok) throw SandboxError(Reason::INVALID_CONFIG, "the tokens file " + path + " is no regular file under 1 MiB");
+  if (st.st_mode & 0077) throw SandboxError(Reason::INVALID_CONFIG, "the tokens file " + path + " must be readable by its owner only (chmod 600)");
+  std::istringstream in(content);
+  service::Tokens tokens;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    std::istringstream words(line);
+    std::string name, token, extra;
+    words >> name >> token;
+    if (name.empty() || token.size() < 16 || (words >> extra)) {
+      throw SandboxError(Reason::INVALID_CONFIG, path + ":" + std::to_string(number) + ": a line is NAME TOKEN, with a token of 16 characters or more");
+    }
+    if (!tokens.emplace(token, name).second) throw SandboxError(Reason::INVALID_CONFIG, path + ":" + std::to_string(number) + ": a token given twice");
+  }
+  if (tokens.empty()) throw SandboxError(Reason::INVALID_CONFIG, "the tokens file " + path + " holds no token");
+  return tokens;
+}
+
+}  // namespace mayura::tools
