@@ -1,0 +1,480 @@
+// mayurad's service against the real engine: the whole conformance suite
+// through remote_sandboxes over a real Unix socket; the API's fixed shapes
+// and statuses; one client never sees another's sandboxes; bad input gets a
+// 4xx and changes nothing; a client that goes away stops its command; and
+// the mayurad binary itself releases everything on SIGTERM and cleans up
+// after a SIGKILL.
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "harness.hpp"
+#include "http_client.hpp"
+#include "mayura/remote.hpp"
+#include "mayura/service/server.hpp"
+#include "mayura/testing/conformance.hpp"
+
+// Options are written as a user writes them, naming only what matters.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace mayura::testing {
+namespace {
+
+using nlohmann::json;
+using service::HttpCall;
+using verb = boost::beast::http::verb;
+
+std::string scratch_dir() {
+  char dir[] = "/tmp/mayura-service-XXXXXX";
+  if (!::mkdtemp(dir)) throw std::runtime_error("mkdtemp");
+  ::chmod(dir, 0755);
+  return dir;
+}
+
+// Runs a shell command line; its stdout.
+std::string run(const std::string& command) {
+  std::string out;
+  FILE* p = ::popen(command.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
+// A server over the test's own native provider, on a socket of its own,
+// serving on a thread until the test ends.
+class ServiceTest : public NativeTest {
+ protected:
+  void SetUp() override {
+    NativeTest::SetUp();
+    dir_ = scratch_dir();
+    socket_ = dir_ + "/mayurad.sock";
+  }
+
+  void TearDown() override {
+    stop_server();
+    std::filesystem::remove_all(dir_);
+    NativeTest::TearDown();
+  }
+
+  void start_server(service::ServerOptions options = {}, mode_t mode = 0660) {
+    SandboxesOptions limits;
+    limits.max_sandboxes = 8;
+    limits.max_lifetime_ms = 600'000;
+    limits.network = {NetworkKind::none, NetworkKind::all, NetworkKind::allowlist};
+    server_ = std::make_unique<service::Server>(native_sandboxes(options_of_test()), limits, options);
+    server_->listen_unix(socket_, mode);
+    thread_ = std::thread([this] { server_->run(); });
+  }
+
+  void stop_server() {
+    if (!server_) return;
+    server_->stop();
+    thread_.join();
+    server_.reset();
+  }
+
+  NativeOptions& options_of_test() { return options(); }
+
+  Sandboxes remote(SandboxesOptions limits = {}) {
+    if (!server_) start_server();
+    limits.max_sandboxes = 8;
+    limits.network = {NetworkKind::none, NetworkKind::all, NetworkKind::allowlist};
+    return create_sandboxes(remote_sandboxes({.url = "unix://" + socket_}), limits);
+  }
+
+  service::HttpAnswer call(verb method, const std::string& target, const std::string& body = {}) {
+    if (!server_) start_server();
+    HttpCall c;
+    c.method = method;
+    c.target = target;
+    c.body = body;
+    c.timeout = std::chrono::seconds(60);
+    return service::http_call(service::parse_endpoint(socket_), c);
+  }
+
+  // A request made as another user (nobody), by curl: its status and body.
+  std::pair<int, std::string> as_nobody(const std::string& method, const std::string& target, const std::string& body = "") {
+    const std::string out = run("setpriv --reuid=65534 --regid=65534 --clear-groups curl -s -X " + method +
+                                (body.empty() ? "" : " --data-binary '" + body + "'") + " -w '\\n%{http_code}' --unix-socket " +
+                                socket_ + " 'http://mayurad" + target + "'");
+    const auto nl = out.rfind('\n');
+    if (nl == std::string::npos) return {0, out};
+    return {std::atoi(out.c_str() + nl + 1), out.substr(0, nl)};
+  }
+
+  std::string dir_;
+  std::string socket_;
+  std::unique_ptr<service::Server> server_;
+  std::thread thread_;
+};
+
+std::vector<std::string> suite_names() {
+  std::vector<std::string> names;
+  for (const auto& t : sandbox_conformance()) names.push_back(t.name);
+  return names;
+}
+
+class RemoteConformance : public ServiceTest, public ::testing::WithParamInterface<std::string> {};
+
+// The proof that the service serves the same contract: every test of the
+// suite, through remote_sandboxes, against a real server on the engine.
+TEST_P(RemoteConformance, Passes) {
+  const auto& suite = sandbox_conformance();
+  const auto it = std::find_if(suite.begin(), suite.end(), [](const ConformanceTest& t) { return t.name == GetParam(); });
+  ASSERT_NE(it, suite.end());
+  Sandboxes sandboxes = remote();
+  const Sandbox sandbox = sandboxes.create({.lifetime_ms = 120'000});
+  EXPECT_EQ(it->run({sandbox}), kConformancePassed);
+  sandboxes.close();
+}
+
+INSTANTIATE_TEST_SUITE_P(Remote, RemoteConformance, ::testing::ValuesIn(suite_names()),
+                         [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
+
+// The resources outside checks rely on, with their fixed shapes.
+TEST_F(ServiceTest, TheFixedResourcesAnswerAsDocumented) {
+  EXPECT_EQ(call(verb::get, "/v1/health").status, 200u);
+  const auto created = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000, "labels": {"run": "r1"}})");
+  ASSERT_EQ(created.status, 201u) << created.body;
+  const json sandbox = json::parse(created.body);
+  const std::string id = sandbox.at("id");
+  EXPECT_EQ(sandbox.at("labels"), json({{"run", "r1"}}));
+  EXPECT_EQ(sandbox.at("workdir"), "/workspace");
+  EXPECT_GT(sandbox.at("expiresAt").get<std::int64_t>(), sandbox.at("createdAt").get<std::int64_t>());
+
+  const json listed = json::parse(call(verb::get, "/v1/sandboxes").body);
+  ASSERT_EQ(listed.at("sandboxes").size(), 1u);
+  EXPECT_EQ(listed["sandboxes"][0]["id"], id);
+  EXPECT_EQ(json::parse(call(verb::get, "/v1/sandboxes/" + id).body).at("id"), id);
+
+  // exec: the answer streams output lines, then ends with the result
+  const auto exec = call(verb::post, "/v1/sandboxes/" + id + "/exec",
+                         R"({"argv": ["sh", "-c", "cat; echo err >&2; exit 3"], "stdin": "in", "timeoutMs": 30000})");
+  ASSERT_EQ(exec.status, 200u) << exec.body;
+  std::vector<json> lines;
+  std::size_t start = 0;
+  for (auto nl = exec.body.find('\n'); nl != std::string::npos; nl = exec.body.find('\n', start)) {
+    lines.push_back(json::parse(exec.body.substr(start, nl - start)));
+    start = nl + 1;
+  }
+  ASSERT_FALSE(lines.empty());
+  const json& result = lines.back();
+  EXPECT_EQ(result.at("exitCode"), 3);
+  EXPECT_EQ(result.at("stdout"), "in");
+  EXPECT_EQ(result.at("stderr"), "err\n");
+  EXPECT_EQ(result.at("timedOut"), false);
+  EXPECT_TRUE(result.at("durationMs").is_number_integer());
+  std::string streamed;
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+    if (lines[i].at("stream") == "stdout") streamed += lines[i].at("data").get<std::string>();
+  }
+  EXPECT_EQ(streamed, "in");
+
+  // files as raw bytes, both ways
+  const std::string bytes("\x00\x01\xff\n binary", 10);
+  EXPECT_EQ(call(verb::put, "/v1/sandboxes/" + id + "/files?path=dir%2Fb.bin", bytes).status, 204u);
+  const auto read = call(verb::get, "/v1/sandboxes/" + id + "/files?path=dir/b.bin");
+  EXPECT_EQ(read.status, 200u);
+  EXPECT_EQ(read.body, bytes);
+  EXPECT_EQ(call(verb::delete_, "/v1/sandboxes/" + id + "/files?path=dir/b.bin").status, 204u);
+  const auto missing = call(verb::get, "/v1/sandboxes/" + id + "/files?path=dir/b.bin");
+  EXPECT_EQ(missing.status, 412u);
+  EXPECT_EQ(json::parse(missing.body).at("reason"), "NOT_FOUND");
+
+  EXPECT_EQ(call(verb::delete_, "/v1/sandboxes/" + id).status, 204u);
+  const auto released = call(verb::get, "/v1/sandboxes/" + id);
+  EXPECT_TRUE(released.status == 404u || released.status == 410u) << released.status;
+  EXPECT_EQ(call(verb::get, "/v1/sandboxes/0123456789abcdef").status, 404u);
+  EXPECT_EQ(call(verb::post, "/v1/sandboxes/0123456789abcdef/exec", R"({"argv": ["true"]})").status, 404u);
+  EXPECT_TRUE(json::parse(call(verb::get, "/v1/sandboxes").body).at("sandboxes").empty());
+  const std::string metrics = call(verb::get, "/metrics").body;
+  EXPECT_NE(metrics.find("mayura_creates_total 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("mayura_execs_total 1\n"), std::string::npos);
+  EXPECT_NE(metrics.find("mayura_failures_total{reason=\"NOT_FOUND\"} 1\n"), std::string::npos);
+  EXPECT_NE(metrics.find("mayura_exec_seconds_count 1\n"), std::string::npos);
+}
+
+// Every reason the engine gives comes back the same through the service.
+TEST_F(ServiceTest, ReasonsRoundTripThroughTheService) {
+  Sandboxes sandboxes = remote();
+  auto reason = [](auto&& fn) -> std::optional<Reason> {
+    try {
+      fn();
+    } catch (const SandboxError& e) {
+      return e.reason();
+    }
+    return std::nullopt;
+  };
+  const Sandbox s = sandboxes.create({.lifetime_ms = 60'000});
+  EXPECT_EQ(reason([&] { s.read_file("nothing-here"); }), Reason::NOT_FOUND);
+  EXPECT_EQ(reason([&] { s.read_file("/etc/passwd", {.max_bytes = 1}); }), Reason::LIMIT_REACHED);
+  EXPECT_EQ(reason([&] { s.write_file("/usr/x", "x"); }), Reason::PERMISSION_DENIED);
+  EXPECT_EQ(reason([&] { sandboxes.create({.lifetime_ms = 60'000, .image = "no-such-image"}); }), Reason::INVALID_CONFIG);
+  std::stop_source stop;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stop.request_stop();
+  });
+  ExecOptions o;
+  o.cancellation = stop.get_token();
+  EXPECT_EQ(reason([&] { s.exec({"sleep", "30"}, o); }), Reason::CANCELLED);
+  canceller.join();
+  s.release();
+  EXPECT_EQ(reason([&] { s.exec({"true"}); }), Reason::GONE);
+  // the daemon's own refusals: a directory image by host path, a kind of
+  // network the operator did not list
+  const auto by_path = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 1000, "image": "/"})");
+  EXPECT_EQ(by_path.status, 403u) << by_path.body;
+  EXPECT_TRUE(json::parse(call(verb::get, "/v1/sandboxes").body).at("sandboxes").empty());
+  sandboxes.close();
+}
+
+// A client sees and touches only its own sandboxes; root sees them all.
+TEST_F(ServiceTest, AnotherClientsSandboxesAreUnknownToIt) {
+  start_server({}, 0666);
+  const auto created = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})");
+  ASSERT_EQ(created.status, 201u);
+  const std::string id = json::parse(created.body).at("id");
+  const std::string secret = "root's file";
+  ASSERT_EQ(call(verb::put, "/v1/sandboxes/" + id + "/files?path=secret", secret).status, 204u);
+
+  EXPECT_EQ(as_nobody("GET", "/v1/sandboxes/" + id).first, 404);
+  EXPECT_EQ(as_nobody("GET", "/v1/sandboxes/" + id + "/files?path=secret").first, 404);
+  EXPECT_EQ(as_nobody("PUT", "/v1/sandboxes/" + id + "/files?path=secret", "overwritten").first, 404);
+  EXPECT_EQ(as_nobody("POST", "/v1/sandboxes/" + id + "/exec", R"({"argv": ["true"]})").first, 404);
+  EXPECT_EQ(as_nobody("DELETE", "/v1/sandboxes/" + id).first, 404);
+  const auto [status, listed] = as_nobody("GET", "/v1/sandboxes");
+  EXPECT_EQ(status, 200);
+  EXPECT_TRUE(json::parse(listed).at("sandboxes").empty()) << listed;
+  EXPECT_EQ(call(verb::get, "/v1/sandboxes/" + id + "/files?path=secret").body, secret);
+
+  // nobody's own sandbox: root (an admin) sees both, nobody only its own
+  const auto [made, body] = as_nobody("POST", "/v1/sandboxes", R"({"lifetimeMs": 60000})");
+  ASSERT_EQ(made, 201) << body;
+  const std::string theirs = json::parse(body).at("id");
+  EXPECT_EQ(json::parse(body).at("owner"), "uid:65534");
+  EXPECT_EQ(json::parse(call(verb::get, "/v1/sandboxes").body).at("sandboxes").size(), 2u);
+  const auto [status2, own] = as_nobody("GET", "/v1/sandboxes");
+  ASSERT_EQ(json::parse(own).at("sandboxes").size(), 1u);
+  EXPECT_EQ(json::parse(own)["sandboxes"][0]["id"], theirs);
+  EXPECT_EQ(as_nobody("DELETE", "/v1/sandboxes/" + theirs).first, 204);
+}
+
+// Per-client quotas come from the server's options.
+TEST_F(ServiceTest, AClientsQuotaHolds) {
+  start_server({.max_sandboxes_per_client = 2});
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})").status, 201u);
+  const auto third = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})");
+  EXPECT_EQ(third.status, 429u);
+  EXPECT_EQ(json::parse(third.body).at("reason"), "LIMIT_REACHED");
+  EXPECT_EQ(json::parse(call(verb::get, "/v1/sandboxes").body).at("sandboxes").size(), 2u);
+}
+
+// Bad input: a clear 4xx naming what is wrong, and nothing made.
+TEST_F(ServiceTest, BadInputIsRefusedAndChangesNothing) {
+  start_server({.max_json_bytes = 4096, .max_file_bytes = 1024});
+  auto refused = [&](verb method, const std::string& target, const std::string& body, unsigned status, const std::string& says) {
+    const auto a = call(method, target, body);
+    EXPECT_EQ(a.status, status) << target << " " << body.substr(0, 80) << ": " << a.body;
+    EXPECT_NE(a.body.find(says), std::string::npos) << a.body;
+  };
+  refused(verb::post, "/v1/sandboxes", "{not json", 400, "not well-formed JSON");
+  refused(verb::post, "/v1/sandboxes", "[1]", 400, "JSON object");
+  refused(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 1000, "bogus": 1})", 400, "bogus");
+  refused(verb::post, "/v1/sandboxes", R"({"lifetimeMs": "soon"})", 400, "lifetimeMs");
+  refused(verb::post, "/v1/sandboxes", R"({})", 400, "lifetimeMs");
+  refused(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 1000, "labels": {"k": )" + std::string(5000, '1') + "}}", 413, "larger");
+  refused(verb::post, "/v1/sandboxes", std::string(40, '[') + std::string(40, ']'), 400, "nested");
+  refused(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 999999999999})", 400, "lifetime");
+  refused(verb::get, "/v2/sandboxes", "", 404, "no such resource");
+  refused(verb::patch, "/v1/sandboxes", "", 405, "method");
+  EXPECT_TRUE(json::parse(call(verb::get, "/v1/sandboxes").body).at("sandboxes").empty());
+
+  const std::string id = json::parse(call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})").body).at("id");
+  refused(verb::put, "/v1/sandboxes/" + id + "/files?path=big", std::string(2048, 'x'), 413, "larger");
+  refused(verb::put, "/v1/sandboxes/" + id + "/files", "x", 400, "path=");
+  refused(verb::post, "/v1/sandboxes/" + id + "/exec", R"({"argv": "true"})", 400, "argv");
+  refused(verb::post, "/v1/sandboxes/" + id + "/exec", R"({"argv": []})", 400, "");
+  refused(verb::get, "/v1/sandboxes/" + id + "/url?port=x", "", 400, "port");
+  EXPECT_EQ(call(verb::get, "/v1/sandboxes/" + id + "/files?path=big").status, 412u);
+}
+
+int connect_unix(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads until `text` has come or the peer closed; what came.
+std::string read_until(int fd, const std::string& text) {
+  std::string got;
+  char buf[4096];
+  while (got.find(text) == std::string::npos) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  return got;
+}
+
+// A client too slow with its request's head is disconnected; connections
+// past the bound are answered 503.
+TEST_F(ServiceTest, SlowAndSurplusClientsAreCutOff) {
+  start_server({.max_connections = 2, .header_timeout = std::chrono::milliseconds(300)});
+  const int slow = connect_unix(socket_);
+  ASSERT_GE(slow, 0);
+  ASSERT_EQ(::write(slow, "GET /v1/hea", 11), 11);
+  EXPECT_EQ(read_until(slow, "\r\n\r\n"), "");  // closed without an answer
+  ::close(slow);
+
+  const int a = connect_unix(socket_), b = connect_unix(socket_);
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  const auto surplus = call(verb::get, "/v1/health");
+  EXPECT_EQ(surplus.status, 503u);
+  ::close(a);
+  ::close(b);
+}
+
+// A client that goes away while its command runs stops the command and
+// everything it started.
+TEST_F(ServiceTest, AClientThatGoesAwayStopsItsCommand) {
+  Sandboxes sandboxes = remote();
+  const Sandbox s = sandboxes.create({.lifetime_ms = 120'000});
+  const int fd = connect_unix(socket_);
+  ASSERT_GE(fd, 0);
+  const std::string body = R"({"argv": ["sh", "-c", "sleep 300 & sleep 301 & echo started; wait"]})";
+  // the daemon's id of it (the client's limits layer gives its own)
+  const std::string id = json::parse(call(verb::get, "/v1/sandboxes").body).at("sandboxes").at(0).at("id");
+  const std::string request = "POST /v1/sandboxes/" + id + "/exec HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body;
+  // the sandbox belongs to this process's uid (root), as the remote's does
+  ASSERT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  ASSERT_NE(read_until(fd, "started").find("started"), std::string::npos);
+  const std::string count = "n=0; for c in /proc/[0-9]*/comm; do [ \"$(cat $c 2>/dev/null)\" = sleep ] && n=$((n+1)); done; echo $n";
+  EXPECT_EQ(s.exec({"sh", "-c", count}).stdout, "2\n");
+  ::close(fd);
+  // the service kills the command's cgroup once it sees the close
+  std::string left;
+  for (int i = 0; i < 100; ++i) {
+    left = s.exec({"sh", "-c", count}).stdout;
+    if (left == "0\n") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(left, "0\n");
+  sandboxes.close();
+}
+
+// The mayurad binary, as systemd runs it. The test process is the
+// daemon's subreaper, as systemd is a service's: what a killed daemon
+// leaves is reparented here, and reaped once killed.
+class DaemonTest : public ServiceTest {
+ protected:
+  void SetUp() override {
+    ServiceTest::SetUp();
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  }
+  void TearDown() override {
+    reap_orphans();
+    ServiceTest::TearDown();
+  }
+  // Waits (a bounded while) until no orphan of ours is left unreaped.
+  void reap_orphans() {
+    for (int i = 0; i < 200; ++i) {
+      while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+      }
+      if (processes_in_range(options_of_test()).empty()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  pid_t start_daemon() {
+    const NativeOptions& o = options_of_test();
+    const json config = {{"socket", socket_},       {"stateDir", o.state_dir},  {"cgroupRoot", o.cgroup_root},
+                         {"idBase", o.id_base},     {"idSlots", o.id_slots},    {"prepared", 0},
+                         {"imageDir", o.image_dir}, {"imageStore", o.image_store}};
+    std::ofstream(dir_ + "/mayurad.json") << config.dump();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const std::string config_path = dir_ + "/mayurad.json";
+      ::execl(MAYURAD_PATH, "mayurad", "--config", config_path.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 200 && connect_unix(socket_) < 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    return pid;
+  }
+  int wait_for(pid_t pid) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return status;
+  }
+  service::HttpAnswer daemon_call(verb method, const std::string& target, const std::string& body = {}) {
+    HttpCall c{method, target, body, "", std::chrono::seconds(60), {}, {}};
+    return service::http_call(service::parse_endpoint(socket_), c);
+  }
+};
+
+TEST_F(DaemonTest, SigtermReleasesEverySandboxAndLeavesNothing) {
+  const pid_t pid = start_daemon();
+  std::string id;
+  for (int i = 0; i < 2; ++i) {
+    const auto a = daemon_call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})");
+    ASSERT_EQ(a.status, 201u) << a.body;
+    id = json::parse(a.body).at("id");
+  }
+  EXPECT_EQ(daemon_call(verb::post, "/v1/sandboxes/" + id + "/exec", R"({"argv": ["sh", "-c", "sleep 300 &"]})").status, 200u);
+  EXPECT_FALSE(processes_in_range(options_of_test()).empty());
+  ::kill(pid, SIGTERM);
+  const int status = wait_for(pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_FALSE(std::filesystem::exists(socket_));
+  // TearDown checks that no process, cgroup, mount or record is left
+}
+
+TEST_F(DaemonTest, ADaemonStartedAfterASigkillRemovesWhatTheDeadOneLeft) {
+  pid_t pid = start_daemon();
+  const auto a = daemon_call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})");
+  ASSERT_EQ(a.status, 201u) << a.body;
+  const std::string id = json::parse(a.body).at("id");
+  EXPECT_EQ(daemon_call(verb::post, "/v1/sandboxes/" + id + "/exec", R"({"argv": ["sh", "-c", "setsid sleep 300 &"]})").status, 200u);
+  ::kill(pid, SIGKILL);
+  wait_for(pid);
+  EXPECT_FALSE(processes_in_range(options_of_test()).empty()) << "the killed daemon's sandbox should still be there";
+  pid = start_daemon();
+  EXPECT_EQ(daemon_call(verb::get, "/v1/health").status, 200u);
+  reap_orphans();  // the new daemon killed them; their parent is now this process
+  EXPECT_TRUE(processes_in_range(options_of_test()).empty());
+  EXPECT_EQ(daemon_call(verb::get, "/v1/sandboxes/" + id).status, 404u);
+  ::kill(pid, SIGTERM);
+  wait_for(pid);
+}
+
+TEST_F(DaemonTest, PlainTcpAndBadSettingsAreRefusedAtStart) {
+  const std::string out = run(std::string(MAYURAD_PATH) + " --listen 127.0.0.1:8080 2>&1; echo \"exit $?\"");
+  EXPECT_NE(out.find("plain TCP is refused"), std::string::npos) << out;
+  EXPECT_NE(out.find("exit 2"), std::string::npos) << out;
+  std::ofstream(dir_ + "/bad.json") << R"({"maxSandboxes": 0})";
+  const std::string bad = run(std::string(MAYURAD_PATH) + " --config " + dir_ + "/bad.json --check-config 2>&1");
+  EXPECT_NE(bad.find("maxSandboxes"), std::string::npos) << bad;
+  std::ofstream(dir_ + "/unknown.json") << R"({"maxSandbox": 3})";
+  const std::string unknown = run(std::string(MAYURAD_PATH) + " --config " + dir_ + "/unknown.json --check-config 2>&1");
+  EXPECT_NE(unknown.find("maxSandbox is no setting"), std::string::npos) << unknown;
+}
+
+}  // namespace
+}  // namespace mayura::testing
