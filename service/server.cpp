@@ -137,19 +137,29 @@ awaitable<bool> write_reply(Stream& stream, State& s, Reply reply, unsigned vers
   co_return !ec && keep_alive;
 }
 
-// Completes when the client has closed its end (or reset it); never when it
-// only sent more (a pipelined request stays in the socket for later).
+// Asks the command to stop once the client has closed its end (or only its
+// sending side, as remote_sandboxes does to cancel: it still reads the
+// CANCELLED that comes once the command is stopped). Never completes on its
+// own, so that the exec's stream is never cut mid-write; it is cancelled once
+// the stream is done. A client that only sends more (a pipelined request)
+// is no client gone.
 template <class Stream>
-awaitable<void> client_gone(Stream& stream) {
+awaitable<void> stop_when_gone(Stream& stream, std::stop_source& stop, bool& gone) {
   auto& socket = socket_of(stream);
-  auto [ec] = co_await socket.async_wait(asio::socket_base::wait_read, asio::as_tuple(use_awaitable));
-  if (ec == asio::error::operation_aborted) co_return;
-  char c;
-  const ssize_t n = ::recv(socket.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (!ec && n > 0) {
-    asio::steady_timer never(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
-    co_await never.async_wait(asio::as_tuple(use_awaitable));
+  for (;;) {
+    auto [ec] = co_await socket.async_wait(asio::socket_base::wait_read, asio::as_tuple(use_awaitable));
+    if (ec == asio::error::operation_aborted) co_return;
+    char c;
+    const ssize_t n = ::recv(socket.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (!ec && n < 0 && (errno == EAGAIN || errno == EINTR)) continue;  // a readiness already taken
+    if (ec || n <= 0) {
+      gone = true;
+      stop.request_stop();
+    }
+    break;
   }
+  asio::steady_timer never(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
+  co_await never.async_wait(asio::as_tuple(use_awaitable));
 }
 
 std::string event_line(const json& value) { return dump(value) + "\n"; }
@@ -265,13 +275,11 @@ awaitable<bool> serve_exec(Stream& stream, State& s, const Request& req, const s
                                            ExecEvent{ExecEvent::done, {}, error, std::move(result)}, asio::detached);
                      });
   beast::get_lowest_layer(stream).expires_never();
-  auto outcome = co_await (stream_exec(stream, s, *channel, req.version(), req.keep_alive()) || client_gone(stream));
-  if (outcome.index() == 1) {
-    stop->request_stop();  // the command and everything it started
-    channel->close();
-    co_return false;
-  }
-  const bool more = std::get<0>(outcome);
+  bool gone = false;
+  auto outcome = co_await (stream_exec(stream, s, *channel, req.version(), req.keep_alive()) ||
+                           stop_when_gone(stream, *stop, gone));
+  channel->close();  // an exec thread still sending is let go
+  const bool more = outcome.index() == 0 && std::get<0>(outcome) && !gone;
   co_return more;
 }
 
