@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "image_commands.hpp"
+#include "run_engine.hpp"
 #include "mayura/images.hpp"
 #include "mayura/native.hpp"
 #include "mayura/sandbox.hpp"
@@ -32,7 +33,9 @@ const char* kUsage = R"(usage: mayura-run [OPTIONS] [--] COMMAND [ARG...]
 
 Runs COMMAND in a fresh sandbox, streams its output, and releases the sandbox.
 With --image NAME[:TAG] of the store and no COMMAND, the image's Entrypoint
-and Cmd run.
+and Cmd run. The sandbox comes from mayurad when MAYURA_HOST names one, or
+when its default socket (/run/mayura/mayurad.sock) answers; else from an
+engine in this process (which needs root).
 
 Options:
   --image IMAGE          the sandbox's image (default: host): NAME[:TAG] of the
@@ -66,11 +69,22 @@ Options:
                          built-in one (unknown syscall names are skipped)
   --json                 print one JSON object: exitCode, stdout, stderr,
                          truncated, durationMs, timedOut, oomKilled
+  --local                an engine in this process, never a daemon
   --help                 this text
   --version              the version, and what this host's cgroups enforce
   doctor                 (as the only argument) the same report as --version
 
-Environment (where the engine keeps its state; defaults suit most hosts):
+Environment, for a daemon:
+  MAYURA_HOST            unix:///PATH or https://HOST:PORT of a mayurad
+  MAYURA_TOKEN           the bearer token an https daemon knows you by (or
+  MAYURA_TOKEN_FILE        a file holding it)
+  MAYURA_CA_FILE         the CA (PEM) an https daemon's certificate is signed
+                         by (default: the system's)
+A daemon keeps its own settings (its config file): the variables below are
+for an engine in this process only, and a daemon takes images by name only.
+
+Environment (where an engine in this process keeps its state; defaults suit
+most hosts):
   MAYURA_IMAGE_STORE     the image store (/var/lib/mayura/store)
   MAYURA_IMAGE_DIR       where directory images are found by name
                          (/var/lib/mayura/images)
@@ -110,8 +124,9 @@ std::int64_t parse_count(const std::string& flag, const std::string& value, std:
 
 mayura::NativeOptions engine_options_from_env();
 
-void print_version() {
-  std::printf("mayura-run %s\n%s\n", MAYURA_VERSION, mayura::describe_native_host(engine_options_from_env()).c_str());
+void print_version(bool local) {
+  std::printf("mayura-run %s\n%s\n%s\n", MAYURA_VERSION, mayura::describe_native_host(engine_options_from_env()).c_str(),
+              mayura::tools::describe_engine_choice(local).c_str());
 }
 
 double parse_seconds(const std::string& flag, const std::string& value) {
@@ -136,6 +151,8 @@ struct Args {
   std::vector<std::pair<std::string, std::string>> copy_in;
   bool stdin_on = false;
   bool json = false;
+  bool local = false;
+  bool lifetime_given = false;
   std::optional<double> cpus;
   std::optional<std::int64_t> memory_mib;
   std::optional<std::int64_t> pids;
@@ -147,7 +164,7 @@ struct Args {
 Args parse(int argc, char** argv) {
   Args a;
   if (argc == 2 && std::string(argv[1]) == "doctor") {
-    print_version();
+    print_version(false);
     std::exit(0);
   }
   int i = 1;
@@ -167,7 +184,7 @@ Args parse(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     } else if (arg == "--version") {
-      print_version();
+      print_version(a.local);
       std::exit(0);
     } else if (arg == "--cpus") {
       a.cpus = parse_number(arg, value(arg), 1024, "a positive number of cpus");
@@ -197,6 +214,7 @@ Args parse(int argc, char** argv) {
       a.network.allow.push_back(value(arg));
     } else if (arg == "--lifetime") {
       a.lifetime_ms = static_cast<std::int64_t>(parse_seconds(arg, value(arg)) * 1000);
+      a.lifetime_given = true;
     } else if (arg == "--timeout") {
       a.timeout_ms = static_cast<std::int64_t>(parse_seconds(arg, value(arg)) * 1000);
     } else if (arg == "--env") {
@@ -223,6 +241,8 @@ Args parse(int argc, char** argv) {
       a.stdin_on = true;
     } else if (arg == "--json") {
       a.json = true;
+    } else if (arg == "--local") {
+      a.local = true;
     } else {
       usage_error("unknown option " + arg);
     }
@@ -331,6 +351,7 @@ int main(int argc, char** argv) {
   }).detach();
 
   std::optional<mayura::Sandbox> sandbox;
+  std::string daemon;  // the daemon the run goes through; empty: none
   try {
     std::string input;
     if (args.stdin_on) input.assign(std::istreambuf_iterator<char>(std::cin), {});
@@ -341,11 +362,18 @@ int main(int argc, char** argv) {
 
     mayura::SandboxesOptions limits;
     limits.max_sandboxes = 1;
-    limits.max_lifetime_ms = std::max<std::int64_t>(args.lifetime_ms, 1);
     limits.max_write_bytes = std::size_t{1} << 30;
     // Whoever runs mayura-run decides the network on its command line.
     limits.network = {mayura::NetworkKind::none, mayura::NetworkKind::allowlist, mayura::NetworkKind::all};
-    auto sandboxes = mayura::create_sandboxes(mayura::native_sandboxes(engine_options_from_env()), limits);
+    const auto engine = mayura::tools::choose_engine(args.local, engine_options_from_env);
+    daemon = engine.daemon;
+    // Without --lifetime, a daemon's maximum (when lower) is the run's.
+    const std::int64_t daemon_max = engine.provider->max_lifetime_ms();
+    if (!daemon.empty() && !args.lifetime_given && daemon_max > 0 && daemon_max < args.lifetime_ms) {
+      args.lifetime_ms = daemon_max;
+    }
+    limits.max_lifetime_ms = std::max<std::int64_t>(args.lifetime_ms, 1);
+    auto sandboxes = mayura::create_sandboxes(engine.provider, limits);
 
     // Before anything is made: an image with no command of its own is bad input.
     if (args.command.empty()) args.command = default_command(args.image);
@@ -395,7 +423,12 @@ int main(int argc, char** argv) {
     return *result.exit_code;
   } catch (const mayura::SandboxError& e) {
     if (sandbox) sandbox->release();
-    std::fprintf(stderr, "mayura-run: %s: %s\n", std::string(mayura::reason_name(e.reason())).c_str(), e.what());
+    std::string hint;
+    if (!daemon.empty() && e.reason() == mayura::Reason::PERMISSION_DENIED && args.image.find('/') != std::string::npos) {
+      hint = " (a daemon takes images by name only; --local runs a directory image)";
+    }
+    std::fprintf(stderr, "mayura-run: %s: %s%s\n", std::string(mayura::reason_name(e.reason())).c_str(), e.what(),
+                 hint.c_str());
     return kSandboxFailed;
   } catch (const std::exception& e) {
     if (sandbox) sandbox->release();

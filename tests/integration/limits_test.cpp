@@ -339,7 +339,7 @@ class UnifiedCgroupTest : public LimitsTest {
     const std::string command = "sh -c 'echo $$ > " + home_ + "/cgroup.procs && exec env MAYURA_STATE_DIR=" +
                                 options().state_dir + " MAYURA_CGROUP_ROOT=" + home_ + "/sandboxes MAYURA_ID_BASE=" +
                                 std::to_string(options().id_base) + " MAYURA_ID_SLOTS=" + std::to_string(options().id_slots) +
-                                " " + MAYURA_RUN_PATH + " " + args + "' </dev/null >" + out + " 2>&1";
+                                " " + MAYURA_RUN_PATH + " --local " + args + "' </dev/null >" + out + " 2>&1";
     const int raw = std::system(command.c_str());
     status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
     std::string text = read_host(out);

@@ -2,6 +2,10 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -9,6 +13,8 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
 
 #include "harness.hpp"
 #include "../world/world.hpp"
@@ -23,20 +29,63 @@ struct Outcome {
   std::string err;
 };
 
-// Runs mayura-run with `args` (a shell-quoted string) under the test's own
-// engine options, passed through the environment the tool reads.
-class MayuraRunTest : public NativeTest {
+enum class Via { local, daemon };
+
+// The value of NAME=VALUE in a list of such words ("" if absent).
+std::string env_value(const std::string& env, const std::string& name) {
+  std::istringstream words(env);
+  for (std::string w; words >> w;) {
+    if (w.rfind(name + "=", 0) == 0) return w.substr(name.size() + 1);
+  }
+  return {};
+}
+
+nlohmann::json split_list(const std::string& list) {
+  nlohmann::json items = nlohmann::json::array();
+  std::istringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) items.push_back(item);
+  return items;
+}
+
+// Runs mayura-run with `args` (a shell-quoted string), the same tests both
+// ways: with --local, under the test's own engine options passed through the
+// environment the tool reads; or through a mayurad (MAYURA_HOST) that the
+// test starts on a scratch socket with those same options. The daemon starts
+// at the first run, so that it lives in the network namespace the test may
+// have entered, and knows the DNS servers and public ranges the run names.
+class MayuraRunTest : public NativeTest, public ::testing::WithParamInterface<Via> {
  protected:
+  void SetUp() override {
+    NativeTest::SetUp();
+    // What the daemon leaves when it ends is reaped here, as systemd would.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  }
+  void TearDown() override {
+    stop_daemon();
+    NativeTest::TearDown();
+  }
+
+  bool via_daemon() const { return GetParam() == Via::daemon; }
+
   Outcome run(const std::string& args, const std::string& input = "", const std::string& env = "") {
     const std::string dir = options().state_dir + "-run";
     std::filesystem::create_directories(dir);
     const std::string in = dir + "/in", out = dir + "/out", err = dir + "/err";
     std::ofstream(in) << input;
-    const std::string command = env + " MAYURA_STATE_DIR=" + options().state_dir + " MAYURA_CGROUP_ROOT=" +
+    std::string engine;
+    std::string tool_args = args;
+    if (via_daemon()) {
+      start_daemon(env);
+      engine = " MAYURA_HOST=unix://" + socket_;
+    } else if (args.rfind("image ", 0) != 0 && args != "doctor") {
+      tool_args = "--local " + args;
+    }
+    // The engine settings are there both ways: a daemon must ignore them.
+    const std::string command = env + engine + " MAYURA_STATE_DIR=" + options().state_dir + " MAYURA_CGROUP_ROOT=" +
                                 options().cgroup_root + " MAYURA_ID_BASE=" + std::to_string(options().id_base) +
                                 " MAYURA_ID_SLOTS=" + std::to_string(options().id_slots) + " MAYURA_IMAGE_DIR=" +
-                                options().image_dir + " MAYURA_IMAGE_STORE=" + options().image_store + " " + MAYURA_RUN_PATH + " " + args + " <" + in + " >" + out +
-                                " 2>" + err;
+                                options().image_dir + " MAYURA_IMAGE_STORE=" + options().image_store + " " +
+                                MAYURA_RUN_PATH + " " + tool_args + " <" + in + " >" + out + " 2>" + err;
     const int raw = std::system(command.c_str());
     Outcome r;
     r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -45,9 +94,87 @@ class MayuraRunTest : public NativeTest {
     std::filesystem::remove_all(dir);
     return r;
   }
+
+  // The reason a failed run names, both ways (a daemon's message is its own
+  // after "mayurad: ").
+  static bool failed_with(const Outcome& r, const std::string& reason, const std::string& message = "") {
+    const std::string head = "mayura-run: " + reason + ": ";
+    if (r.status != 125 || r.err.rfind(head, 0) != 0) return false;
+    return message.empty() || r.err.find(message) != std::string::npos;
+  }
+
+ private:
+  void start_daemon(const std::string& env) {
+    if (daemon_ > 0) return;
+    const NativeOptions& o = options();
+    socket_ = o.state_dir + "-mayurad.sock";
+    nlohmann::json config = {{"socket", socket_},
+                             {"stateDir", o.state_dir},
+                             {"cgroupRoot", o.cgroup_root},
+                             {"idBase", o.id_base},
+                             {"idSlots", o.id_slots},
+                             {"prepared", 0},
+                             {"netnsPool", 0},
+                             {"imageDir", o.image_dir},
+                             {"imageStore", o.image_store},
+                             {"maxLifetimeMs", 3600 * 1000},
+                             {"network", {"none", "allow", "all"}},
+                             {"maxWriteBytes", 1 << 30}};
+    if (const std::string dns = env_value(env, "MAYURA_DNS_SERVERS"); !dns.empty()) config["dnsServers"] = split_list(dns);
+    if (const std::string ranges = env_value(env, "MAYURA_PUBLIC_RANGES"); !ranges.empty()) {
+      config["publicRanges"] = split_list(ranges);
+    }
+    const std::string config_path = o.state_dir + "-mayurad.json";
+    std::ofstream(config_path) << config.dump();
+    daemon_ = ::fork();
+    if (daemon_ == 0) {
+      const int quiet = ::open("/dev/null", O_WRONLY);
+      ::dup2(quiet, 2);
+      ::execl(MAYURAD_PATH, "mayurad", "--config", config_path.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 400; ++i) {
+      if (answers(socket_)) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    ADD_FAILURE() << "mayurad did not start on " << socket_;
+  }
+
+  static bool answers(const std::string& path) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    return ok;
+  }
+
+  // SIGTERM, as systemctl stop sends it: the daemon releases every sandbox
+  // and exits 0, before the leak check.
+  void stop_daemon() {
+    if (daemon_ <= 0) return;
+    ::kill(daemon_, SIGTERM);
+    int status = 0;
+    ::waitpid(daemon_, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "mayurad ended with " << status;
+    daemon_ = -1;
+    for (int i = 0; i < 200 && !processes_in_range(options()).empty(); ++i) {
+      while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::filesystem::remove(options().state_dir + "-mayurad.json");
+  }
+
+  pid_t daemon_ = -1;
+  std::string socket_;
 };
 
-TEST_F(MayuraRunTest, RunsACommandAndPassesItsExitStatus) {
+INSTANTIATE_TEST_SUITE_P(Both, MayuraRunTest, ::testing::Values(Via::local, Via::daemon),
+                         [](const auto& p) { return p.param == Via::local ? "Local" : "Daemon"; });
+
+TEST_P(MayuraRunTest, RunsACommandAndPassesItsExitStatus) {
   Outcome r = run("-- sh -c 'echo hello; echo oops >&2; exit 7'");
   EXPECT_EQ(r.status, 7);
   EXPECT_EQ(r.out, "hello\n");
@@ -55,15 +182,20 @@ TEST_F(MayuraRunTest, RunsACommandAndPassesItsExitStatus) {
   EXPECT_EQ(run("true").status, 0);
 }
 
-TEST_F(MayuraRunTest, TimeoutIs124) {
+TEST_P(MayuraRunTest, TimeoutIs124) {
   Outcome r = run("--timeout 0.3 -- sh -c 'setsid sleep 100 & sleep 100'");
   EXPECT_EQ(r.status, 124);
 }
 
-TEST_F(MayuraRunTest, BadInputAndMissingImagesAre125WithTheReason) {
+TEST_P(MayuraRunTest, BadInputAndMissingImagesAre125WithTheReason) {
+  // A daemon takes images by name only: no host path reaches it.
   Outcome r = run("--image /nonexistent -- true");
-  EXPECT_EQ(r.status, 125);
-  EXPECT_EQ(r.err.rfind("mayura-run: INVALID_CONFIG: ", 0), 0u) << r.err;
+  if (via_daemon()) {
+    EXPECT_TRUE(failed_with(r, "PERMISSION_DENIED", "--local runs a directory image")) << r.err;
+  } else {
+    EXPECT_TRUE(failed_with(r, "INVALID_CONFIG")) << r.err;
+  }
+  EXPECT_TRUE(failed_with(run("--image no-such-image -- true"), "INVALID_CONFIG"));
   r = run("--bogus true");
   EXPECT_EQ(r.status, 125);
   EXPECT_EQ(r.err.rfind("mayura-run: INVALID_INPUT: ", 0), 0u) << r.err;
@@ -77,7 +209,7 @@ TEST_F(MayuraRunTest, BadInputAndMissingImagesAre125WithTheReason) {
   EXPECT_EQ(r.status, 125);
 }
 
-TEST_F(MayuraRunTest, JsonHasTheSeedsKeys) {
+TEST_P(MayuraRunTest, JsonHasTheSeedsKeys) {
   Outcome r = run("--json -- sh -c 'echo out; echo err >&2; exit 2'");
   EXPECT_EQ(r.status, 2);
   auto j = nlohmann::json::parse(r.out);
@@ -93,7 +225,7 @@ TEST_F(MayuraRunTest, JsonHasTheSeedsKeys) {
   EXPECT_EQ(j["timedOut"], true);
 }
 
-TEST_F(MayuraRunTest, EnvCopyInStdinAndCwd) {
+TEST_P(MayuraRunTest, EnvCopyInStdinAndCwd) {
   const std::string file = options().state_dir + "-copy.txt";
   std::ofstream(file) << "copied";
   Outcome r = run("--env A=1 --env FROM_HOST --copy-in " + file +
@@ -108,7 +240,7 @@ TEST_F(MayuraRunTest, EnvCopyInStdinAndCwd) {
   EXPECT_EQ(r.out, "0\n");
 }
 
-TEST_F(MayuraRunTest, HelpAndVersion) {
+TEST_P(MayuraRunTest, HelpAndVersion) {
   Outcome r = run("--help");
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("usage: mayura-run"), std::string::npos);
@@ -117,7 +249,7 @@ TEST_F(MayuraRunTest, HelpAndVersion) {
   EXPECT_EQ(r.out.rfind("mayura-run ", 0), 0u);
 }
 
-TEST_F(MayuraRunTest, VersionAndDoctorSayWhatTheCgroupsEnforce) {
+TEST_P(MayuraRunTest, VersionAndDoctorSayWhatTheCgroupsEnforce) {
   // What each layout of tests/vm (and this project's hybrid machines) has.
   const std::string layout = test_layout();
   std::string kind, enforces, placed;
@@ -151,6 +283,8 @@ TEST_F(MayuraRunTest, VersionAndDoctorSayWhatTheCgroupsEnforce) {
     EXPECT_NE(r.out.find(kind), std::string::npos) << layout << "\n" << r.out;
     EXPECT_NE(r.out.find(enforces), std::string::npos) << layout << "\n" << r.out;
     EXPECT_NE(r.out.find("\nsandboxes under " + options().cgroup_root + " (configured)"), std::string::npos) << r.out;
+    const char* runs = via_daemon() ? "\nruns: through mayurad at unix://" : "\nruns: an engine in this process";
+    EXPECT_NE(r.out.find(runs), std::string::npos) << r.out;
     // where an engine with no root configured would put its sandboxes
     const std::string bare = std::string("env -u MAYURA_CGROUP_ROOT ") + MAYURA_RUN_PATH + " " + args + " 2>&1";
     std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(bare.c_str(), "r"), ::pclose);
@@ -162,7 +296,7 @@ TEST_F(MayuraRunTest, VersionAndDoctorSayWhatTheCgroupsEnforce) {
   }
 }
 
-TEST_F(MayuraRunTest, LimitsReachTheCommand) {
+TEST_P(MayuraRunTest, LimitsReachTheCommand) {
   Outcome r = run("--memory 48 --json -- python3 -c 'x = bytearray(200 << 20)'");
   EXPECT_EQ(r.status, 137);
   const auto j = nlohmann::json::parse(r.out);
@@ -175,7 +309,7 @@ TEST_F(MayuraRunTest, LimitsReachTheCommand) {
   EXPECT_EQ(r.out, "fine\n");
 }
 
-TEST_F(MayuraRunTest, SeccompTakesAnOciProfileFile) {
+TEST_P(MayuraRunTest, SeccompTakesAnOciProfileFile) {
   const std::string file = options().state_dir + "-profile.json";
   std::ofstream(file) << R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
       {"names": ["mkdir", "mkdirat", "no_such_call"], "action": "SCMP_ACT_ERRNO", "errnoRet": 13}]})";
@@ -186,11 +320,11 @@ TEST_F(MayuraRunTest, SeccompTakesAnOciProfileFile) {
   std::ofstream(file) << "{\"defaultAction\": 42}";
   r = run("--seccomp " + file + " -- true");
   EXPECT_EQ(r.status, 125);
-  EXPECT_EQ(r.err.rfind("mayura-run: INVALID_INPUT: the seccomp profile is not usable", 0), 0u) << r.err;
+  EXPECT_TRUE(failed_with(r, "INVALID_INPUT", "the seccomp profile is not usable")) << r.err;
   std::filesystem::remove(file);
 }
 
-TEST_F(MayuraRunTest, PortsArePublishedAndTheirUrlsPrinted) {
+TEST_P(MayuraRunTest, PortsArePublishedAndTheirUrlsPrinted) {
   // in a network namespace of the test's own: mayura-run listens on its 127.0.0.1
   enter_own_network_namespace();
   Outcome r = run("--port 8000 --port 9000 -- true");
@@ -204,7 +338,7 @@ TEST_F(MayuraRunTest, PortsArePublishedAndTheirUrlsPrinted) {
   }
 }
 
-TEST_F(MayuraRunTest, AllowAndNetworkAllReachTheWorldAndNothingElse) {
+TEST_P(MayuraRunTest, AllowAndNetworkAllReachTheWorldAndNothingElse) {
   // in a world of the test's own, whose DNS and range mayura-run is told of
   enter_own_network_namespace();
   World world;
@@ -230,7 +364,7 @@ TEST_F(MayuraRunTest, AllowAndNetworkAllReachTheWorldAndNothingElse) {
   EXPECT_EQ(r.status, 6) << r.err;
 }
 
-TEST_F(MayuraRunTest, ImageImportListRunInspectAndRemove) {
+TEST_P(MayuraRunTest, ImageImportListRunInspectAndRemove) {
   namespace img = mayura::testing::images;
   const std::string archive = options().state_dir + "-busybox.tar";
   auto spec = img::busybox_spec(img::Compression::gzip);
@@ -276,6 +410,129 @@ TEST_F(MayuraRunTest, ImageImportListRunInspectAndRemove) {
     EXPECT_EQ(e.path().filename().string().rfind("stdin-", 0), std::string::npos) << "left: " << e.path();
   }
   std::filesystem::remove(archive);
+}
+
+}  // namespace
+}  // namespace mayura::testing
+
+namespace mayura::testing {
+namespace {
+
+// The choice of engine itself: MAYURA_HOST, the default socket, --local.
+class MayuraRunEngineTest : public NativeTest {
+ protected:
+  // mayura-run with the test's engine options and `env` before it; stdout
+  // and stderr together.
+  Outcome run(const std::string& env, const std::string& args) {
+    const std::string out = options().state_dir + "-out";
+    const std::string command = env + " MAYURA_STATE_DIR=" + options().state_dir + " MAYURA_CGROUP_ROOT=" +
+                                options().cgroup_root + " MAYURA_ID_BASE=" + std::to_string(options().id_base) +
+                                " MAYURA_ID_SLOTS=" + std::to_string(options().id_slots) + " " + MAYURA_RUN_PATH +
+                                " " + args + " </dev/null >" + out + " 2>&1";
+    const int raw = std::system(command.c_str());
+    Outcome r;
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    r.out = read_host(out);
+    std::filesystem::remove(out);
+    return r;
+  }
+};
+
+TEST_F(MayuraRunEngineTest, ADaemonNamedThatDoesNotAnswerIsAFailureNotAFallBack) {
+  const std::string host = "MAYURA_HOST=unix://" + options().state_dir + "-nobody.sock";
+  Outcome r = run("env " + host, "-- echo ran");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.out.find("mayura-run: INTERNAL: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(options().state_dir + "-nobody.sock"), std::string::npos) << r.out;  // it names the address
+  EXPECT_EQ(r.out.find("ran"), std::string::npos) << r.out;
+  // --local ignores MAYURA_HOST
+  r = run("env " + host, "--local -- echo ran");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, "ran\n");
+  r = run("env MAYURA_HOST=ftp://x", "-- true");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_EQ(r.out.rfind("mayura-run: INVALID_CONFIG: ", 0), 0u) << r.out;
+}
+
+// The default socket, /run/mayura/mayurad.sock: used when a daemon answers
+// there, not when a dead one left it, and a user it refuses is told why.
+TEST_F(MayuraRunEngineTest, TheDefaultSocketIsUsedWhenItAnswers) {
+  const std::string socket = "/run/mayura/mayurad.sock";
+  ASSERT_FALSE(std::filesystem::exists(socket)) << "a mayurad serves this machine: the test needs its socket";
+  const bool made_dir = std::filesystem::create_directories("/run/mayura");
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  const NativeOptions& o = options();
+  const std::string config = o.state_dir + "-mayurad.json";
+  std::ofstream(config) << nlohmann::json{{"socket", socket},       {"stateDir", o.state_dir}, {"cgroupRoot", o.cgroup_root},
+                                          {"idBase", o.id_base},     {"idSlots", o.id_slots},   {"prepared", 0},
+                                          {"netnsPool", 0},          {"socketMode", "0600"}}
+                               .dump();
+  const pid_t daemon = ::fork();
+  if (daemon == 0) {
+    const int quiet = ::open("/dev/null", O_WRONLY);
+    ::dup2(quiet, 2);
+    ::execl(MAYURAD_PATH, "mayurad", "--config", config.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 400 && !std::filesystem::exists(socket); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+
+  Outcome r = run("", "doctor");
+  EXPECT_NE(r.out.find("\nruns: through mayurad at unix:///run/mayura/mayurad.sock\n"), std::string::npos) << r.out;
+  // Through the daemon: its count of sandboxes made says so (the engine
+  // settings in the environment are the daemon's own, so nothing else would).
+  const auto creates = [&] {
+    const std::string metrics = "curl -sS --unix-socket " + socket + " http://mayurad/metrics";
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(metrics.c_str(), "r"), ::pclose);
+    std::string text;
+    char buffer[4096];
+    for (std::size_t n; pipe && (n = std::fread(buffer, 1, sizeof buffer, pipe.get())) > 0;) text.append(buffer, n);
+    const auto at = text.find("\nmayura_creates_total ");
+    return at == std::string::npos ? -1 : std::atoi(text.c_str() + at + 22);
+  };
+  const int before = creates();
+  r = run("", "-- echo through");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, "through\n");
+  EXPECT_EQ(creates(), before + 1);
+  // A user the socket refuses (mode 0600) is told so, rather than failing
+  // later as a user who may not make sandboxes.
+  r = run("setpriv --reuid=65534 --regid=65534 --clear-groups env", "-- true");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.out.find("mayura-run: PERMISSION_DENIED: mayurad's socket /run/mayura/mayurad.sock refuses this user"),
+            std::string::npos)
+      << r.out;
+
+  ::kill(daemon, SIGTERM);
+  int status = 0;
+  ::waitpid(daemon, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  for (int i = 0; i < 200 && !processes_in_range(o).empty(); ++i) {
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // What a killed daemon leaves: a socket nobody listens on. Runs go on
+  // in this process.
+  {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket.c_str());
+    std::filesystem::remove(socket);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ::close(fd);
+  }
+  r = run("", "doctor");
+  EXPECT_NE(r.out.find("\nruns: an engine in this process (no mayurad answers at /run/mayura/mayurad.sock)"),
+            std::string::npos)
+      << r.out;
+  r = run("", "-- echo local");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, "local\n");
+  std::filesystem::remove(socket);
+  std::filesystem::remove(config);
+  if (made_dir) std::filesystem::remove("/run/mayura");
 }
 
 }  // namespace
