@@ -16,12 +16,16 @@ layouts=("$@")
 # cgroup and a delegated service on pure cgroup2, and v1 only) also run
 # networks, images and files. The login session differs from the root
 # layout only in where the engine starts from.
-core='ExecTest|LifetimeTest|LimitsTest|UnifiedCgroupTest|MayuraRunTest|attacks\.CgroupsTest|attacks\.ExhaustionTest|NativeConformance'
-wide="$core|FilesTest|ImagesTest|ImageStoreTest|NetworkTest|HostLinkTest|PortsTest|attacks\.ProcessesTest"
+# The service's suites (mayurad, the remote provider, mayura-run through a
+# daemon) run wherever the engine does: a daemon is how most hosts use it.
+core='ExecTest|LifetimeTest|LimitsTest|UnifiedCgroupTest|MayuraRunTest|MayuraRunEngineTest|NativeConformance|ServiceTest|DaemonTest'
+wide="$core|RemoteConformance|FilesTest|ImagesTest|ImageStoreTest|NetworkTest|HostLinkTest|PortsTest"
+# (A parameterized suite's name has its instantiation before it:
+# integration.Both/MayuraRunTest.X/Daemon, integration.Conformance/NativeConformance.Passes/X.)
 select_for() {
   case "$1" in
-    v2-root | v2-delegated | v1) echo "integration\\.($wide)|attacks\\.(CgroupsTest|ExhaustionTest|ProcessesTest)" ;;
-    *) echo "integration\\.($core)|attacks\\.(CgroupsTest|ExhaustionTest)" ;;
+    v2-root | v2-delegated | v1) echo "^integration\\.([A-Za-z]+/)?($wide)\\.|^attacks\\.(CgroupsTest|ExhaustionTest|ProcessesTest)\\." ;;
+    *) echo "^integration\\.([A-Za-z]+/)?($core)\\.|^attacks\\.(CgroupsTest|ExhaustionTest)\\." ;;
   esac
 }
 # Suites that only a pure cgroup2 host can run (and that must fail
