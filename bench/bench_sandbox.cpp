@@ -2,7 +2,9 @@
 //   (a) library: create + exec /bin/true + release, with the default options
 //       (one sandbox of the host image and two network namespaces made
 //       ahead by background threads), and (a0) with nothing made ahead
-//   (b) mayura-run /bin/true
+//   (b) mayura-run --local /bin/true (an engine of its own each run), and
+//   (b1) mayura-run /bin/true through a warm mayurad (started here, beside
+//       mayura-run, on a scratch socket)
 //   (c) bwrap --ro-bind / / --unshare-all --die-with-parent --cap-drop ALL /bin/true
 //   (d) exec /bin/true in a live sandbox, against (e) a host fork+exec of /bin/true
 //   (g) (a) with no resource limit at all, against (h) (a) with cpus 1,
@@ -13,8 +15,11 @@
 //
 // usage: bench_sandbox [ITERATIONS] [PATH-TO-mayura-run]
 
+#include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,6 +86,50 @@ std::string make_crun_bundle() {
   return bundle;
 }
 
+bool answers(const std::string& socket) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket.c_str());
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// A mayurad with its default settings on a scratch socket, until it goes.
+class Daemon {
+ public:
+  explicit Daemon(const std::string& program) {
+    char dir[] = "/tmp/mayura-bench-daemon-XXXXXX";
+    if (!mkdtemp(dir)) return;
+    dir_ = dir;
+    socket_ = dir_ + "/mayurad.sock";
+    std::ofstream(dir_ + "/mayurad.json") << R"({"socket": ")" << socket_ << R"(", "maxLifetimeMs": 3600000})";
+    const std::string config = dir_ + "/mayurad.json";
+    std::vector<char*> args = {const_cast<char*>(program.c_str()), const_cast<char*>("--config"),
+                               const_cast<char*>(config.c_str()), nullptr};
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    if (posix_spawn(&pid_, program.c_str(), &actions, nullptr, args.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+    for (int i = 0; pid_ > 0 && i < 400 && !answers(socket_); ++i) ::usleep(25000);
+  }
+  ~Daemon() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (!dir_.empty()) run({"rm", "-rf", dir_});
+  }
+  bool up() const { return pid_ > 0 && answers(socket_); }
+  std::string url() const { return "unix://" + socket_; }
+
+ private:
+  std::string dir_, socket_;
+  pid_t pid_ = -1;
+};
+
 }  // namespace
 
 // One create + exec /bin/true + release.
@@ -114,8 +163,21 @@ int main(int argc, char** argv) {
   row("(a0) the same with nothing made ahead", a0);
   cold.close();
 
-  const Stats b = measure(n, [&] { run({runner, "/bin/true"}); });
-  row("(b) mayura-run /bin/true", b);
+  const Stats b = measure(n, [&] { run({runner, "--local", "/bin/true"}); });
+  row("(b) mayura-run --local /bin/true", b);
+  Stats b1{};
+  {
+    const std::string dir = runner.find('/') == std::string::npos ? "" : runner.substr(0, runner.rfind('/') + 1);
+    Daemon daemon(dir + "mayurad");
+    if (daemon.up()) {
+      ::setenv("MAYURA_HOST", daemon.url().c_str(), 1);
+      b1 = measure(n, [&] { run({runner, "/bin/true"}); });
+      ::unsetenv("MAYURA_HOST");
+      row("(b1) mayura-run /bin/true through a warm mayurad", b1);
+    } else {
+      std::printf("(b1) mayurad (%smayurad) did not start; not measured\n", dir.c_str());
+    }
+  }
 
   Stats c{};
   auto bwrap_once = [] {
@@ -169,6 +231,9 @@ int main(int argc, char** argv) {
   std::printf("\nratios (median): a/c = %.2f (aim <= 0.50)   a0/c = %.2f   d/e = %.2f (aim <= 2.00)",
               c.median_ms > 0 ? a.median_ms / c.median_ms : 0.0, c.median_ms > 0 ? a0.median_ms / c.median_ms : 0.0,
               d.median_ms / e.median_ms);
+  if (c.median_ms > 0) {
+    std::printf("\n                 b/c = %.2f   b1/c = %.2f (aim <= 0.50)", b.median_ms / c.median_ms, b1.median_ms / c.median_ms);
+  }
   if (f.median_ms > 0) std::printf("   a/f = %.2f", a.median_ms / f.median_ms);
   std::printf("\nlimits: h - g = %+.3f ms per create (h/g = %.2f)", h.median_ms - g.median_ms,
               g.median_ms > 0 ? h.median_ms / g.median_ms : 0.0);
