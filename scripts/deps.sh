@@ -12,6 +12,10 @@ packages=(
   libboost1.81-dev nlohmann-json3-dev libgtest-dev
   # the image store (and the tests' image archives): archives and their compression, and the digests
   libarchive-dev libssl-dev
+  # mayurad under systemd: socket activation and readiness
+  libsystemd-dev
+  # the Debian package: cpack's dependency scan (dpkg-shlibdeps)
+  dpkg-dev
   # what the tests run inside sandboxes on the host image
   python3 hostname coreutils findutils gawk
   # the shells the command backend's scripts are tested under

@@ -6,6 +6,7 @@
 
 #include "mayura/service/server.hpp"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -458,6 +459,34 @@ void Server::listen_unix(const std::string& path, mode_t mode, std::optional<gid
   if (::chmod(path.c_str(), mode) != 0) throw SandboxError(Reason::INVALID_CONFIG, "setting " + path + "'s mode: " + std::strerror(errno));
   acceptor->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) listen_failed("listening on " + path, ec);
+  s.unix_acceptors.push_back(std::move(acceptor));
+}
+
+void Server::adopt_unix(int fd) {
+  auto& s = *state_;
+  const std::string which = "the socket passed as fd " + std::to_string(fd);
+  // What it is, asked of the kernel before the server owns it.
+  auto option = [&](int name, const char* what) {
+    int value = 0;
+    socklen_t len = sizeof value;
+    if (::getsockopt(fd, SOL_SOCKET, name, &value, &len) != 0) {
+      throw SandboxError(Reason::INVALID_CONFIG, "asking " + which + " its " + what + ": " + std::strerror(errno));
+    }
+    return value;
+  };
+  if (option(SO_DOMAIN, "family") != AF_UNIX || option(SO_TYPE, "type") != SOCK_STREAM || !option(SO_ACCEPTCONN, "state")) {
+    throw SandboxError(Reason::INVALID_CONFIG, which + " is no listening Unix stream socket");
+  }
+  // A socket inherited across exec may lack close-on-exec; no process the
+  // engine starts may inherit it.
+  if (::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+    throw SandboxError(Reason::INVALID_CONFIG, "marking " + which + " close-on-exec: " + std::strerror(errno));
+  }
+  auto acceptor = std::make_unique<asio::local::stream_protocol::acceptor>(s.ioc);
+  boost::system::error_code ec;
+  acceptor->assign(asio::local::stream_protocol(), fd, ec);
+  if (ec) listen_failed("taking " + which, ec);
+  // (not in unix_paths: its file is the socket unit's, never removed here)
   s.unix_acceptors.push_back(std::move(acceptor));
 }
 

@@ -1,17 +1,24 @@
 // mayurad: the engine kept warm behind HTTP/1.1 + JSON, on a Unix socket
 // (peer credentials name each client) and, when configured, TCP with TLS and
 // bearer tokens. SIGTERM or SIGINT release every sandbox and end it.
+// Under systemd (mayurad.socket) it serves the socket systemd passed
+// (sd_listen_fds) and says when it is ready and when it stops (sd_notify).
 
 #include <grp.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -26,7 +33,9 @@ const char* kUsage = R"(usage: mayurad [--config FILE] [--socket PATH] [--check-
 
 Serves the sandbox contract over HTTP on a Unix socket (default
 /run/mayura/mayurad.sock, mode 0660, group mayura), and over TCP with TLS when
-the config's "tls" says so. Plain TCP is never served.
+the config's "tls" says so. Plain TCP is never served. Started by systemd's
+socket activation (mayurad.socket), it serves the socket systemd passed
+instead, and leaves its file to systemd.
 
   --config FILE    operator settings (default /etc/mayura/mayurad.json; a
                    missing default file means the built-in settings)
@@ -50,11 +59,42 @@ std::string read_file(const std::string& path, bool& missing) {
   return out.str();
 }
 
+// The directory of the socket, made traversable (0755) before the engine
+// makes it its state directory (0700) when they are one, as by default, so
+// that the socket's group can reach the socket.
 void make_parent(const std::string& socket) {
   const auto slash = socket.rfind('/');
   if (slash == 0 || slash == std::string::npos) return;
   const std::string dir = socket.substr(0, slash);
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) fail("making " + dir + ": " + std::strerror(errno), 1);
+}
+
+// The one socket systemd passed (LISTEN_FDS), if it passed any; the
+// variables are removed, so that nothing the engine starts sees them.
+std::optional<int> activation_socket() {
+  const int n = sd_listen_fds(1);
+  if (n < 0) fail(std::string("reading the sockets systemd passed (LISTEN_FDS): ") + std::strerror(-n), 1);
+  if (n == 0) return std::nullopt;
+  if (n > 1) fail("systemd passed " + std::to_string(n) + " sockets; mayurad takes one (the socket unit's one ListenStream)", 1);
+  const int fd = SD_LISTEN_FDS_START;
+  const int unix_stream = sd_is_socket_unix(fd, SOCK_STREAM, 1, nullptr, 0);
+  if (unix_stream < 0) fail(std::string("asking what the socket systemd passed is: ") + std::strerror(-unix_stream), 1);
+  if (unix_stream == 0) fail("the socket systemd passed is no listening Unix stream socket (ListenStream=/PATH)", 1);
+  return fd;
+}
+
+// Where a passed socket is bound, for the log.
+std::string bound_path(int fd) {
+  sockaddr_un addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || len <= offsetof(sockaddr_un, sun_path)) return "?";
+  return std::string(addr.sun_path, ::strnlen(addr.sun_path, len - offsetof(sockaddr_un, sun_path)));
+}
+
+// Tells systemd (Type=notify) how the service is; nothing without systemd.
+void notify(const char* state) {
+  const int r = sd_notify(0, state);
+  if (r < 0) std::fprintf(stderr, "mayurad: telling systemd %s: %s\n", state, std::strerror(-r));
 }
 
 }  // namespace
@@ -93,16 +133,21 @@ int main(int argc, char** argv) {
     socket_gid = g->gr_gid;
   } else if (config.socket_group_given) {
     fail("socketGroup " + config.socket_group + " is no group of this host");
-  } else {
-    std::fprintf(stderr, "mayurad: there is no group %s: only root may use %s\n", config.socket_group.c_str(), config.socket.c_str());
   }
+  const auto warn_if_no_group = [&] {
+    if (!socket_gid) std::fprintf(stderr, "mayurad: there is no group %s: only root may use %s\n", config.socket_group.c_str(), config.socket.c_str());
+  };
   mayura::service::Tokens tokens;
   try {
     if (config.tls) tokens = mayura::tools::read_tokens(config.tls->tokens_file);
   } catch (const mayura::SandboxError& e) {
     fail(e.what());
   }
-  if (check_only) return std::puts("mayurad: the settings are good"), 0;
+  if (check_only) {
+    warn_if_no_group();
+    return std::puts("mayurad: the settings are good"), 0;
+  }
+  const std::optional<int> activated = activation_socket();
 
   // Signals go to one thread, which stops the server.
   sigset_t stop_signals;
@@ -112,21 +157,33 @@ int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
 
   try {
+    if (!activated) make_parent(config.socket);
     auto provider = mayura::native_sandboxes(config.native);
     mayura::service::Server server(provider, config.limits, config.server);
     provider.reset();
-    make_parent(config.socket);
-    server.listen_unix(config.socket, config.socket_mode, socket_gid);
+    std::string serving;
+    if (activated) {
+      // systemd made the socket (its mode and group are the socket unit's)
+      // and keeps it across restarts: it is served as it is, never replaced.
+      server.adopt_unix(*activated);
+      serving = bound_path(*activated) + " (the socket systemd passed)";
+    } else {
+      warn_if_no_group();
+      server.listen_unix(config.socket, config.socket_mode, socket_gid);
+      serving = config.socket;
+    }
     if (config.tls) {
       server.listen_tls(config.tls->address, config.tls->port, config.tls->certificate, config.tls->key, tokens);
       std::fprintf(stderr, "mayurad: serving https on %s:%u\n", config.tls->address.c_str(), server.tls_port());
     }
-    std::fprintf(stderr, "mayurad: serving on %s\n", config.socket.c_str());
+    std::fprintf(stderr, "mayurad: serving on %s\n", serving.c_str());
     std::thread([&server, stop_signals] {
       int sig = 0;
       sigwait(&stop_signals, &sig);
+      notify("STOPPING=1");
       server.stop();
     }).detach();
+    notify("READY=1");
     server.run();
     std::fprintf(stderr, "mayurad: stopped; every sandbox released\n");
   } catch (const mayura::SandboxError& e) {

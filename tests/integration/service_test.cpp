@@ -396,6 +396,88 @@ TEST_F(ServiceTest, AClientThatGoesAwayStopsItsCommand) {
   sandboxes.close();
 }
 
+// A self-signed certificate for 127.0.0.1 and localhost, made with the
+// openssl CLI: DIR/NAME.pem and its key DIR/NAME.key. A failure names what
+// openssl said.
+void make_certificate(const std::string& dir, const std::string& name) {
+  const std::string out = run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2"
+                              " -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
+                              dir + "/" + name + ".key -out " + dir + "/" + name + ".pem 2>&1 && echo made");
+  ASSERT_NE(out.find("made"), std::string::npos) << "openssl req: " << out;
+}
+
+// Over TLS, a bearer token names the client: the contract works through
+// remote_sandboxes with the token and the server's CA; a wrong token, or
+// none, is refused PERMISSION_DENIED (401) before anything is made; a client
+// that does not trust the server's certificate never gets a request through.
+TEST_F(ServiceTest, TlsWithBearerTokens) {
+  make_certificate(dir_, "server");
+  make_certificate(dir_, "stranger");  // a CA that signed nothing of the server's
+  SandboxesOptions limits;
+  limits.max_sandboxes = 8;
+  limits.max_lifetime_ms = 600'000;
+  const std::string token = "alice-0123456789abcdef";
+  server_ = std::make_unique<service::Server>(native_sandboxes(options_of_test()), limits, service::ServerOptions{});
+  server_->listen_tls("127.0.0.1", 0, dir_ + "/server.pem", dir_ + "/server.key", {{token, "alice"}});
+  ASSERT_NE(server_->tls_port(), 0);
+  thread_ = std::thread([this] { server_->run(); });
+  const std::string url = "https://127.0.0.1:" + std::to_string(server_->tls_port());
+  const std::string ca = dir_ + "/server.pem";
+
+  // A raw request with a token (or none): its answer.
+  auto raw = [&](const std::string& with_token, verb method, const std::string& target, const std::string& body = {}) {
+    service::Endpoint e = service::parse_endpoint(url);
+    e.token = with_token;
+    e.ca_file = ca;
+    HttpCall c;
+    c.method = method;
+    c.target = target;
+    c.body = body;
+    c.timeout = std::chrono::seconds(60);
+    return service::http_call(e, c);
+  };
+
+  {
+    Sandboxes sandboxes = create_sandboxes(remote_sandboxes({.url = url, .token = token, .ca_file = ca}), {.max_sandboxes = 4});
+    const Sandbox s = sandboxes.create({.lifetime_ms = 60'000});
+    const ExecResult r = s.exec({"echo", "hi"});
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.stdout, "hi\n");
+    s.write_file("over-tls", "bytes");
+    EXPECT_EQ(s.read_file("over-tls"), "bytes");
+    // the daemon knows the sandbox as the token's client's
+    const auto listed = raw(token, verb::get, "/v1/sandboxes");
+    ASSERT_EQ(listed.status, 200u) << listed.body;
+    const json all = json::parse(listed.body).at("sandboxes");
+    ASSERT_EQ(all.size(), 1u) << listed.body;
+    EXPECT_EQ(all[0].at("owner"), "alice");
+    s.release();
+    sandboxes.close();
+  }
+
+  for (const std::string& bad : {std::string("alice-0123456789abcdeX"), std::string()}) {
+    SCOPED_TRACE(bad.empty() ? "no token" : "a wrong token");
+    EXPECT_EQ(reason_of([&] { remote_sandboxes({.url = url, .token = bad, .ca_file = ca}); }), Reason::PERMISSION_DENIED);
+    const auto refused = raw(bad, verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})");
+    EXPECT_EQ(refused.status, 401u) << refused.body;
+    EXPECT_EQ(json::parse(refused.body).at("reason"), "PERMISSION_DENIED") << refused.body;
+  }
+  const auto after = raw(token, verb::get, "/v1/sandboxes");
+  EXPECT_TRUE(json::parse(after.body).at("sandboxes").empty()) << after.body;
+
+  // Neither the system's CAs nor another CA vouch for the server.
+  for (const std::string& untrusting : {std::string(), dir_ + "/stranger.pem"}) {
+    std::string message;
+    EXPECT_EQ(reason_of([&] { remote_sandboxes({.url = url, .token = token, .ca_file = untrusting}); }, &message), Reason::INTERNAL)
+        << message;
+    EXPECT_NE(message.find("certificate verify failed"), std::string::npos) << message;
+  }
+  // Plain HTTP to the TLS port gets no answer.
+  const std::string plain = run("curl -s -m 10 -o /dev/null -w '%{http_code}' http://127.0.0.1:" +
+                                std::to_string(server_->tls_port()) + "/v1/health");
+  EXPECT_EQ(plain, "000");
+}
+
 // The mayurad binary, as systemd runs it. The test process is the
 // daemon's subreaper, as systemd is a service's: what a killed daemon
 // leaves is reparented here, and reaped once killed.

@@ -4,6 +4,7 @@
 //
 //   mayura::service::Server server(sandboxes, {});
 //   server.listen_unix("/run/mayura/mayurad.sock", 0660, group);
+//   // or, under socket activation: server.adopt_unix(SD_LISTEN_FDS_START);
 //   server.run();  // until stop()
 //
 // The routes, shapes and statuses are the README's "The HTTP API".
@@ -57,6 +58,13 @@ class Server {
   // credentials name each client ("uid:N"); uid 0 is an admin, who sees
   // every client's sandboxes.
   void listen_unix(const std::string& path, mode_t mode, std::optional<gid_t> group = std::nullopt);
+  // Serves a Unix stream socket that is already bound and listening (one
+  // systemd passed by socket activation): the server owns `fd` from then on
+  // and closes it when it goes, but never removes or changes its file, whose
+  // mode and group are the socket unit's. Clients are named by their peer
+  // credentials, as on listen_unix. INVALID_CONFIG if `fd` is no listening
+  // Unix stream socket (the fd stays the caller's then).
+  void adopt_unix(int fd);
   // Listens on TCP with TLS only (a PEM certificate chain and key), each
   // request naming its client by a bearer token of `tokens`.
   void listen_tls(const std::string& address, unsigned short port, const std::string& certificate_file,
