@@ -1,20 +1,27 @@
 // A command's run: a cgroup of its own, pipes of its own, one request to the
-// init, then a poll loop over the output, the input, the status pipe, the
-// deadline and the caller's cancellation.
+// init, then a state machine on Asio over the output, the input, the status
+// pipe, the deadline and the caller's cancellation. The same machine runs on
+// the engine's reactor (async_exec) or on a caller's own thread (exec).
 
 #include "exec.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <cerrno>
-#include <cstring>
-#include <string>
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <optional>
+#include <string>
 
 #include "protocol.hpp"
 #include "requests.hpp"
@@ -24,6 +31,8 @@
 namespace mayura::native {
 namespace {
 
+namespace asio = boost::asio;
+
 // After the command exits, output still held open by something it left
 // running is read for this long before the result is returned.
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(250);
@@ -32,48 +41,38 @@ constexpr auto kDrainAfterExit = std::chrono::milliseconds(250);
 constexpr auto kKillGrace = std::chrono::seconds(10);
 // A timeout beyond a year is no timeout (and must not overflow).
 constexpr std::int64_t kYearMs = 365LL * 24 * 3600 * 1000;
+constexpr std::size_t kChunk = 65536;
 
-// Reads what is there; false at end of stream.
-bool drain(int fd, std::string& sink, std::size_t limit, bool& truncated, const OutputCallback& callback) {
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n == 0) return false;
-    if (n < 0) return errno == EAGAIN || errno == EINTR;
-    const std::string_view chunk(buf, static_cast<std::size_t>(n));
-    if (callback) callback(chunk);
-    const std::size_t room = sink.size() < limit ? limit - sink.size() : 0;
-    if (chunk.size() > room) truncated = true;
-    sink.append(chunk.substr(0, std::min(room, chunk.size())));
-  }
-}
-
-class CommandRun {
+class CommandRun : public std::enable_shared_from_this<CommandRun> {
  public:
-  CommandRun(SandboxCore& core, const std::string& cgroup_name, const std::string& cwd,
-             const std::vector<std::string>& argv, const ExecOptions& options)
-      : core_(core), cgroup_name_(cgroup_name), cwd_(cwd), argv_(argv), options_(options) {}
+  CommandRun(std::shared_ptr<SandboxCore> core, std::string cgroup_name, std::string cwd, std::vector<std::string> argv,
+             ExecOptions options, const asio::any_io_executor& executor, ExecDone done)
+      : core_(std::move(core)),
+        cgroup_name_(std::move(cgroup_name)),
+        cwd_(std::move(cwd)),
+        argv_(std::move(argv)),
+        options_(std::move(options)),
+        strand_(asio::make_strand(executor)),
+        out_(strand_),
+        err_(strand_),
+        status_(strand_),
+        in_(strand_),
+        timer_(strand_),
+        done_(std::move(done)) {}
 
-  ~CommandRun() { core_.cgroup.remove_command(cgroup_name_); }  // stays while a server it started runs
-
-  ExecResult run() {
-    start();
-    try {
-      supervise();
-    } catch (...) {
-      kill();
-      throw;
-    }
-    return finish();
+  // Removes the command's cgroup if the run never got to its end (a start
+  // that failed); it stays while a server the command started runs.
+  ~CommandRun() {
+    if (!finished_) core_->cgroup.remove_command(cgroup_name_);
   }
 
- private:
   // The cgroup, the pipes and the request: everything that can fail is made
-  // before the command starts; once it runs, only supervise() may end it.
+  // here, on the caller's thread, before the command starts; once it runs,
+  // only the machine may end it.
   void start() {
-    UniqueFd cgroup = core_.cgroup.make_command(cgroup_name_);
-    timer_.step("command cgroup");
-    std::map<std::string, std::string> env = core_.command_env();
+    UniqueFd cgroup = core_->cgroup.make_command(cgroup_name_);
+    trace_.step("command cgroup");
+    std::map<std::string, std::string> env = core_->command_env();
     for (const auto& [k, v] : options_.env) env[k] = v;
     protocol::Exec request;
     request.argv = argv_;
@@ -81,163 +80,283 @@ class CommandRun {
     for (const auto& [k, v] : env) request.env.push_back(k + "=" + v);
     request.cwd = cwd_;
 
-    out_ = io::make_pipe(true, false);
-    err_ = io::make_pipe(true, false);
-    status_ = io::make_pipe(true, false);
+    io::Pipe out = io::make_pipe(true, false);
+    io::Pipe err = io::make_pipe(true, false);
+    io::Pipe status = io::make_pipe(true, false);
+    io::Pipe in;
     UniqueFd devnull;
     if (options_.stdin) {
-      in_ = io::make_pipe(false, true);
+      in = io::make_pipe(false, true);
     } else {
       devnull.reset(check_sys(::open("/dev/null", O_RDONLY | O_CLOEXEC), "opening /dev/null"));
     }
-    const int child_stdin = options_.stdin ? in_.read.get() : devnull.get();
+    const int child_stdin = options_.stdin ? in.read.get() : devnull.get();
     limit_ = options_.max_output_bytes.value_or(std::size_t{16} << 20);
     deadline_ = options_.timeout_ms && *options_.timeout_ms < kYearMs
                     ? start_ + std::chrono::milliseconds(*options_.timeout_ms)
                     : Clock::time_point::max();
-    std::vector<int> fds = {child_stdin, out_.write.get(), err_.write.get(), status_.write.get(), cgroup.get()};
-    if (core_.cgroup.commands_procs() >= 0) fds.push_back(core_.cgroup.commands_procs());
-    oom_kills_before_ = core_.cgroup.oom_kills();
-    core_.send(protocol::encode(request), fds);
+    std::vector<int> fds = {child_stdin, out.write.get(), err.write.get(), status.write.get(), cgroup.get()};
+    if (core_->cgroup.commands_procs() >= 0) fds.push_back(core_->cgroup.commands_procs());
+    oom_kills_before_ = core_->cgroup.oom_kills();
+    core_->send(protocol::encode(request), fds);
+    trace_.step("request sent");
     // The child's ends live on in the init and the command only.
-    out_.write.reset();
-    err_.write.reset();
-    status_.write.reset();
-    in_.read.reset();
-    timer_.step("request sent");
+    out_.assign(out.read.release());
+    err_.assign(err.read.release());
+    status_.assign(status.read.release());
+    if (options_.stdin) in_.assign(in.write.release());
+    // From here the machine runs on its strand.
+    asio::dispatch(strand_, [self = shared_from_this()] { self->begin(); });
   }
 
-  void supervise() {
-    while (out_open_ || err_open_ || status_open_) {
-      if (exited_ && Clock::now() - exit_time_ >= kDrainAfterExit) break;
-      if (killed_ && !exited_ && Clock::now() - kill_time_ >= kKillGrace) break;
-      pollfd fds[5];
-      nfds_t n = 0;
-      const int i_out = out_open_ ? static_cast<int>(n) : -1;
-      if (out_open_) fds[n++] = {out_.read.get(), POLLIN, 0};
-      const int i_err = err_open_ ? static_cast<int>(n) : -1;
-      if (err_open_) fds[n++] = {err_.read.get(), POLLIN, 0};
-      const int i_status = status_open_ ? static_cast<int>(n) : -1;
-      if (status_open_) fds[n++] = {status_.read.get(), POLLIN, 0};
-      const int i_in = in_.write ? static_cast<int>(n) : -1;
-      if (in_.write) fds[n++] = {in_.write.get(), POLLOUT, 0};
-      const int i_cancel = static_cast<int>(n);
-      fds[n++] = {cancel_.event.get(), POLLIN, 0};
-
-      const int ready = ::poll(fds, n, poll_timeout());
-      if (ready < 0 && errno != EINTR) fail_step("waiting for the command", errno);
-      if (!killed_ && !exited_ && Clock::now() >= deadline_) {
-        result_.timed_out = true;
-        kill();
-      }
-      if (ready <= 0) continue;
-      if (fds[i_cancel].revents & POLLIN) {
-        cancelled_ = true;
-        if (exited_) break;
-        kill();
-      }
-      if (i_out >= 0 && fds[i_out].revents) {
-        out_open_ = drain(out_.read.get(), result_.stdout, limit_, result_.truncated, options_.on_stdout);
-      }
-      if (i_err >= 0 && fds[i_err].revents) {
-        err_open_ = drain(err_.read.get(), result_.stderr, limit_, result_.truncated, options_.on_stderr);
-      }
-      if (i_in >= 0 && fds[i_in].revents) feed_stdin();
-      if (i_status >= 0 && fds[i_status].revents) read_statuses();
+ private:
+  void begin() {
+    if (options_.cancellation.stop_possible()) {
+      cancel_watch_.emplace(options_.cancellation, Wake{weak_from_this(), strand_});
     }
-    timer_.step("output drained");
+    watch_output(OutputStream::out);
+    watch_output(OutputStream::err);
+    watch_status();
+    if (options_.stdin) watch_stdin();
+    arm_timer();
   }
 
-  int poll_timeout() const {
-    if (exited_) return ms_until(exit_time_ + kDrainAfterExit);
-    if (killed_) return ms_until(kill_time_ + kKillGrace);
-    if (deadline_ != Clock::time_point::max()) return ms_until(deadline_);
-    return -1;
+  // A stop request from any thread goes to the strand.
+  struct Wake {
+    std::weak_ptr<CommandRun> run;
+    asio::strand<asio::any_io_executor> strand;
+    void operator()() const noexcept {
+      asio::post(strand, [run = run] {
+        if (auto self = run.lock()) self->on_cancel();
+      });
+    }
+  };
+
+  asio::posix::stream_descriptor& stream(OutputStream from) { return from == OutputStream::out ? out_ : err_; }
+  bool& open(OutputStream from) { return from == OutputStream::out ? out_open_ : err_open_; }
+
+  void watch_output(OutputStream from) {
+    stream(from).async_wait(asio::posix::descriptor_base::wait_read,
+                            [self = shared_from_this(), from](const boost::system::error_code& ec) {
+                              if (!ec) self->on_output(from);
+                            });
+  }
+
+  void on_output(OutputStream from) {
+    if (finished_) return;
+    char buf[kChunk];
+    const ssize_t n = ::read(stream(from).native_handle(), buf, sizeof buf);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return watch_output(from);
+    if (n <= 0) {
+      open(from) = false;
+      return end_if_drained();
+    }
+    const std::string_view chunk(buf, static_cast<std::size_t>(n));
+    std::string& sink = from == OutputStream::out ? result_.stdout : result_.stderr;
+    const std::size_t room = sink.size() < limit_ ? limit_ - sink.size() : 0;
+    if (chunk.size() > room) result_.truncated = true;
+    sink.append(chunk.substr(0, std::min(room, chunk.size())));
+    if (options_.on_output) {
+      // Read on once the consumer asks for more.
+      options_.on_output(from, chunk, [run = weak_from_this(), strand = strand_, from] {
+        asio::post(strand, [run, from] {
+          if (auto self = run.lock(); self && !self->finished_) self->watch_output(from);
+        });
+      });
+      return;
+    }
+    const OutputCallback& callback = from == OutputStream::out ? options_.on_stdout : options_.on_stderr;
+    if (callback) callback(chunk);
+    watch_output(from);
+  }
+
+  void watch_stdin() {
+    in_.async_wait(asio::posix::descriptor_base::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->feed_stdin();
+    });
   }
 
   void feed_stdin() {
+    if (finished_) return;
     const std::string& data = *options_.stdin;
     if (stdin_written_ < data.size()) {
-      const long w = io::write_no_sigpipe(in_.write.get(), data.data() + stdin_written_,
-                                          std::min<std::size_t>(data.size() - stdin_written_, 65536));
-      if (w > 0) stdin_written_ += static_cast<std::size_t>(w);
-      else if (errno != EAGAIN) in_.write.reset();  // the command closed its input
+      const long w = io::write_no_sigpipe(in_.native_handle(), data.data() + stdin_written_,
+                                          std::min<std::size_t>(data.size() - stdin_written_, kChunk));
+      if (w > 0) {
+        stdin_written_ += static_cast<std::size_t>(w);
+      } else if (errno != EAGAIN) {
+        stdin_written_ = data.size();  // the command closed its input
+      }
     }
-    if (in_.write && stdin_written_ >= data.size()) in_.write.reset();
+    if (stdin_written_ >= data.size()) {
+      boost::system::error_code ignored;
+      in_.close(ignored);  // the end of its input
+      return;
+    }
+    watch_stdin();
+  }
+
+  void watch_status() {
+    status_.async_wait(asio::posix::descriptor_base::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->read_statuses();
+    });
   }
 
   void read_statuses() {
+    if (finished_) return;
     protocol::Status s;
     while (status_open_ && !exited_) {
-      const ssize_t got = ::read(status_.read.get(), &s, sizeof s);
-      if (got < 0 && errno == EAGAIN) return;
+      const ssize_t got = ::read(status_.native_handle(), &s, sizeof s);
+      if (got < 0 && (errno == EAGAIN || errno == EINTR)) return watch_status();
       if (got != sizeof s) {
         status_open_ = false;  // the init is gone
-        return;
+        return end_if_drained();
       }
       if (s.kind == protocol::Status::started) {
-        timer_.step("started");
+        trace_.step("started");
       } else if (s.kind == protocol::Status::spawn_failed) {
-        not_started(s);
+        if (!not_started(s)) return;
       } else if (s.kind == protocol::Status::exited) {
-        timer_.step("exited");
+        trace_.step("exited");
         wait_status_ = s.value;
-        exited_ = true;
-        exit_time_ = Clock::now();
-        status_open_ = false;
+        exited(Clock::now());
       }
     }
   }
 
+  void exited(Clock::time_point at) {
+    exited_ = true;
+    exit_time_ = at;
+    status_open_ = false;
+    boost::system::error_code ignored;
+    status_.close(ignored);
+    arm_timer();
+    end_if_drained();
+  }
+
   // Like a shell: 127 for a command not found, 126 for one that cannot run
-  // (or a directory that cannot be entered), with a line on stderr.
-  void not_started(const protocol::Status& s) {
+  // (or a directory that cannot be entered), with a line on stderr. False
+  // when the run has ended in a failure.
+  bool not_started(const protocol::Status& s) {
     const int e = s.value;
     const auto step = static_cast<protocol::SpawnStep>(s.extra);
-    if (step == protocol::SpawnStep::limits) fail_step("putting the command under the sandbox's process limit", e);
-    if (step == protocol::SpawnStep::seccomp) fail_step("installing the command's seccomp filter", e);
-    if (step == protocol::SpawnStep::user) {
-      // Only a caller's profile can refuse these: the built-in one allows them.
-      throw SandboxError(Reason::INVALID_CONFIG,
-                         std::string("becoming the sandbox user under the sandbox's seccomp profile failed (it must "
-                                     "allow setgroups, setresuid, setresgid, capset, prctl, chdir and execve): ") +
-                             std::strerror(e));
+    try {
+      if (step == protocol::SpawnStep::limits) fail_step("putting the command under the sandbox's process limit", e);
+      if (step == protocol::SpawnStep::seccomp) fail_step("installing the command's seccomp filter", e);
+      if (step == protocol::SpawnStep::user) {
+        // Only a caller's profile can refuse these: the built-in one allows them.
+        throw SandboxError(Reason::INVALID_CONFIG,
+                           std::string("becoming the sandbox user under the sandbox's seccomp profile failed (it must "
+                                       "allow setgroups, setresuid, setresgid, capset, prctl, chdir and execve): ") +
+                               std::strerror(e));
+      }
+      if (step == protocol::SpawnStep::clone || step == protocol::SpawnStep::setup) fail_step("starting the command", e);
+    } catch (...) {
+      failure_ = std::current_exception();
+      finish();
+      return false;
     }
-    if (step == protocol::SpawnStep::clone || step == protocol::SpawnStep::setup) fail_step("starting the command", e);
     const bool not_found = step == protocol::SpawnStep::exec && (e == ENOENT || e == ENOTDIR);
     result_.exit_code = not_found ? 127 : 126;
     const std::string message = step == protocol::SpawnStep::cwd
                                     ? "mayura: cannot enter " + cwd_ + ": " + std::strerror(e) + "\n"
                                     : "mayura: cannot run " + argv_[0] + ": " + std::strerror(e) + "\n";
     result_.stderr += message;
-    if (options_.on_stderr) options_.on_stderr(message);
-    exited_ = true;
-    exit_time_ = Clock::now() - kDrainAfterExit;  // nothing else will come
-    status_open_ = false;
+    if (options_.on_output) {
+      options_.on_output(OutputStream::err, message, [] {});
+    } else if (options_.on_stderr) {
+      options_.on_stderr(message);
+    }
+    exited(Clock::now() - kDrainAfterExit);  // nothing else will come
+    return true;
+  }
+
+  void on_cancel() {
+    if (finished_) return;
+    cancelled_ = true;
+    if (exited_) return finish();
+    kill();
+  }
+
+  // The next moment something is due: the end of the drain, of the kill's
+  // grace, or the timeout.
+  void arm_timer() {
+    if (finished_) return;
+    Clock::time_point due = Clock::time_point::max();
+    if (exited_) due = exit_time_ + kDrainAfterExit;
+    else if (killed_) due = kill_time_ + kKillGrace;
+    else due = deadline_;
+    if (due == Clock::time_point::max()) return;
+    timer_.expires_at(due);
+    timer_.async_wait([self = shared_from_this(), due](const boost::system::error_code& ec) {
+      if (!ec) self->on_timer(due);
+    });
+  }
+
+  void on_timer(Clock::time_point due) {
+    if (finished_ || timer_.expiry() != due) return;  // a later arm replaced this one
+    const auto now = Clock::now();
+    if (exited_) {
+      if (now - exit_time_ >= kDrainAfterExit) return finish();
+    } else if (killed_) {
+      if (now - kill_time_ >= kKillGrace) return finish();
+    } else if (now >= deadline_) {
+      result_.timed_out = true;
+      return kill();
+    }
+    arm_timer();
   }
 
   // Every process of the command, at once, once.
   void kill() noexcept {
     if (killed_) return;
-    core_.cgroup.kill_command(cgroup_name_);
+    core_->cgroup.kill_command(cgroup_name_);
     killed_ = true;
     kill_time_ = Clock::now();
+    arm_timer();
   }
 
-  ExecResult finish() {
+  void end_if_drained() {
+    if (!out_open_ && !err_open_ && !status_open_) finish();
+  }
+
+  // Once: the pipes closed, the result made, the cgroup removed, then done.
+  void finish() {
+    if (finished_) return;
+    finished_ = true;
+    trace_.step("output drained");
+    cancel_watch_.reset();
+    boost::system::error_code ignored;
+    for (auto* d : {&out_, &err_, &status_, &in_}) d->close(ignored);
+    timer_.cancel();
+    ExecResult result;
+    std::exception_ptr error = failure_;
+    if (!error) {
+      try {
+        result = make_result();
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    core_->cgroup.remove_command(cgroup_name_);
+    ExecDone done = std::move(done_);
+    done(error, std::move(result));
+  }
+
+  ExecResult make_result() {
     result_.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_).count();
     if (!exited_) {
       // The status pipe closed with no exit: the init, and the sandbox, are
       // gone (and GONE is said only once everything of it is removed).
-      if (!core_.alive()) core_.gone_once_ended();
+      if (!core_->alive()) core_->gone_once_ended();
       if (cancelled_) cancelled();
       if (killed_) throw SandboxError(Reason::INTERNAL, "the command could not be stopped");
-      core_.gone_once_ended();
+      core_->gone_once_ended();
     }
     if (cancelled_) cancelled();
     if (result_.timed_out) {
       result_.exit_code.reset();
-      return result_;
+      return std::move(result_);
     }
     if (!result_.exit_code) {
       if (WIFEXITED(wait_status_)) result_.exit_code = WEXITSTATUS(wait_status_);
@@ -246,27 +365,31 @@ class CommandRun {
     }
     // 137 is SIGKILL, straight or passed on by a shell; the OOM killer's if
     // it killed in the sandbox while the command ran.
-    result_.oom_killed = result_.exit_code == 137 && core_.cgroup.oom_kills() > oom_kills_before_;
-    return result_;
+    result_.oom_killed = result_.exit_code == 137 && core_->cgroup.oom_kills() > oom_kills_before_;
+    return std::move(result_);
   }
 
-  SandboxCore& core_;
-  const std::string& cgroup_name_;
-  const std::string& cwd_;
-  const std::vector<std::string>& argv_;
-  const ExecOptions& options_;
+  std::shared_ptr<SandboxCore> core_;
+  const std::string cgroup_name_;
+  const std::string cwd_;
+  const std::vector<std::string> argv_;
+  const ExecOptions options_;
 
   const Clock::time_point start_ = Clock::now();
-  StepTimer timer_{"exec"};
-  CancelWatch cancel_{options_.cancellation};
-  io::Pipe out_, err_, status_, in_;
+  StepTimer trace_{"exec"};
+  asio::strand<asio::any_io_executor> strand_;
+  asio::posix::stream_descriptor out_, err_, status_, in_;
+  asio::steady_timer timer_;
+  std::optional<std::stop_callback<Wake>> cancel_watch_;
+  ExecDone done_;
   std::size_t limit_ = 0;
   Clock::time_point deadline_ = Clock::time_point::max();
 
   ExecResult result_;
+  std::exception_ptr failure_;
   std::size_t stdin_written_ = 0;
   bool out_open_ = true, err_open_ = true, status_open_ = true;
-  bool exited_ = false, killed_ = false, cancelled_ = false;
+  bool exited_ = false, killed_ = false, cancelled_ = false, finished_ = false;
   int wait_status_ = 0;
   std::uint64_t oom_kills_before_ = 0;
   Clock::time_point exit_time_{}, kill_time_{};
@@ -274,9 +397,36 @@ class CommandRun {
 
 }  // namespace
 
-ExecResult run_command(SandboxCore& core, const std::string& cgroup_name, const std::string& cwd,
-                       const std::vector<std::string>& argv, const ExecOptions& options) {
-  return CommandRun(core, cgroup_name, cwd, argv, options).run();
+void start_command(std::shared_ptr<SandboxCore> core, std::string cgroup_name, std::string cwd,
+                   std::vector<std::string> argv, ExecOptions options, const asio::any_io_executor& executor,
+                   ExecDone done) {
+  std::make_shared<CommandRun>(std::move(core), std::move(cgroup_name), std::move(cwd), std::move(argv),
+                               std::move(options), executor, std::move(done))
+      ->start();
+}
+
+ExecResult run_command(std::shared_ptr<SandboxCore> core, std::string cgroup_name, std::string cwd,
+                       std::vector<std::string> argv, ExecOptions options) {
+  // The caller's thread is the consumer here: a paced callback has had all
+  // it needs once it returns.
+  if (options.on_output) {
+    options.on_output = [paced = std::move(options.on_output)](OutputStream from, std::string_view chunk,
+                                                                std::function<void()> more) {
+      paced(from, chunk, [] {});
+      more();
+    };
+  }
+  asio::io_context context(1);
+  std::exception_ptr error;
+  ExecResult result;
+  start_command(std::move(core), std::move(cgroup_name), std::move(cwd), std::move(argv), std::move(options),
+                context.get_executor(), [&](std::exception_ptr e, ExecResult r) {
+                  error = std::move(e);
+                  result = std::move(r);
+                });
+  context.run();
+  if (error) std::rethrow_exception(error);
+  return result;
 }
 
 }  // namespace mayura::native

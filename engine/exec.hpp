@@ -1,18 +1,31 @@
 #pragma once
 // One command's run in a native sandbox.
 
+#include <exception>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
 
 #include "mayura/types.hpp"
 #include "native_sandbox.hpp"
 
 namespace mayura::native {
 
+using ExecDone = std::function<void(std::exception_ptr, ExecResult)>;
+
 // Starts `argv` in the sandbox (in the command cgroup `cgroup_name`, in the
-// absolute directory `cwd`), supervises it to its end, its timeout or the
-// caller's cancellation, and gives its result.
-ExecResult run_command(SandboxCore& core, const std::string& cgroup_name, const std::string& cwd,
-                       const std::vector<std::string>& argv, const ExecOptions& options);
+// absolute directory `cwd`) and supervises it on `executor` to its end, its
+// timeout or the caller's cancellation; `done` gets its result, once. What
+// fails before the command starts is thrown here, and `done` is not called.
+void start_command(std::shared_ptr<SandboxCore> core, std::string cgroup_name, std::string cwd,
+                   std::vector<std::string> argv, ExecOptions options, const boost::asio::any_io_executor& executor,
+                   ExecDone done);
+
+// The same, supervised on the calling thread (its callbacks run there too).
+ExecResult run_command(std::shared_ptr<SandboxCore> core, std::string cgroup_name, std::string cwd,
+                       std::vector<std::string> argv, ExecOptions options);
 
 }  // namespace mayura::native

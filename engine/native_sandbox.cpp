@@ -10,6 +10,7 @@
 #include "exec.hpp"
 #include "fdpass.hpp"
 #include "file_requests.hpp"
+#include "reactor.hpp"
 #include "requests.hpp"
 #include "sys_error.hpp"
 #include "trace.hpp"
@@ -112,7 +113,13 @@ std::string NativeSandbox::absolute(const std::string& path) const {
 ExecResult NativeSandbox::exec(const std::vector<std::string>& argv, const ExecOptions& options) {
   const std::string cgroup_name = "cmd-" + std::to_string(next_command_.fetch_add(1));
   const std::string cwd = options.cwd.empty() ? core_->workdir : absolute(options.cwd);
-  return run_command(*core_, cgroup_name, cwd, argv, options);
+  return run_command(core_, cgroup_name, cwd, argv, options);
+}
+
+void NativeSandbox::async_exec(const std::vector<std::string>& argv, const ExecOptions& options, ExecCompletion done) {
+  const std::string cgroup_name = "cmd-" + std::to_string(next_command_.fetch_add(1));
+  const std::string cwd = options.cwd.empty() ? core_->workdir : absolute(options.cwd);
+  start_command(core_, cgroup_name, cwd, argv, options, reactor_executor(), std::move(done));
 }
 
 std::string NativeSandbox::read_file(const std::string& path, const ReadOptions& options) {

@@ -70,6 +70,8 @@ class NativeSandbox final : public SandboxBackend {
   ~NativeSandbox() override { core_->end(); }
 
   ExecResult exec(const std::vector<std::string>& argv, const ExecOptions& options) override;
+  // On the engine's reactor: no thread of its own.
+  void async_exec(const std::vector<std::string>& argv, const ExecOptions& options, ExecCompletion done) override;
   std::string read_file(const std::string& path, const ReadOptions& options) override;
   void write_file(const std::string& path, std::string_view data, const FileOptions& options) override;
   std::vector<FileEntry> list(const std::string& path, const FileOptions& options) override;

@@ -13,6 +13,8 @@
 
 #include <boost/asio/system_executor.hpp>
 
+#include "pacing.hpp"
+
 #include "mayura/validate.hpp"
 
 namespace mayura {
@@ -259,6 +261,53 @@ bool Sandbox::released() const { return !state().current(); }
 boost::asio::any_io_executor Sandbox::default_executor() const { return state().owner->executor; }
 
 ExecResult Sandbox::exec(const std::vector<std::string>& argv, const ExecOptions& options) const {
+  std::size_t limit = 0;
+  auto backend = exec_backend(argv, options, limit);
+  ExecOptions o = detail::without_pacing(options);  // the caller's thread is the consumer
+  o.max_output_bytes = limit;
+  return checked_result(guarded("exec", [&] { return backend->exec(argv, o); }), limit);
+}
+
+void Sandbox::start_exec(std::vector<std::string> argv, ExecOptions options, ExecCompletion done) const {
+  std::shared_ptr<SandboxBackend> backend;
+  std::size_t limit = 0;
+  try {
+    backend = exec_backend(argv, options, limit);
+  } catch (...) {
+    return done(std::current_exception(), {});
+  }
+  options.max_output_bytes = limit;
+  // The backend stays until the command has ended; the caller hears of the
+  // end only once it is let go (a caller that then closes its Sandboxes must
+  // find the provider gone).
+  auto holder = std::make_shared<std::shared_ptr<SandboxBackend>>(backend);
+  auto finish = [holder, limit, done](std::exception_ptr error, ExecResult result) {
+    ExecResult checked;
+    if (!error) {
+      try {
+        checked = checked_result(std::move(result), limit);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    } else {
+      try {
+        guarded("exec", [&] { std::rethrow_exception(error); });
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    holder->reset();
+    done(error, std::move(checked));
+  };
+  try {
+    backend->async_exec(argv, options, finish);
+  } catch (...) {
+    finish(std::current_exception(), {});
+  }
+}
+
+std::shared_ptr<SandboxBackend> Sandbox::exec_backend(const std::vector<std::string>& argv, const ExecOptions& options,
+                                                      std::size_t& limit) const {
   check_argv(argv);
   if (!options.cwd.empty()) check_path(options.cwd, "cwd");
   check_env(options.env);
@@ -267,13 +316,10 @@ ExecResult Sandbox::exec(const std::vector<std::string>& argv, const ExecOptions
   if (options.stdin && options.stdin->size() > state().owner->options.max_write_bytes) {
     throw SandboxError(Reason::LIMIT_REACHED, "stdin is larger than max_write_bytes");
   }
-  const std::size_t limit = std::min(options.max_output_bytes.value_or(state().owner->options.max_output_bytes),
-                                     state().owner->options.max_output_bytes);
+  limit = std::min(options.max_output_bytes.value_or(state().owner->options.max_output_bytes),
+                   state().owner->options.max_output_bytes);
   throw_if_cancelled(options.cancellation);
-  auto backend = state().use();
-  ExecOptions o = options;
-  o.max_output_bytes = limit;
-  return checked_result(guarded("exec", [&] { return backend->exec(argv, o); }), limit);
+  return state().use();
 }
 
 std::string Sandbox::read_file(std::string_view path, const ReadOptions& options) const {

@@ -251,19 +251,15 @@ awaitable<bool> serve_exec(Stream& stream, State& s, const Request& req, const s
     s.channels.push_back(channel);
   }
   auto stop = std::make_shared<std::stop_source>();
-  // The command's output waits for the client to take it (the command is
-  // slowed, never its output lost); a client that is gone closes the channel.
-  auto forward = [channel](ExecEvent::Kind kind) {
-    return [channel, kind](std::string_view chunk) {
-      try {
-        channel->async_send(boost::system::error_code{}, ExecEvent{kind, std::string(chunk), {}, {}}, asio::use_future).get();
-      } catch (const std::exception&) {
-        // the client is gone, and the command is being stopped
-      }
-    };
+  // The command's output waits for the client to take it: the engine reads
+  // its pipe again only once the chunk is in the channel (the command is
+  // slowed, never its output lost, and no thread waits). A client that is
+  // gone closes the channel, and what is left is read and dropped.
+  request.options.on_output = [channel](OutputStream from, std::string_view chunk, std::function<void()> more) {
+    const auto kind = from == OutputStream::out ? ExecEvent::out : ExecEvent::err;
+    channel->async_send(boost::system::error_code{}, ExecEvent{kind, std::string(chunk), {}, {}},
+                        [more = std::move(more)](boost::system::error_code) { more(); });
   };
-  request.options.on_stdout = forward(ExecEvent::out);
-  request.options.on_stderr = forward(ExecEvent::err);
   request.options.cancellation = stop->get_token();
   ++s.routes.metrics().execs;
   const auto started = std::chrono::steady_clock::now();

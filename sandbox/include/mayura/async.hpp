@@ -7,6 +7,7 @@
 // maps onto Asio.
 
 #include <exception>
+#include <functional>
 #include <optional>
 #include <thread>
 #include <memory>
@@ -88,6 +89,40 @@ auto async_run(const boost::asio::any_io_executor& fallback, Token&& token, Fn f
         }).detach();
       },
       token, std::move(fn));
+}
+
+// Starts `start(std::stop_token, done)`, which calls `done(error, result)`
+// once on any thread, without a thread of its own; the completion goes to
+// the token's executor (or `fallback`), as async_run's does.
+template <class R, class Token, class Start>
+auto async_start(const boost::asio::any_io_executor& fallback, Token&& token, Start start) {
+  namespace asio = boost::asio;
+  return asio::async_initiate<Token, void(std::exception_ptr, R)>(
+      [fallback](auto handler, Start begin) {
+        auto stop = std::make_shared<std::stop_source>();
+        auto slot = asio::get_associated_cancellation_slot(handler);
+        if (slot.is_connected()) {
+          slot.assign([stop](asio::cancellation_type) { stop->request_stop(); });
+        }
+        auto done_executor = asio::get_associated_executor(handler, fallback);
+        using Handler = decltype(handler);
+        // std::function wants copies: the handler and its work guard are shared.
+        struct Pending {
+          Handler handler;
+          asio::executor_work_guard<decltype(done_executor)> guard;
+        };
+        auto pending = std::make_shared<Pending>(Pending{std::move(handler), asio::make_work_guard(done_executor)});
+        begin(stop->get_token(), [pending, stop](std::exception_ptr error, R result) {
+          auto ex = pending->guard.get_executor();
+          asio::dispatch(ex, [pending, error, result = std::move(result)]() mutable {
+            auto done = asio::get_associated_cancellation_slot(pending->handler);
+            if (done.is_connected()) done.clear();
+            std::move(pending->handler)(error, std::move(result));
+            pending->guard.reset();
+          });
+        });
+      },
+      token, std::move(start));
 }
 
 // A stop token that fires when either of two does.

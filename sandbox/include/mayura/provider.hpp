@@ -3,6 +3,8 @@
 // argument before it reaches these calls and every result before a caller
 // sees it, so a provider may assume well-formed input.
 
+#include <exception>
+#include <functional>
 #include <memory>
 #include <stop_token>
 #include <string>
@@ -17,6 +19,12 @@ class SandboxBackend {
   virtual ~SandboxBackend() = default;
 
   virtual ExecResult exec(const std::vector<std::string>& argv, const ExecOptions& options) = 0;
+  // Starts the command and calls `done` once with its result or failure, on
+  // any thread. What fails before it starts may be thrown instead. The
+  // default runs exec() on a thread of its own; a provider that can wait
+  // without one (the native provider, on its reactor) overrides it.
+  using ExecCompletion = std::function<void(std::exception_ptr, ExecResult)>;
+  virtual void async_exec(const std::vector<std::string>& argv, const ExecOptions& options, ExecCompletion done);
   virtual std::string read_file(const std::string& path, const ReadOptions& options) = 0;
   virtual void write_file(const std::string& path, std::string_view data, const FileOptions& options) = 0;
   virtual std::vector<FileEntry> list(const std::string& path, const FileOptions& options) = 0;

@@ -5,6 +5,8 @@
 // async_ form taking an Asio completion token.
 
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,15 +64,22 @@ class Sandbox {
   void release() const;
   bool released() const;
 
+  // The native provider waits for the command on its engine's few threads,
+  // not a thread of its own; other providers run exec() on one.
   template <class Token>
   auto async_exec(std::vector<std::string> argv, ExecOptions options, Token&& token) const {
-    return detail::async_run(default_executor(), std::forward<Token>(token),
-                             [self = *this, argv = std::move(argv), options = std::move(options)](std::stop_token stop) {
-                               detail::JoinedStop joined(stop, options.cancellation);
-                               ExecOptions o = options;
-                               o.cancellation = joined.token();
-                               return self.exec(argv, o);
-                             });
+    return detail::async_start<ExecResult>(
+        default_executor(), std::forward<Token>(token),
+        [self = *this, argv = std::move(argv), options = std::move(options)](
+            std::stop_token stop, std::function<void(std::exception_ptr, ExecResult)> done) mutable {
+          // Either the caller's own token or the operation's cancellation stops it.
+          auto joined = std::make_shared<detail::JoinedStop>(stop, options.cancellation);
+          options.cancellation = joined->token();
+          self.start_exec(std::move(argv), std::move(options),
+                          [joined, done = std::move(done)](std::exception_ptr e, ExecResult r) mutable {
+                            done(std::move(e), std::move(r));
+                          });
+        });
   }
   template <class Token>
   auto async_read_file(std::string path, Token&& token) const {
@@ -123,6 +132,11 @@ class Sandbox {
  private:
   friend class Sandboxes;
   explicit Sandbox(std::shared_ptr<detail::SandboxState> state) : state_(std::move(state)) {}
+  using ExecCompletion = std::function<void(std::exception_ptr, ExecResult)>;
+  // Checks the call and starts it; `done` gets its end (or its refusal), once.
+  void start_exec(std::vector<std::string> argv, ExecOptions options, ExecCompletion done) const;
+  std::shared_ptr<SandboxBackend> exec_backend(const std::vector<std::string>& argv, const ExecOptions& options,
+                                               std::size_t& limit) const;
   boost::asio::any_io_executor default_executor() const;
   detail::SandboxState& state() const;
   std::shared_ptr<detail::SandboxState> state_;

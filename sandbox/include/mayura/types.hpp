@@ -66,6 +66,8 @@ struct CreateOptions {
 };
 
 using OutputCallback = std::function<void(std::string_view chunk)>;
+enum class OutputStream { out, err };
+using PacedOutputCallback = std::function<void(OutputStream from, std::string_view chunk, std::function<void()> more)>;
 
 struct ExecOptions {
   std::string cwd;                         // relative to the workdir, or absolute; empty: the workdir
@@ -76,6 +78,13 @@ struct ExecOptions {
   std::optional<std::size_t> max_output_bytes;  // of each stream; more is dropped and `truncated` set
   OutputCallback on_stdout;                // every chunk as it arrives
   OutputCallback on_stderr;
+  // For a consumer that must not block in a callback (an async server):
+  // when set, every chunk comes here instead of on_stdout/on_stderr, and
+  // the stream it came from is read again only once `more()` is called, so
+  // a slow consumer slows the command and never loses its output. (Through
+  // async_exec on the native provider it is called on the engine's threads;
+  // a provider that cannot pace gets it as plain callbacks.)
+  PacedOutputCallback on_output;
 };
 
 struct ExecResult {
