@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "../support/exec_load.hpp"
 #include "http_client.hpp"
 #include "mayura/remote.hpp"
 #include "mayura/service/server.hpp"
@@ -500,11 +501,12 @@ class DaemonTest : public ServiceTest {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
-  pid_t start_daemon() {
+  pid_t start_daemon(const json& extra = json::object()) {
     const NativeOptions& o = options_of_test();
-    const json config = {{"socket", socket_},       {"stateDir", o.state_dir},  {"cgroupRoot", o.cgroup_root},
-                         {"idBase", o.id_base},     {"idSlots", o.id_slots},    {"prepared", 0},
-                         {"imageDir", o.image_dir}, {"imageStore", o.image_store}};
+    json config = {{"socket", socket_},       {"stateDir", o.state_dir},  {"cgroupRoot", o.cgroup_root},
+                   {"idBase", o.id_base},     {"idSlots", o.id_slots},    {"prepared", 0},
+                   {"imageDir", o.image_dir}, {"imageStore", o.image_store}};
+    config.update(extra);
     std::ofstream(dir_ + "/mayurad.json") << config.dump();
     const pid_t pid = ::fork();
     if (pid == 0) {
@@ -512,7 +514,14 @@ class DaemonTest : public ServiceTest {
       ::execl(MAYURAD_PATH, "mayurad", "--config", config_path.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    for (int i = 0; i < 200 && connect_unix(socket_) < 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    for (int i = 0; i < 200; ++i) {
+      const int fd = connect_unix(socket_);
+      if (fd >= 0) {
+        ::close(fd);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
     return pid;
   }
   int wait_for(pid_t pid) {
@@ -571,6 +580,35 @@ TEST_F(DaemonTest, PlainTcpAndBadSettingsAreRefusedAtStart) {
   std::ofstream(dir_ + "/unknown.json") << R"({"maxSandbox": 3})";
   const std::string unknown = run(std::string(MAYURAD_PATH) + " --config " + dir_ + "/unknown.json --check-config 2>&1");
   EXPECT_NE(unknown.find("maxSandbox is no setting"), std::string::npos) << unknown;
+}
+
+// Threads stay bounded however many execs run: 500 `sleep 5` at once, each
+// on a connection of its own, over 5 sandboxes. The daemon waits for them
+// on its reactor, so it holds no thread per exec (nor per connection).
+TEST_F(DaemonTest, FiveHundredExecsAtOnceHoldNoThreadEach) {
+  const pid_t pid = start_daemon({{"maxSandboxes", 5}, {"maxSandboxesPerClient", 5}, {"maxConnections", 1024}});
+  struct Stop {
+    pid_t pid;
+    ~Stop() {
+      if (pid > 0) ::kill(pid, SIGTERM);  // (an assertion that returned early)
+    }
+  } stop{pid};
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(load::create(socket_, 120'000));
+  ASSERT_EQ(std::count(ids.begin(), ids.end(), std::string()), 0);
+  // The daemon's threads, warm: one exec each way through it first.
+  ASSERT_EQ(load::run_execs(socket_, pid, ids, 10, R"(["true"])").succeeded, 10);
+  const std::size_t idle = load::threads_of(pid);
+  const auto started = load::Clock::now();
+  const load::Outcome out = load::run_execs(socket_, pid, ids, 500, R"(["sleep", "5"])");
+  const double took = std::chrono::duration<double>(load::Clock::now() - started).count();
+  EXPECT_EQ(out.succeeded, 500);
+  EXPECT_LE(out.peak_threads, idle + 2) << "idle " << idle;
+  std::printf("500 execs of sleep 5: %.1f s in all; daemon threads idle %zu, at most %zu; RSS at most %zu KiB\n", took, idle,
+              out.peak_threads, out.peak_rss_kib);
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(wait_for(pid), 0);
+  stop.pid = -1;
 }
 
 }  // namespace
