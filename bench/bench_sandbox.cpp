@@ -15,11 +15,8 @@
 //
 // usage: bench_sandbox [ITERATIONS] [PATH-TO-mayura-run]
 
-#include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +30,7 @@
 #include <vector>
 
 #include "mayura/native.hpp"
+#include "daemon.hpp"
 #include "run_quietly.hpp"
 #include "mayura/sandbox.hpp"
 
@@ -86,50 +84,6 @@ std::string make_crun_bundle() {
   return bundle;
 }
 
-bool answers(const std::string& socket) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket.c_str());
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  ::close(fd);
-  return ok;
-}
-
-// A mayurad with its default settings on a scratch socket, until it goes.
-class Daemon {
- public:
-  explicit Daemon(const std::string& program) {
-    char dir[] = "/tmp/mayura-bench-daemon-XXXXXX";
-    if (!mkdtemp(dir)) return;
-    dir_ = dir;
-    socket_ = dir_ + "/mayurad.sock";
-    std::ofstream(dir_ + "/mayurad.json") << R"({"socket": ")" << socket_ << R"(", "maxLifetimeMs": 3600000})";
-    const std::string config = dir_ + "/mayurad.json";
-    std::vector<char*> args = {const_cast<char*>(program.c_str()), const_cast<char*>("--config"),
-                               const_cast<char*>(config.c_str()), nullptr};
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-    if (posix_spawn(&pid_, program.c_str(), &actions, nullptr, args.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-    for (int i = 0; pid_ > 0 && i < 400 && !answers(socket_); ++i) ::usleep(25000);
-  }
-  ~Daemon() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    if (!dir_.empty()) run({"rm", "-rf", dir_});
-  }
-  bool up() const { return pid_ > 0 && answers(socket_); }
-  std::string url() const { return "unix://" + socket_; }
-
- private:
-  std::string dir_, socket_;
-  pid_t pid_ = -1;
-};
-
 }  // namespace
 
 // One create + exec /bin/true + release.
@@ -168,7 +122,7 @@ int main(int argc, char** argv) {
   Stats b1{};
   {
     const std::string dir = runner.find('/') == std::string::npos ? "" : runner.substr(0, runner.rfind('/') + 1);
-    Daemon daemon(dir + "mayurad");
+    mayura::bench::Daemon daemon(dir + "mayurad");
     if (daemon.up()) {
       ::setenv("MAYURA_HOST", daemon.url().c_str(), 1);
       b1 = measure(n, [&] { run({runner, "/bin/true"}); });

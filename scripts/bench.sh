@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The benchmarks, as root: sandboxes side by side with the anchors (bubblewrap,
-# crun), an exec through the command backend beside a native one, importing
+# crun; mayura-run locally and through a warm mayurad), an exec through the
+# command backend beside a native one, mayurad with 1, 100 and 500 execs at
+# once (threads, memory, latency), importing
 # and first running a 100 MiB image beside GNU tar and bubblewrap, then the
 # networks' costs in a private world.
 #   sudo ./scripts/bench.sh [ITERATIONS] [DOWNLOAD-MIB]
@@ -17,6 +19,8 @@ rm -f "$log"
 "$here/../build/bench/bench_sandbox" "${1:-200}" "$here/../build/tools/mayura-run"
 echo
 "$here/../build/bench/bench_command_backend" "${1:-200}"
+echo
+"$here/../build/bench/bench_service" 2 "$here/../build/tools/mayurad"
 echo
 "$here/../build/bench/bench_images" 100 20 "$here/../build/tools/mayura-run"
 echo
