@@ -7,7 +7,9 @@
 #include <net/if.h>
 #include <sched.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <csignal>
 
 #include <cstdlib>
 #include <filesystem>
@@ -311,6 +313,22 @@ std::string make_tiny_image(const std::string& parent, const std::vector<std::st
     if (e.is_directory()) fs::permissions(e.path(), fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
   }
   return root.string();
+}
+
+pid_t start_mayurad(const std::string& program, const std::string& config, bool quiet) {
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(1);  // the test died before the prctl
+    if (quiet) {
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 2);
+    }
+    ::execl(program.c_str(), "mayurad", "--config", config.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
 }
 
 }  // namespace mayura::testing

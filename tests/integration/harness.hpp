@@ -92,6 +92,11 @@ void enter_own_network_namespace();
 // machines, which are hybrid.
 std::string test_layout();
 
+// Starts mayurad (`program`) with `config` as a child that gets SIGTERM (and so releases
+// every sandbox) when the test process dies, even by the SIGKILL of a ctest
+// timeout; its stderr goes to /dev/null when `quiet`.
+pid_t start_mayurad(const std::string& program, const std::string& config, bool quiet);
+
 // A host file's whole contents ("" if unreadable).
 std::string read_host(const std::string& path);
 

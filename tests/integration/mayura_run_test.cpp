@@ -126,13 +126,7 @@ class MayuraRunTest : public NativeTest, public ::testing::WithParamInterface<Vi
     }
     const std::string config_path = o.state_dir + "-mayurad.json";
     std::ofstream(config_path) << config.dump();
-    daemon_ = ::fork();
-    if (daemon_ == 0) {
-      const int quiet = ::open("/dev/null", O_WRONLY);
-      ::dup2(quiet, 2);
-      ::execl(MAYURAD_PATH, "mayurad", "--config", config_path.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
+    daemon_ = start_mayurad(MAYURAD_PATH, config_path, true);
     for (int i = 0; i < 400; ++i) {
       if (answers(socket_)) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
@@ -467,13 +461,7 @@ TEST_F(MayuraRunEngineTest, TheDefaultSocketIsUsedWhenItAnswers) {
                                           {"idBase", o.id_base},     {"idSlots", o.id_slots},   {"prepared", 0},
                                           {"netnsPool", 0},          {"socketMode", "0600"}}
                                .dump();
-  const pid_t daemon = ::fork();
-  if (daemon == 0) {
-    const int quiet = ::open("/dev/null", O_WRONLY);
-    ::dup2(quiet, 2);
-    ::execl(MAYURAD_PATH, "mayurad", "--config", config.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  const pid_t daemon = start_mayurad(MAYURAD_PATH, config, true);
   for (int i = 0; i < 400 && !std::filesystem::exists(socket); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
 

@@ -508,12 +508,7 @@ class DaemonTest : public ServiceTest {
                    {"imageDir", o.image_dir}, {"imageStore", o.image_store}};
     config.update(extra);
     std::ofstream(dir_ + "/mayurad.json") << config.dump();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      const std::string config_path = dir_ + "/mayurad.json";
-      ::execl(MAYURAD_PATH, "mayurad", "--config", config_path.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
+    const pid_t pid = start_mayurad(MAYURAD_PATH, dir_ + "/mayurad.json", false);
     for (int i = 0; i < 200; ++i) {
       const int fd = connect_unix(socket_);
       if (fd >= 0) {
