@@ -72,6 +72,13 @@ Placement plan_placement(const std::string& mount, const std::string& own, const
     p.home = subtree;
   } else if (!own.empty() && strictly_below(p.root, own_dir)) {
     p.home = own_dir;
+  } else if (const std::string moved_from = own_dir.substr(0, own_dir.rfind('/'));
+             own_dir == moved_from + "/" + kEngineLeaf && strictly_below(moved_from, mount) &&
+             strictly_below(p.root, moved_from)) {
+    // Moved into an engine's leaf already, by an engine started at once from
+    // the same cgroup (or by this one, started before): the cgroup it was
+    // moved from is still its home, the one it must keep empty.
+    p.home = moved_from;
   }
 
   if (!configured.empty()) {

@@ -1,6 +1,9 @@
 // Limits on cgroup2: memory.max and memory.swap.max and cpu.max on the
 // sandbox's cgroup, pids.max on its commands' cgroup.
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -38,6 +41,29 @@ Host enable_v2_controllers(const Host& host, const std::string& mount, const std
     return false;
   };
   auto has_processes = [](const std::string& dir) { return !read_path(dir + "/cgroup.procs").empty(); };
+  auto hand_down = [](const std::string& dir, const std::string& change) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int error = fd < 0 ? errno : write_at(fd, "cgroup.subtree_control", change);
+    if (fd >= 0) ::close(fd);
+    return error;
+  };
+  // The one cgroup the engine may empty (its `home`) is emptied right
+  // before each try: processes started there meanwhile (engines starting at
+  // once, each forked before another moved its parent; a test runner's next
+  // test) put it back to holding processes, so it is tried again, a bounded
+  // number of times, rather than a limit being silently given up.
+  auto hand_down_from_home = [&](const std::string& dir, const std::string& change) {
+    int error = EBUSY;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      move_into_leaf(dir);
+      if (!has_processes(dir)) {
+        error = hand_down(dir, change);
+        if (error != EBUSY) return error;
+      }
+      ::usleep(2000);
+    }
+    return error;
+  };
   auto enable = [&](Controller& c, const char* name) {
     if (!c.v2) return;
     const std::string change = std::string("+") + name;
@@ -48,18 +74,11 @@ Host enable_v2_controllers(const Host& host, const std::string& mount, const std
       // Below the root, a cgroup with processes of its own can hand down no
       // domain controller (EBUSY), and handing down a threaded one (cpu,
       // pids) would make it a thread root, below which no sandbox could be
-      // made at all: leave the controller off instead. The one cgroup the
-      // engine may empty (its `home`) is emptied right before each check:
-      // engines starting at once there, each forked before another moved
-      // its parent, leave it holding processes again in between.
-      if (chain[i] == home) move_into_leaf(home);
-      if (chain[i] != mount && has_processes(chain[i])) {
-        c.v2 = false;
-        return;
-      }
-      const int fd = ::open(chain[i].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      const int error = fd < 0 ? errno : write_at(fd, "cgroup.subtree_control", change);
-      if (fd >= 0) ::close(fd);
+      // made at all: leave the controller off instead.
+      int error = 0;
+      if (chain[i] == home) error = hand_down_from_home(chain[i], change);
+      else if (chain[i] != mount && has_processes(chain[i])) error = EBUSY;
+      else error = hand_down(chain[i], change);
       if (error) {
         c.v2 = false;
         return;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +18,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "../../engine/cgroups.hpp"
 #include "harness.hpp"
@@ -332,14 +335,22 @@ class UnifiedCgroupTest : public LimitsTest {
     for (int i = 0; i < 2000 && value(home_ + "/cgroup.procs") != std::to_string(sleeper_); ++i) ::usleep(1000);
     ASSERT_EQ(value(home_ + "/cgroup.procs"), std::to_string(sleeper_));
   }
+  // mayura-run's environment for an engine with its root below `home_`; an
+  // engine among several at once takes its own `slot`: a state directory, a
+  // root and one slot of the test's ids.
+  std::string engine_env(int slot = -1) {
+    const std::string tag = slot < 0 ? std::string() : "-" + std::to_string(slot);
+    const std::uint64_t id_base = options().id_base + (slot < 0 ? 0u : static_cast<std::uint64_t>(slot) * 65536u);
+    return "env MAYURA_STATE_DIR=" + options().state_dir + tag + " MAYURA_CGROUP_ROOT=" + home_ + "/sandboxes" + tag +
+           " MAYURA_ID_BASE=" + std::to_string(id_base) +
+           " MAYURA_ID_SLOTS=" + std::to_string(slot < 0 ? options().id_slots : 1);
+  }
   // mayura-run, started from a shell that moved itself into `home_` first,
   // with the engine's root below it.
   std::string mayura_run_in_home(const std::string& args, int& status) {
     const std::string out = options().state_dir + "-out";
-    const std::string command = "sh -c 'echo $$ > " + home_ + "/cgroup.procs && exec env MAYURA_STATE_DIR=" +
-                                options().state_dir + " MAYURA_CGROUP_ROOT=" + home_ + "/sandboxes MAYURA_ID_BASE=" +
-                                std::to_string(options().id_base) + " MAYURA_ID_SLOTS=" + std::to_string(options().id_slots) +
-                                " " + MAYURA_RUN_PATH + " --local " + args + "' </dev/null >" + out + " 2>&1";
+    const std::string command = "sh -c 'echo $$ > " + home_ + "/cgroup.procs && exec " + engine_env() + " " +
+                                MAYURA_RUN_PATH + " --local " + args + "' </dev/null >" + out + " 2>&1";
     const int raw = std::system(command.c_str());
     status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
     std::string text = read_host(out);
@@ -365,6 +376,52 @@ TEST_F(UnifiedCgroupTest, ARootBelowTheEnginesOwnCgroupMovesItsProcessesIntoALea
   EXPECT_EQ(value(home_ + "/cgroup.subtree_control"), "cpu memory pids");
   // the engine's root is gone with its last sandbox
   EXPECT_FALSE(fs::exists(home_ + "/sandboxes"));
+}
+
+// Engines started at once by one process of a service's cgroup (a
+// service's workers, a test runner's parallel tests): each moves the others,
+// and their starter, while they keep forking, and hands the controllers down
+// meanwhile. Every one still enforces every limit; none gives one up because
+// another had just started.
+TEST_F(UnifiedCgroupTest, EnginesStartedAtOnceInOneCgroupEachKeepEveryLimit) {
+  constexpr int kEngines = 4;
+  const std::string first_home = home_;
+  // Once a controller is handed down, no process can join that cgroup again:
+  // each round starts its engines from a fresh one.
+  for (int round = 0; round < 4; ++round) {
+    home_ = first_home + "-" + std::to_string(round);
+    ASSERT_EQ(::mkdir(home_.c_str(), 0755), 0) << std::strerror(errno);
+    // every other round delegated, as systemd marks a service with
+    // Delegate=yes; else the engines' roots are just below their cgroup
+    if (round % 2 == 1) {
+      ASSERT_EQ(::setxattr(home_.c_str(), "trusted.delegate", "1", 1, 0), 0) << std::strerror(errno);
+    }
+    const std::string out = options().state_dir + "-out-";
+    std::string starts;
+    for (int i = 0; i < kEngines; ++i) {
+      const std::string n = std::to_string(i);
+      starts += "(" + engine_env(i) + " " + MAYURA_RUN_PATH + " --local --pids 7 --memory 64 -- cat /proc/self/cgroup >" +
+                out + n + " 2>&1; echo $? >" + out + n + ".status) & ";
+    }
+    const std::string command = "sh -c 'echo $$ > " + home_ + "/cgroup.procs && { " + starts + "wait; }' </dev/null";
+    ASSERT_EQ(std::system(command.c_str()), 0);
+    for (int i = 0; i < kEngines; ++i) {
+      const std::string n = std::to_string(i);
+      EXPECT_EQ(read_host(out + n + ".status"), "0\n") << "round " << round << ", engine " << i << ": " << read_host(out + n);
+      EXPECT_EQ(read_host(out + n), "0::/commands/cmd-1\n") << "round " << round << ", engine " << i;
+      EXPECT_FALSE(fs::exists(home_ + "/sandboxes-" + n));
+      fs::remove(out + n);
+      fs::remove(out + n + ".status");
+      fs::remove_all(options().state_dir + "-" + n);
+    }
+    EXPECT_EQ(value(home_ + "/cgroup.procs"), "");
+    EXPECT_EQ(value(home_ + "/cgroup.subtree_control"), "cpu memory pids");
+    for (const std::string& dir : {home_ + "/engine", home_}) {
+      for (int i = 0; i < 100 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY; ++i) ::usleep(10000);
+    }
+    EXPECT_FALSE(fs::exists(home_)) << home_;
+  }
+  home_ = first_home;
 }
 
 // A root below a cgroup that holds a process the engine may not move (not its

@@ -321,6 +321,17 @@ TEST(CgroupPlacement, AConfiguredRootIsUsedAsItIs) {
   p = plan_placement("/sys/fs/cgroup", "/system.slice/x.service", "/sys/fs/cgroup/system.slice/x.service/sandboxes",
                      delegated_at({}));
   EXPECT_EQ(p.home, "/sys/fs/cgroup/system.slice/x.service");
+  // moved into that cgroup's leaf already (by another engine started at once
+  // there): the cgroup it was moved from is still the one to keep empty
+  p = plan_placement("/sys/fs/cgroup", "/system.slice/x.service/engine", "/sys/fs/cgroup/system.slice/x.service/sandboxes",
+                     delegated_at({}));
+  EXPECT_EQ(p.home, "/sys/fs/cgroup/system.slice/x.service");
+  // a leaf of that name elsewhere counts for nothing
+  p = plan_placement("/sys/fs/cgroup", "/system.slice/x.service/engine", "/sys/fs/cgroup/elsewhere/sandboxes",
+                     delegated_at({}));
+  EXPECT_EQ(p.home, "");
+  p = plan_placement("/sys/fs/cgroup", "/engine", "/sys/fs/cgroup/sandboxes", delegated_at({}));
+  EXPECT_EQ(p.home, "");
   // below the root cgroup: the root may hold processes, nothing moves
   p = plan_placement("/sys/fs/cgroup", "", "/sys/fs/cgroup/sandboxes", delegated_at({}));
   EXPECT_EQ(p.home, "");
