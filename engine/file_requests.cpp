@@ -4,11 +4,17 @@
 
 #include "file_requests.hpp"
 
-#include <poll.h>
 #include <unistd.h>
 
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "protocol.hpp"
@@ -17,6 +23,8 @@
 
 namespace mayura::native::files {
 namespace {
+
+namespace asio = boost::asio;
 
 // A file request whose helper does not finish within this long fails.
 constexpr int kFileTimeoutMs = 120000;
@@ -54,112 +62,218 @@ Reason reason_for(int error) {
   throw SandboxError(reason_for(error), message);
 }
 
-// Reads one status record (the pipe blocks); false at end of stream (the
-// init is gone).
-bool read_status(int fd, protocol::Status& status) {
-  for (;;) {
-    const ssize_t n = ::read(fd, &status, sizeof status);
-    if (n == sizeof status) return true;
-    if (n < 0 && errno == EINTR) continue;
-    return false;
-  }
-}
-
 enum class Data { none, from_sandbox, to_sandbox };
 
 // One file request: sent with the init's ends of its pipes (then closed here,
-// so the helper's end of stream is seen), and waited on with the caller's
-// cancellation and a bound.
-class FileCall {
+// so the helper's end of stream is seen), then a state machine on Asio that
+// takes what the helper sends (or sends it what is written), and its status,
+// under the caller's cancellation and a bound on each wait.
+class FileCall : public std::enable_shared_from_this<FileCall> {
  public:
-  FileCall(SandboxCore& core, protocol::Request kind, const protocol::FileRequest& request, Data data,
-           const std::stop_token& cancellation)
-      : core_(core), cancel_(cancellation) {
+  FileCall(std::shared_ptr<SandboxCore> core, FileOp op, std::stop_token cancellation,
+           const asio::any_io_executor& executor, FileDone done)
+      : core_(std::move(core)),
+        op_(std::move(op)),
+        cancellation_(std::move(cancellation)),
+        strand_(asio::make_strand(executor)),
+        data_(strand_),
+        status_(strand_),
+        timer_(strand_),
+        done_(std::move(done)) {}
+
+  void start() {
+    const Data data = op_.kind == protocol::Request::read || op_.kind == protocol::Request::list ? Data::from_sandbox
+                      : op_.kind == protocol::Request::write                                     ? Data::to_sandbox
+                                                                                                 : Data::none;
     UniqueFd init_data;
     if (data == Data::from_sandbox) {
       io::Pipe pipe = io::make_pipe(true, false);
-      data_ = std::move(pipe.read);
+      data_.assign(pipe.read.release());
       init_data = std::move(pipe.write);
     } else if (data == Data::to_sandbox) {
       io::Pipe pipe = io::make_pipe(false, true);
-      data_ = std::move(pipe.write);
+      data_.assign(pipe.write.release());
       init_data = std::move(pipe.read);
     }
-    io::Pipe status = io::make_pipe(false, false);
-    status_ = std::move(status.read);
+    io::Pipe status = io::make_pipe(true, false);
+    status_.assign(status.read.release());
     std::vector<int> fds;
     if (init_data) fds.push_back(init_data.get());
     fds.push_back(status.write.get());
-    core.send(protocol::encode(kind, request), fds);
-  }
-
-  // Everything the helper sends, up to its end (more than `limit` fails).
-  std::string receive(std::size_t limit) {
-    std::string data;
-    char buf[65536];
-    for (;;) {
-      if (!wait(data_.get(), POLLIN)) continue;
-      const ssize_t n = ::read(data_.get(), buf, sizeof buf);
-      if (n == 0) return data;
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EINTR) continue;
-        fail_step("reading from the sandbox", errno);
-      }
-      if (data.size() + static_cast<std::size_t>(n) > limit) {
-        throw SandboxError(Reason::LIMIT_REACHED, "the answer is larger than the limit");
-      }
-      data.append(buf, static_cast<std::size_t>(n));
-    }
-  }
-
-  // All of `data`, unless the helper answers first (it failed); then the end
-  // of the stream. A short stream (cancellation) makes the helper keep the
-  // old file.
-  void transmit(std::string_view data) {
-    std::size_t written = 0;
-    while (written < data.size()) {
-      pollfd p[3] = {{data_.get(), POLLOUT, 0}, {cancel_.event.get(), POLLIN, 0}, {status_.get(), POLLIN, 0}};
-      check_poll(::poll(p, 3, kFileTimeoutMs), p[1]);
-      if (p[2].revents) break;
-      if (!p[0].revents) continue;
-      const long n = io::write_no_sigpipe(data_.get(), data.data() + written,
-                                          std::min<std::size_t>(data.size() - written, 1 << 16));
-      if (n > 0) written += static_cast<std::size_t>(n);
-      else if (errno != EAGAIN) break;
-    }
-    data_.reset();
-  }
-
-  // The helper's answer; a failure becomes the SandboxError for `what` `path`.
-  void finish(const char* what, const std::string& path) {
-    while (!wait(status_.get(), POLLIN)) {
-    }
-    protocol::Status s;
-    if (!read_status(status_.get(), s) || s.kind != protocol::Status::done) {
-      if (!core_.alive()) core_.gone_once_ended();
-      throw SandboxError(Reason::INTERNAL, "the sandbox's file helper failed");
-    }
-    if (s.value != 0) file_error(what, path, s.value);
+    // (a list and a remove are bounded by the engine alone)
+    const std::size_t bound = op_.kind == protocol::Request::write  ? op_.data.size()
+                              : op_.kind == protocol::Request::read ? op_.max_bytes
+                                                                    : 0;
+    const protocol::FileRequest request{op_.absolute, bound};
+    core_->send(protocol::encode(op_.kind, request), fds);
+    asio::dispatch(strand_, [self = shared_from_this(), data] { self->begin(data); });
   }
 
  private:
-  // True once `fd` is ready; throws at cancellation or the bound.
-  bool wait(int fd, short events) {
-    pollfd p[2] = {{fd, events, 0}, {cancel_.event.get(), POLLIN, 0}};
-    check_poll(::poll(p, 2, kFileTimeoutMs), p[1]);
-    return p[0].revents != 0;
+  struct Wake {
+    std::weak_ptr<FileCall> call;
+    asio::strand<asio::any_io_executor> strand;
+    void operator()() const noexcept {
+      asio::post(strand, [call = call] {
+        if (auto self = call.lock()) self->fail(std::make_exception_ptr(SandboxError(Reason::CANCELLED, "the operation was cancelled")));
+      });
+    }
+  };
+
+  void begin(Data data) {
+    if (cancellation_.stop_possible()) cancel_watch_.emplace(cancellation_, Wake{weak_from_this(), strand_});
+    if (data == Data::from_sandbox) receive();
+    else if (data == Data::to_sandbox) transmit();
+    else watch_status();
+    if (data == Data::to_sandbox) watch_status();  // an early answer ends the transfer
   }
 
-  static void check_poll(int ready, const pollfd& cancel) {
-    if (ready == 0) throw SandboxError(Reason::INTERNAL, "the sandbox did not finish a file request in time");
-    if (ready < 0 && errno != EINTR) fail_step("waiting for a file request", errno);
-    if (cancel.revents & POLLIN) cancelled();
+  // A wait that sees nothing for this long fails the call.
+  void arm_timer() {
+    timer_.expires_after(std::chrono::milliseconds(kFileTimeoutMs));
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->fail(std::make_exception_ptr(SandboxError(Reason::INTERNAL, "the sandbox did not finish a file request in time")));
+    });
   }
 
-  SandboxCore& core_;
-  CancelWatch cancel_;
-  UniqueFd data_;    // the engine's end
-  UniqueFd status_;  // the engine's end
+  // Everything the helper sends, up to its end (more than the limit fails).
+  void receive() {
+    arm_timer();
+    data_.async_wait(asio::posix::descriptor_base::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->on_data();
+    });
+  }
+
+  void on_data() {
+    if (finished_) return;
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = ::read(data_.native_handle(), buf, sizeof buf);
+      if (n == 0) {
+        boost::system::error_code ignored;
+        data_.close(ignored);
+        return watch_status();
+      }
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EINTR) return receive();
+        return fail(std::make_exception_ptr(step_error("reading from the sandbox", errno)));
+      }
+      // (a read takes one byte more than its bound, to tell a file of
+      // exactly that size from a larger one)
+      const std::size_t limit = op_.kind == protocol::Request::read ? op_.max_bytes + 1 : op_.max_bytes;
+      if (received_.size() + static_cast<std::size_t>(n) > limit) {
+        return fail(std::make_exception_ptr(SandboxError(Reason::LIMIT_REACHED, "the answer is larger than the limit")));
+      }
+      received_.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+
+  // All of the data, unless the helper answers first (it failed); then the
+  // end of the stream. A short stream (cancellation) makes the helper keep
+  // the old file.
+  void transmit() {
+    if (written_ >= op_.data.size()) {
+      boost::system::error_code ignored;
+      data_.close(ignored);
+      return arm_timer();  // for the answer
+    }
+    arm_timer();
+    data_.async_wait(asio::posix::descriptor_base::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->on_writable();
+    });
+  }
+
+  void on_writable() {
+    if (finished_ || !data_.is_open()) return;
+    const long n = io::write_no_sigpipe(data_.native_handle(), op_.data.data() + written_,
+                                        std::min<std::size_t>(op_.data.size() - written_, 1 << 16));
+    if (n > 0) {
+      written_ += static_cast<std::size_t>(n);
+    } else if (errno != EAGAIN) {
+      written_ = op_.data.size();  // the helper stopped reading: its status says why
+    }
+    transmit();
+  }
+
+  void watch_status() {
+    if (watching_status_) return;
+    watching_status_ = true;
+    if (!data_.is_open()) arm_timer();
+    status_.async_wait(asio::posix::descriptor_base::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->on_status();
+    });
+  }
+
+  // The helper's answer; a failure becomes the SandboxError for the call.
+  void on_status() {
+    if (finished_) return;
+    protocol::Status s;
+    ssize_t n;
+    do {
+      n = ::read(status_.native_handle(), &s, sizeof s);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EAGAIN) {
+      watching_status_ = false;
+      return watch_status();
+    }
+    if (n != sizeof s || s.kind != protocol::Status::done) {
+      std::exception_ptr error;
+      try {
+        if (!core_->alive()) core_->gone_once_ended();
+        throw SandboxError(Reason::INTERNAL, "the sandbox's file helper failed");
+      } catch (...) {
+        error = std::current_exception();
+      }
+      return fail(error);
+    }
+    if (s.value != 0) {
+      try {
+        file_error(op_.what, op_.path, s.value);
+      } catch (...) {
+        return fail(std::current_exception());
+      }
+    }
+    // A write's data may still be under way when the helper has answered:
+    // the answer is what counts.
+    complete({}, std::move(received_));
+  }
+
+  void fail(std::exception_ptr error) { complete(std::move(error), {}); }
+
+  void complete(std::exception_ptr error, std::string data) {
+    if (finished_) return;
+    finished_ = true;
+    cancel_watch_.reset();
+    boost::system::error_code ignored;
+    data_.close(ignored);
+    status_.close(ignored);
+    timer_.cancel();
+    FileDone done = std::move(done_);
+    done(std::move(error), std::move(data));
+  }
+
+  static SandboxError step_error(const char* step, int error) {
+    try {
+      fail_step(step, error);
+    } catch (const SandboxError& e) {
+      return e;
+    }
+    return SandboxError(Reason::INTERNAL, step);
+  }
+
+  std::shared_ptr<SandboxCore> core_;
+  FileOp op_;
+  std::stop_token cancellation_;
+  asio::strand<asio::any_io_executor> strand_;
+  asio::posix::stream_descriptor data_;    // the engine's end
+  asio::posix::stream_descriptor status_;  // the engine's end
+  asio::steady_timer timer_;
+  std::optional<std::stop_callback<Wake>> cancel_watch_;
+  FileDone done_;
+  std::string received_;
+  std::size_t written_ = 0;
+  bool watching_status_ = false;
+  bool finished_ = false;
 };
 
 FileType type_of(std::uint32_t type) {
@@ -173,37 +287,45 @@ FileType type_of(std::uint32_t type) {
 
 }  // namespace
 
-std::string read(SandboxCore& core, const std::string& absolute, const std::string& path, const ReadOptions& options) {
-  const protocol::FileRequest request{absolute, options.max_bytes.value_or(std::size_t{64} << 20)};
-  FileCall call(core, protocol::Request::read, request, Data::from_sandbox, options.cancellation);
-  std::string data = call.receive(request.max_bytes + 1);
-  call.finish("cannot read", path);
+void start_file_call(std::shared_ptr<SandboxCore> core, FileOp op, std::stop_token cancellation,
+                     const asio::any_io_executor& executor, FileDone done) {
+  std::make_shared<FileCall>(std::move(core), std::move(op), std::move(cancellation), executor, std::move(done))->start();
+}
+
+std::string run_file_call(std::shared_ptr<SandboxCore> core, FileOp op, std::stop_token cancellation) {
+  asio::io_context context(1);
+  std::exception_ptr error;
+  std::string data;
+  start_file_call(std::move(core), std::move(op), std::move(cancellation), context.get_executor(),
+                  [&](std::exception_ptr e, std::string d) {
+                    error = std::move(e);
+                    data = std::move(d);
+                  });
+  context.run();
+  if (error) std::rethrow_exception(error);
   return data;
 }
 
-void write(SandboxCore& core, const std::string& absolute, const std::string& path, std::string_view data,
-           const FileOptions& options) {
-  FileCall call(core, protocol::Request::write, {absolute, data.size()}, Data::to_sandbox, options.cancellation);
-  call.transmit(data);
-  call.finish("cannot write", path);
+FileOp read_op(const std::string& absolute, const std::string& path, const ReadOptions& options) {
+  return {protocol::Request::read, absolute, path, "cannot read", options.max_bytes.value_or(std::size_t{64} << 20), {}};
+}
+FileOp write_op(const std::string& absolute, const std::string& path, std::string data) {
+  return {protocol::Request::write, absolute, path, "cannot write", 0, std::move(data)};
+}
+FileOp list_op(const std::string& absolute, const std::string& path) {
+  return {protocol::Request::list, absolute, path, "cannot list", std::size_t{64} << 20, {}};
+}
+FileOp remove_op(const std::string& absolute, const std::string& path) {
+  return {protocol::Request::remove, absolute, path, "cannot remove", 0, {}};
 }
 
-std::vector<FileEntry> list(SandboxCore& core, const std::string& absolute, const std::string& path,
-                            const FileOptions& options) {
-  FileCall call(core, protocol::Request::list, {absolute, 0}, Data::from_sandbox, options.cancellation);
-  const std::string bytes = call.receive(std::size_t{64} << 20);
-  call.finish("cannot list", path);
+std::vector<FileEntry> decode_list(const std::string& bytes) {
   std::vector<protocol::ListEntry> raw;
   if (!protocol::decode_listing(bytes, raw)) throw SandboxError(Reason::INTERNAL, "the sandbox sent a malformed listing");
   std::vector<FileEntry> entries;
   entries.reserve(raw.size());
   for (auto& e : raw) entries.push_back(FileEntry{std::move(e.name), type_of(e.type), e.size, e.mode, e.mtime_ms});
   return entries;
-}
-
-void remove(SandboxCore& core, const std::string& absolute, const std::string& path, const FileOptions& options) {
-  FileCall call(core, protocol::Request::remove, {absolute, 0}, Data::none, options.cancellation);
-  call.finish("cannot remove", path);
 }
 
 }  // namespace mayura::native::files

@@ -123,19 +123,50 @@ void NativeSandbox::async_exec(const std::vector<std::string>& argv, const ExecO
 }
 
 std::string NativeSandbox::read_file(const std::string& path, const ReadOptions& options) {
-  return files::read(*core_, absolute(path), path, options);
+  return files::run_file_call(core_, files::read_op(absolute(path), path, options), options.cancellation);
 }
 
 void NativeSandbox::write_file(const std::string& path, std::string_view data, const FileOptions& options) {
-  files::write(*core_, absolute(path), path, data, options);
+  files::run_file_call(core_, files::write_op(absolute(path), path, std::string(data)), options.cancellation);
 }
 
 std::vector<FileEntry> NativeSandbox::list(const std::string& path, const FileOptions& options) {
-  return files::list(*core_, absolute(path), path, options);
+  return files::decode_list(files::run_file_call(core_, files::list_op(absolute(path), path), options.cancellation));
 }
 
 void NativeSandbox::remove(const std::string& path, const FileOptions& options) {
-  files::remove(*core_, absolute(path), path, options);
+  files::run_file_call(core_, files::remove_op(absolute(path), path), options.cancellation);
+}
+
+void NativeSandbox::async_read_file(const std::string& path, const ReadOptions& options, ReadCompletion done) {
+  files::start_file_call(core_, files::read_op(absolute(path), path, options), options.cancellation, reactor_executor(),
+                         std::move(done));
+}
+
+void NativeSandbox::async_write_file(const std::string& path, std::string data, const FileOptions& options,
+                                     DoneCompletion done) {
+  files::start_file_call(core_, files::write_op(absolute(path), path, std::move(data)), options.cancellation,
+                         reactor_executor(), [done = std::move(done)](std::exception_ptr e, std::string) { done(e); });
+}
+
+void NativeSandbox::async_list(const std::string& path, const FileOptions& options, ListCompletion done) {
+  files::start_file_call(core_, files::list_op(absolute(path), path), options.cancellation, reactor_executor(),
+                         [done = std::move(done)](std::exception_ptr e, std::string bytes) {
+                           std::vector<FileEntry> entries;
+                           if (!e) {
+                             try {
+                               entries = files::decode_list(bytes);
+                             } catch (...) {
+                               e = std::current_exception();
+                             }
+                           }
+                           done(e, std::move(entries));
+                         });
+}
+
+void NativeSandbox::async_remove(const std::string& path, const FileOptions& options, DoneCompletion done) {
+  files::start_file_call(core_, files::remove_op(absolute(path), path), options.cancellation, reactor_executor(),
+                         [done = std::move(done)](std::exception_ptr e, std::string) { done(e); });
 }
 
 std::string NativeSandbox::url(int port) { return core_->url(port); }

@@ -76,6 +76,11 @@ class NativeSandbox final : public SandboxBackend {
   void write_file(const std::string& path, std::string_view data, const FileOptions& options) override;
   std::vector<FileEntry> list(const std::string& path, const FileOptions& options) override;
   void remove(const std::string& path, const FileOptions& options) override;
+  void async_read_file(const std::string& path, const ReadOptions& options, ReadCompletion done) override;
+  void async_write_file(const std::string& path, std::string data, const FileOptions& options,
+                        DoneCompletion done) override;
+  void async_list(const std::string& path, const FileOptions& options, ListCompletion done) override;
+  void async_remove(const std::string& path, const FileOptions& options, DoneCompletion done) override;
   std::string url(int port) override;
   std::string workdir() const override { return core_->workdir; }
   void set_network(const Network& network) override { core_->set_network(network); }

@@ -268,44 +268,6 @@ ExecResult Sandbox::exec(const std::vector<std::string>& argv, const ExecOptions
   return checked_result(guarded("exec", [&] { return backend->exec(argv, o); }), limit);
 }
 
-void Sandbox::start_exec(std::vector<std::string> argv, ExecOptions options, ExecCompletion done) const {
-  std::shared_ptr<SandboxBackend> backend;
-  std::size_t limit = 0;
-  try {
-    backend = exec_backend(argv, options, limit);
-  } catch (...) {
-    return done(std::current_exception(), {});
-  }
-  options.max_output_bytes = limit;
-  // The backend stays until the command has ended; the caller hears of the
-  // end only once it is let go (a caller that then closes its Sandboxes must
-  // find the provider gone).
-  auto holder = std::make_shared<std::shared_ptr<SandboxBackend>>(backend);
-  auto finish = [holder, limit, done](std::exception_ptr error, ExecResult result) {
-    ExecResult checked;
-    if (!error) {
-      try {
-        checked = checked_result(std::move(result), limit);
-      } catch (...) {
-        error = std::current_exception();
-      }
-    } else {
-      try {
-        guarded("exec", [&] { std::rethrow_exception(error); });
-      } catch (...) {
-        error = std::current_exception();
-      }
-    }
-    holder->reset();
-    done(error, std::move(checked));
-  };
-  try {
-    backend->async_exec(argv, options, finish);
-  } catch (...) {
-    finish(std::current_exception(), {});
-  }
-}
-
 std::shared_ptr<SandboxBackend> Sandbox::exec_backend(const std::vector<std::string>& argv, const ExecOptions& options,
                                                       std::size_t& limit) const {
   check_argv(argv);
@@ -322,34 +284,37 @@ std::shared_ptr<SandboxBackend> Sandbox::exec_backend(const std::vector<std::str
   return state().use();
 }
 
-std::string Sandbox::read_file(std::string_view path, const ReadOptions& options) const {
+std::shared_ptr<SandboxBackend> Sandbox::read_backend(std::string_view path, const ReadOptions& options,
+                                                      std::size_t& limit) const {
   check_path(path);
-  const std::size_t limit = std::min(options.max_bytes.value_or(state().owner->options.max_read_bytes),
-                                     state().owner->options.max_read_bytes);
+  limit = std::min(options.max_bytes.value_or(state().owner->options.max_read_bytes), state().owner->options.max_read_bytes);
   throw_if_cancelled(options.cancellation);
-  auto backend = state().use();
-  ReadOptions o = options;
-  o.max_bytes = limit;
-  std::string data = guarded("read_file", [&] { return backend->read_file(std::string(path), o); });
-  if (data.size() > limit) throw SandboxError(Reason::LIMIT_REACHED, "the file is larger than the read limit");
-  return data;
+  return state().use();
 }
 
-void Sandbox::write_file(std::string_view path, std::string_view data, const FileOptions& options) const {
+std::shared_ptr<SandboxBackend> Sandbox::write_backend(std::string_view path, std::string_view data,
+                                                       const FileOptions& options) const {
   check_path(path);
   if (data.size() > state().owner->options.max_write_bytes) {
     throw SandboxError(Reason::LIMIT_REACHED, "the data is larger than max_write_bytes");
   }
   throw_if_cancelled(options.cancellation);
-  auto backend = state().use();
-  guarded("write_file", [&] { backend->write_file(std::string(path), data, options); });
+  return state().use();
 }
 
-std::vector<FileEntry> Sandbox::list(std::string_view path, const FileOptions& options) const {
+std::shared_ptr<SandboxBackend> Sandbox::path_backend(std::string_view path, const FileOptions& options) const {
   check_path(path);
   throw_if_cancelled(options.cancellation);
-  auto backend = state().use();
-  auto entries = guarded("list", [&] { return backend->list(std::string(path), options); });
+  return state().use();
+}
+
+namespace {
+
+void check_read(const std::string& data, std::size_t limit) {
+  if (data.size() > limit) throw SandboxError(Reason::LIMIT_REACHED, "the file is larger than the read limit");
+}
+
+void check_listing(std::vector<FileEntry>& entries) {
   for (const auto& e : entries) {
     if (e.name.empty() || e.name.find('/') != std::string::npos || e.name.find('\0') != std::string::npos ||
         e.name == "." || e.name == "..") {
@@ -357,14 +322,145 @@ std::vector<FileEntry> Sandbox::list(std::string_view path, const FileOptions& o
     }
   }
   std::sort(entries.begin(), entries.end(), [](const FileEntry& a, const FileEntry& b) { return a.name < b.name; });
+}
+
+// A provider's failure in the caller's terms, as guarded() gives it.
+std::exception_ptr provider_failure(const char* what, std::exception_ptr error) {
+  try {
+    guarded(what, [&] { std::rethrow_exception(error); });
+  } catch (...) {
+    return std::current_exception();
+  }
+  return error;
+}
+
+// Starts `start(backend, finish)` with the backend held until the call ends
+// (the caller hears of the end only once it is let go: a caller that then
+// closes its Sandboxes must find the provider gone), its failures as
+// guarded() gives them, and `check(result)` on what succeeded.
+template <class... R, class Start, class Check>
+void start_on(std::shared_ptr<SandboxBackend> backend, const char* what, Start start, Check check,
+              std::function<void(std::exception_ptr, R...)> done) {
+  auto holder = std::make_shared<std::shared_ptr<SandboxBackend>>(backend);
+  auto finish = [holder, what, check, done](std::exception_ptr error, R... result) mutable {
+    if (error) {
+      error = provider_failure(what, error);
+    } else {
+      try {
+        check(result...);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    if (error) ((result = R{}), ...);
+    holder->reset();
+    done(error, std::move(result)...);
+  };
+  try {
+    start(*backend, std::function<void(std::exception_ptr, R...)>(finish));
+  } catch (...) {
+    finish(std::current_exception(), R{}...);
+  }
+}
+
+}  // namespace
+
+std::string Sandbox::read_file(std::string_view path, const ReadOptions& options) const {
+  std::size_t limit = 0;
+  auto backend = read_backend(path, options, limit);
+  ReadOptions o = options;
+  o.max_bytes = limit;
+  std::string data = guarded("read_file", [&] { return backend->read_file(std::string(path), o); });
+  check_read(data, limit);
+  return data;
+}
+
+void Sandbox::start_read_file(std::string path, ReadOptions options, ReadCompletion done) const {
+  std::size_t limit = 0;
+  std::shared_ptr<SandboxBackend> backend;
+  try {
+    backend = read_backend(path, options, limit);
+  } catch (...) {
+    return done(std::current_exception(), {});
+  }
+  options.max_bytes = limit;
+  start_on<std::string>(
+      backend, "read_file",
+      [path = std::move(path), options](SandboxBackend& b, ReadCompletion finish) { b.async_read_file(path, options, finish); },
+      [limit](const std::string& data) { check_read(data, limit); }, std::move(done));
+}
+
+void Sandbox::write_file(std::string_view path, std::string_view data, const FileOptions& options) const {
+  auto backend = write_backend(path, data, options);
+  guarded("write_file", [&] { backend->write_file(std::string(path), data, options); });
+}
+
+void Sandbox::start_write_file(std::string path, std::string data, FileOptions options, DoneCompletion done) const {
+  std::shared_ptr<SandboxBackend> backend;
+  try {
+    backend = write_backend(path, data, options);
+  } catch (...) {
+    return done(std::current_exception());
+  }
+  start_on<>(
+      backend, "write_file",
+      [path = std::move(path), data = std::move(data), options](SandboxBackend& b, DoneCompletion finish) mutable {
+        b.async_write_file(path, std::move(data), options, finish);
+      },
+      [] {}, std::move(done));
+}
+
+std::vector<FileEntry> Sandbox::list(std::string_view path, const FileOptions& options) const {
+  auto backend = path_backend(path, options);
+  auto entries = guarded("list", [&] { return backend->list(std::string(path), options); });
+  check_listing(entries);
   return entries;
 }
 
+void Sandbox::start_list(std::string path, FileOptions options, ListCompletion done) const {
+  std::shared_ptr<SandboxBackend> backend;
+  try {
+    backend = path_backend(path, options);
+  } catch (...) {
+    return done(std::current_exception(), {});
+  }
+  start_on<std::vector<FileEntry>>(
+      backend, "list",
+      [path = std::move(path), options](SandboxBackend& b, ListCompletion finish) { b.async_list(path, options, finish); },
+      [](std::vector<FileEntry>& entries) { check_listing(entries); }, std::move(done));
+}
+
 void Sandbox::remove(std::string_view path, const FileOptions& options) const {
-  check_path(path);
-  throw_if_cancelled(options.cancellation);
-  auto backend = state().use();
+  auto backend = path_backend(path, options);
   guarded("remove", [&] { backend->remove(std::string(path), options); });
+}
+
+void Sandbox::start_remove(std::string path, FileOptions options, DoneCompletion done) const {
+  std::shared_ptr<SandboxBackend> backend;
+  try {
+    backend = path_backend(path, options);
+  } catch (...) {
+    return done(std::current_exception());
+  }
+  start_on<>(
+      backend, "remove",
+      [path = std::move(path), options](SandboxBackend& b, DoneCompletion finish) { b.async_remove(path, options, finish); },
+      [] {}, std::move(done));
+}
+
+void Sandbox::start_exec(std::vector<std::string> argv, ExecOptions options, ExecCompletion done) const {
+  std::shared_ptr<SandboxBackend> backend;
+  std::size_t limit = 0;
+  try {
+    backend = exec_backend(argv, options, limit);
+  } catch (...) {
+    return done(std::current_exception(), {});
+  }
+  options.max_output_bytes = limit;
+  start_on<ExecResult>(
+      backend, "exec",
+      [argv = std::move(argv), options](SandboxBackend& b, ExecCompletion finish) { b.async_exec(argv, options, finish); },
+      [limit](ExecResult& result) { result = checked_result(std::move(result), limit); }, std::move(done));
 }
 
 std::string Sandbox::url(int port) const {

@@ -120,6 +120,14 @@ Reply Routes::handle(http::verb method, std::string_view target, const std::stri
   ++metrics_.requests;
   try {
     return dispatch(method, target, body, client);
+  } catch (...) {
+    return failure_reply();
+  }
+}
+
+Reply Routes::failure_reply() noexcept {
+  try {
+    throw;
   } catch (const UnknownSandbox& u) {
     metrics_.failed(Reason::GONE);
     return error_reply(404, Reason::GONE, "there is no sandbox " + u.id.substr(0, 64));
@@ -135,6 +143,56 @@ Reply Routes::handle(http::verb method, std::string_view target, const std::stri
   } catch (...) {
     metrics_.failed(Reason::INTERNAL);
     return error_reply(Reason::INTERNAL, "the service failed");
+  }
+}
+
+std::optional<std::variant<FileCall, Reply>> Routes::file_call(http::verb method, std::string_view target,
+                                                               const Client& client) noexcept {
+  const auto parsed = parse_target(target);
+  if (!parsed) return std::nullopt;
+  const Target& t = *parsed;
+  using V = http::verb;
+  FileCall call;
+  if (sandbox_resource(t, "files") && (method == V::get || method == V::put || method == V::delete_)) {
+    call.kind = method == V::get ? FileCall::Kind::read : method == V::put ? FileCall::Kind::write : FileCall::Kind::remove;
+  } else if (sandbox_resource(t, "list") && method == V::get) {
+    call.kind = FileCall::Kind::list;
+  } else {
+    return std::nullopt;
+  }
+  ++metrics_.requests;
+  try {
+    call.sandbox = owned(t.segments[2], client);
+    if (call.kind == FileCall::Kind::list) {
+      const auto it = t.params.find("path");
+      call.path = it == t.params.end() ? std::string(".") : it->second;
+    } else {
+      call.path = param(t, "path");
+    }
+    if (call.kind == FileCall::Kind::read && t.params.count("maxBytes")) {
+      call.read.max_bytes = static_cast<std::size_t>(number_param(t, "maxBytes", 0, std::int64_t{1} << 40));
+    }
+    return call;
+  } catch (...) {
+    return failure_reply();
+  }
+}
+
+Reply Routes::file_reply(const FileCall& call, std::exception_ptr error, std::string data,
+                         std::vector<FileEntry> entries) noexcept {
+  try {
+    if (error) std::rethrow_exception(error);
+    switch (call.kind) {
+      case FileCall::Kind::read: return {200, "application/octet-stream", std::move(data)};
+      case FileCall::Kind::list: {
+        json list = json::array();
+        for (const FileEntry& e : entries) list.push_back(file_entry_json(e));
+        return json_reply(200, {{"entries", list}});
+      }
+      default: return no_content();
+    }
+  } catch (...) {
+    return failure_reply();
   }
 }
 
@@ -197,31 +255,11 @@ Reply Routes::dispatch(http::verb method, std::string_view target, const std::st
     registry_.forget(id);
     return no_content();
   }
-  if (sandbox_resource(t, "files")) {
-    Sandbox s = owned(id, client);
-    const std::string& path = param(t, "path");
-    if (method == V::get) {
-      ReadOptions o;
-      if (t.params.count("maxBytes")) o.max_bytes = static_cast<std::size_t>(number_param(t, "maxBytes", 0, std::int64_t{1} << 40));
-      return {200, "application/octet-stream", s.read_file(path, o)};
-    }
-    if (method == V::put) {
-      s.write_file(path, body);
-      return no_content();
-    }
-    if (method == V::delete_) {
-      s.remove(path);
-      return no_content();
-    }
+  // A files or list request with a method they take is a FileCall (the
+  // server makes it on the async forms); what reaches here is refused.
+  if (sandbox_resource(t, "files") || sandbox_resource(t, "list")) {
+    owned(id, client);  // an unknown id is 404 whatever the method
     return wrong_method();
-  }
-  if (sandbox_resource(t, "list")) {
-    if (method != V::get) return wrong_method();
-    Sandbox s = owned(id, client);
-    json entries = json::array();
-    const auto it = t.params.find("path");
-    for (const FileEntry& e : s.list(it == t.params.end() ? std::string(".") : it->second)) entries.push_back(file_entry_json(e));
-    return json_reply(200, {{"entries", entries}});
   }
   if (sandbox_resource(t, "url")) {
     if (method != V::get) return wrong_method();

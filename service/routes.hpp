@@ -5,9 +5,12 @@
 // whose answer streams; the server runs it, with what exec_target finds.
 
 #include <boost/beast/http/verb.hpp>
+#include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 #include "metrics.hpp"
 #include "registry.hpp"
@@ -30,6 +33,15 @@ struct ServiceInfo {
   std::vector<NetworkKind> network;  // the kinds a create may ask for
 };
 
+// A file call the server makes on the provider's async forms (read, write,
+// remove a file; list a directory), once the request is known to be one.
+struct FileCall {
+  enum class Kind { read, write, remove, list } kind = Kind::read;
+  Sandbox sandbox;
+  std::string path;
+  ReadOptions read;
+};
+
 class Routes {
  public:
   Routes(Sandboxes sandboxes, ServiceInfo info, Registry& registry, Metrics& metrics, std::size_t max_json_bytes,
@@ -46,6 +58,14 @@ class Routes {
   Reply handle(boost::beast::http::verb method, std::string_view target, const std::string& body,
                const Client& client) noexcept;
 
+  // For a request of the files or list resource with a method they take:
+  // the call to make, or the reply that refuses it. Nothing for any other
+  // request (handle() answers those, a wrong method among them).
+  std::optional<std::variant<FileCall, Reply>> file_call(boost::beast::http::verb method, std::string_view target,
+                                                        const Client& client) noexcept;
+  // The answer to a file call that ended (`error`, or what it read or listed).
+  Reply file_reply(const FileCall& call, std::exception_ptr error, std::string data, std::vector<FileEntry> entries) noexcept;
+
   // For an exec: the client's sandbox and the request; SandboxError (GONE
   // for an id the client does not have) otherwise.
   std::pair<Sandbox, ExecRequest> exec_target(const std::string& id, const std::string& body, const Client& client);
@@ -55,6 +75,8 @@ class Routes {
 
  private:
   Reply dispatch(boost::beast::http::verb method, std::string_view target, const std::string& body, const Client& client);
+  // The reply for the failure being handled (a catch block's), counted.
+  Reply failure_reply() noexcept;
   Sandbox owned(const std::string& id, const Client& client);
 
   Sandboxes sandboxes_;

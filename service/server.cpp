@@ -280,6 +280,40 @@ awaitable<bool> serve_exec(Stream& stream, State& s, const Request& req, const s
   co_return more;
 }
 
+// A file call, and the reply it ends in. (Arguments by value, and no
+// co_await in a condition: GCC 12's coroutines.)
+awaitable<Reply> run_file_call(State* s, FileCall call, std::string body) {
+  std::exception_ptr error;
+  std::string data;
+  std::vector<FileEntry> entries;
+  const auto token = asio::as_tuple(use_awaitable);
+  switch (call.kind) {
+    case FileCall::Kind::read: {
+      auto result = co_await call.sandbox.async_read_file(call.path, call.read, token);
+      error = std::get<0>(result);
+      data = std::move(std::get<1>(result));
+      break;
+    }
+    case FileCall::Kind::write: {
+      auto result = co_await call.sandbox.async_write_file(call.path, std::move(body), token);
+      error = std::get<0>(result);
+      break;
+    }
+    case FileCall::Kind::remove: {
+      auto result = co_await call.sandbox.async_remove(call.path, token);
+      error = std::get<0>(result);
+      break;
+    }
+    case FileCall::Kind::list: {
+      auto result = co_await call.sandbox.async_list(call.path, token);
+      error = std::get<0>(result);
+      entries = std::move(std::get<1>(result));
+      break;
+    }
+  }
+  co_return s->routes.file_reply(call, error, std::move(data), std::move(entries));
+}
+
 std::optional<Client> client_of_token(const State& s, const Request& req) {
   const auto auth = req[http::field::authorization];
   constexpr std::string_view kBearer = "Bearer ";
@@ -355,6 +389,17 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer) {
     }
     if (const auto id = s->routes.exec_id(req.method(), req.target())) {
       more = co_await serve_exec(stream, *s, req, *id, *client);
+      continue;
+    }
+    if (auto call = s->routes.file_call(req.method(), req.target(), *client)) {
+      // On the provider's async forms: no thread waits for the sandbox.
+      Reply reply;
+      if (call->index() == 1) {
+        reply = std::get<1>(std::move(*call));
+      } else {
+        reply = co_await run_file_call(s, std::get<0>(std::move(*call)), std::move(req.body()));
+      }
+      more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
       continue;
     }
     const Reply reply = co_await offload(s->blocking, [s, &req, &client] {

@@ -92,12 +92,14 @@ auto async_run(const boost::asio::any_io_executor& fallback, Token&& token, Fn f
 }
 
 // Starts `start(std::stop_token, done)`, which calls `done(error, result)`
-// once on any thread, without a thread of its own; the completion goes to
-// the token's executor (or `fallback`), as async_run's does.
+// (`done(error)` when R is void) once on any thread, without a thread of its
+// own; the completion goes to the token's executor (or `fallback`), as
+// async_run's does.
 template <class R, class Token, class Start>
 auto async_start(const boost::asio::any_io_executor& fallback, Token&& token, Start start) {
   namespace asio = boost::asio;
-  return asio::async_initiate<Token, void(std::exception_ptr, R)>(
+  using Sig = typename completion_signature<R>::type;
+  return asio::async_initiate<Token, Sig>(
       [fallback](auto handler, Start begin) {
         auto stop = std::make_shared<std::stop_source>();
         auto slot = asio::get_associated_cancellation_slot(handler);
@@ -112,15 +114,23 @@ auto async_start(const boost::asio::any_io_executor& fallback, Token&& token, St
           asio::executor_work_guard<decltype(done_executor)> guard;
         };
         auto pending = std::make_shared<Pending>(Pending{std::move(handler), asio::make_work_guard(done_executor)});
-        begin(stop->get_token(), [pending, stop](std::exception_ptr error, R result) {
+        auto complete = [pending](auto... args) {
           auto ex = pending->guard.get_executor();
-          asio::dispatch(ex, [pending, error, result = std::move(result)]() mutable {
+          asio::dispatch(ex, [pending, args...]() mutable {
             auto done = asio::get_associated_cancellation_slot(pending->handler);
             if (done.is_connected()) done.clear();
-            std::move(pending->handler)(error, std::move(result));
+            std::move(pending->handler)(std::move(args)...);
             pending->guard.reset();
           });
-        });
+        };
+        if constexpr (std::is_void_v<R>) {
+          begin(stop->get_token(), std::function<void(std::exception_ptr)>(
+                                       [complete, stop](std::exception_ptr error) { complete(error); }));
+        } else {
+          begin(stop->get_token(), std::function<void(std::exception_ptr, R)>([complete, stop](std::exception_ptr error, R result) {
+                  complete(error, std::move(result));
+                }));
+        }
       },
       token, std::move(start));
 }

@@ -25,6 +25,15 @@ class SandboxBackend {
   // without one (the native provider, on its reactor) overrides it.
   using ExecCompletion = std::function<void(std::exception_ptr, ExecResult)>;
   virtual void async_exec(const std::vector<std::string>& argv, const ExecOptions& options, ExecCompletion done);
+  // The file calls the same way (by default, each on a thread of its own).
+  using ReadCompletion = std::function<void(std::exception_ptr, std::string)>;
+  using ListCompletion = std::function<void(std::exception_ptr, std::vector<FileEntry>)>;
+  using DoneCompletion = std::function<void(std::exception_ptr)>;
+  virtual void async_read_file(const std::string& path, const ReadOptions& options, ReadCompletion done);
+  virtual void async_write_file(const std::string& path, std::string data, const FileOptions& options,
+                                DoneCompletion done);
+  virtual void async_list(const std::string& path, const FileOptions& options, ListCompletion done);
+  virtual void async_remove(const std::string& path, const FileOptions& options, DoneCompletion done);
   virtual std::string read_file(const std::string& path, const ReadOptions& options) = 0;
   virtual void write_file(const std::string& path, std::string_view data, const FileOptions& options) = 0;
   virtual std::vector<FileEntry> list(const std::string& path, const FileOptions& options) = 0;

@@ -83,36 +83,52 @@ class Sandbox {
   }
   template <class Token>
   auto async_read_file(std::string path, Token&& token) const {
-    return detail::async_run(default_executor(), std::forward<Token>(token), [self = *this, path](std::stop_token stop) {
-      ReadOptions o;
-      o.cancellation = stop;
-      return self.read_file(path, o);
-    });
+    return async_read_file(std::move(path), ReadOptions{}, std::forward<Token>(token));
+  }
+  // (options.cancellation stops it too, as the operation's cancellation does)
+  template <class Token>
+  auto async_read_file(std::string path, ReadOptions options, Token&& token) const {
+    return detail::async_start<std::string>(
+        default_executor(), std::forward<Token>(token),
+        [self = *this, path = std::move(path), options = std::move(options)](std::stop_token stop,
+                                                                             ReadCompletion done) mutable {
+          auto joined = std::make_shared<detail::JoinedStop>(stop, options.cancellation);
+          options.cancellation = joined->token();
+          self.start_read_file(std::move(path), std::move(options),
+                               [joined, done = std::move(done)](std::exception_ptr e, std::string data) {
+                                 done(std::move(e), std::move(data));
+                               });
+        });
   }
   template <class Token>
   auto async_write_file(std::string path, std::string data, Token&& token) const {
-    return detail::async_run(default_executor(), std::forward<Token>(token),
-                             [self = *this, path, data = std::move(data)](std::stop_token stop) {
-                               FileOptions o;
-                               o.cancellation = stop;
-                               self.write_file(path, data, o);
-                             });
+    return detail::async_start<void>(
+        default_executor(), std::forward<Token>(token),
+        [self = *this, path = std::move(path), data = std::move(data)](std::stop_token stop, DoneCompletion done) mutable {
+          FileOptions o;
+          o.cancellation = stop;
+          self.start_write_file(std::move(path), std::move(data), std::move(o), std::move(done));
+        });
   }
   template <class Token>
   auto async_list(std::string path, Token&& token) const {
-    return detail::async_run(default_executor(), std::forward<Token>(token), [self = *this, path](std::stop_token stop) {
-      FileOptions o;
-      o.cancellation = stop;
-      return self.list(path, o);
-    });
+    return detail::async_start<std::vector<FileEntry>>(
+        default_executor(), std::forward<Token>(token),
+        [self = *this, path = std::move(path)](std::stop_token stop, ListCompletion done) mutable {
+          FileOptions o;
+          o.cancellation = stop;
+          self.start_list(std::move(path), std::move(o), std::move(done));
+        });
   }
   template <class Token>
   auto async_remove(std::string path, Token&& token) const {
-    return detail::async_run(default_executor(), std::forward<Token>(token), [self = *this, path](std::stop_token stop) {
-      FileOptions o;
-      o.cancellation = stop;
-      self.remove(path, o);
-    });
+    return detail::async_start<void>(
+        default_executor(), std::forward<Token>(token),
+        [self = *this, path = std::move(path)](std::stop_token stop, DoneCompletion done) mutable {
+          FileOptions o;
+          o.cancellation = stop;
+          self.start_remove(std::move(path), std::move(o), std::move(done));
+        });
   }
   template <class Token>
   auto async_url(int port, Token&& token) const {
@@ -133,10 +149,22 @@ class Sandbox {
   friend class Sandboxes;
   explicit Sandbox(std::shared_ptr<detail::SandboxState> state) : state_(std::move(state)) {}
   using ExecCompletion = std::function<void(std::exception_ptr, ExecResult)>;
-  // Checks the call and starts it; `done` gets its end (or its refusal), once.
+  using ReadCompletion = std::function<void(std::exception_ptr, std::string)>;
+  using ListCompletion = std::function<void(std::exception_ptr, std::vector<FileEntry>)>;
+  using DoneCompletion = std::function<void(std::exception_ptr)>;
+  // Each checks the call and starts it on the provider's async form; `done`
+  // gets its end (or its refusal), once.
   void start_exec(std::vector<std::string> argv, ExecOptions options, ExecCompletion done) const;
+  void start_read_file(std::string path, ReadOptions options, ReadCompletion done) const;
+  void start_write_file(std::string path, std::string data, FileOptions options, DoneCompletion done) const;
+  void start_list(std::string path, FileOptions options, ListCompletion done) const;
+  void start_remove(std::string path, FileOptions options, DoneCompletion done) const;
+  // The checks of each call, then the backend to run it on.
   std::shared_ptr<SandboxBackend> exec_backend(const std::vector<std::string>& argv, const ExecOptions& options,
                                                std::size_t& limit) const;
+  std::shared_ptr<SandboxBackend> read_backend(std::string_view path, const ReadOptions& options, std::size_t& limit) const;
+  std::shared_ptr<SandboxBackend> write_backend(std::string_view path, std::string_view data, const FileOptions& options) const;
+  std::shared_ptr<SandboxBackend> path_backend(std::string_view path, const FileOptions& options) const;
   boost::asio::any_io_executor default_executor() const;
   detail::SandboxState& state() const;
   std::shared_ptr<detail::SandboxState> state_;
