@@ -5,13 +5,17 @@
 // the mayurad binary itself releases everything on SIGTERM and cleans up
 // after a SIGKILL.
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -601,6 +605,85 @@ TEST_F(DaemonTest, FiveHundredExecsAtOnceHoldNoThreadEach) {
   EXPECT_LE(out.peak_threads, idle + 2) << "idle " << idle;
   std::printf("500 execs of sleep 5: %.1f s in all; daemon threads idle %zu, at most %zu; RSS at most %zu KiB\n", took, idle,
               out.peak_threads, out.peak_rss_kib);
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(wait_for(pid), 0);
+  stop.pid = -1;
+}
+
+}  // namespace
+}  // namespace mayura::testing
+
+namespace mayura::testing {
+namespace {
+
+// File calls wait for the sandbox on the daemon's reactor, not on a thread:
+// with more file calls stalled than the daemon has blocking threads (a
+// sandbox frozen, so its file helper cannot answer), every other request is
+// still answered at once, and the stalled calls all end once it thaws.
+TEST_F(DaemonTest, FileCallsStalledOnAFrozenSandboxHoldNoThread) {
+  const pid_t pid = start_daemon();
+  struct Stop {
+    pid_t pid;
+    ~Stop() {
+      if (pid > 0) ::kill(pid, SIGTERM);
+    }
+  } stop{pid};
+  const std::string id = load::create(socket_, 120'000);
+  ASSERT_FALSE(id.empty());
+  ASSERT_EQ(daemon_call(verb::put, "/v1/sandboxes/" + id + "/files?path=note", "kept").status, 204u);
+  // The sandbox's cgroup: the only one below the engine's root.
+  std::string sandbox_cgroup;
+  for (const auto& e : std::filesystem::directory_iterator(options_of_test().cgroup_root)) {
+    if (e.is_directory()) sandbox_cgroup = e.path();
+  }
+  ASSERT_FALSE(sandbox_cgroup.empty());
+  auto freeze = [&](const char* value) { std::ofstream(sandbox_cgroup + "/cgroup.freeze") << value; };
+  freeze("1");
+  struct Thaw {
+    std::function<void()> thaw;
+    ~Thaw() { thaw(); }
+  } thaw{[&] { freeze("0"); }};
+  for (int i = 0; i < 200 && read_host(sandbox_cgroup + "/cgroup.events").find("frozen 1") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(read_host(sandbox_cgroup + "/cgroup.events").find("frozen 1"), std::string::npos);
+
+  // Twice as many reads as the daemon has blocking threads, each stalled.
+  std::vector<int> reads;
+  for (int i = 0; i < 16; ++i) {
+    const int fd = load::connect_to(socket_);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(load::send_all(fd, load::request("GET", "/v1/sandboxes/" + id + "/files?path=note", "")));
+    reads.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (const int fd : reads) {
+    pollfd p{fd, POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 0), 0) << "a read of a frozen sandbox answered";
+  }
+  // Meanwhile the daemon answers what goes through its blocking threads
+  // (its list, a sandbox's details): within seconds, not at the reads'
+  // two-minute bound.
+  const auto asked = std::chrono::steady_clock::now();
+  EXPECT_EQ(daemon_call(verb::get, "/v1/sandboxes").status, 200u);
+  EXPECT_EQ(daemon_call(verb::get, "/v1/sandboxes/" + id).status, 200u);
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(20));
+
+  freeze("0");
+  for (const int fd : reads) {
+    std::string answer;
+    char buf[4096];
+    pollfd p{fd, POLLIN, 0};
+    while (::poll(&p, 1, 30'000) == 1) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) break;
+      answer.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+    EXPECT_EQ(answer.substr(answer.size() - 4), "kept") << answer;
+  }
+  EXPECT_EQ(daemon_call(verb::delete_, "/v1/sandboxes/" + id).status, 204u);
   ::kill(pid, SIGTERM);
   EXPECT_EQ(wait_for(pid), 0);
   stop.pid = -1;
