@@ -1,4 +1,4 @@
-#include "image_commands.hpp"
+#include "run_engine.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,6 @@
-// mayura-run: runs one command in a fresh sandbox and releases it.
+// mayura-run: runs one command in a fresh sandbox and releases it. The main
+// of both mayura-run (the light client of mayurad) and mayura-run-local (an
+// engine in this process): run_engine.hpp says which does what.
 
 #include <signal.h>
 #include <unistd.h>
@@ -17,13 +19,21 @@
 #include <thread>
 #include <vector>
 
-#include "image_commands.hpp"
 #include "run_engine.hpp"
-#include "mayura/images.hpp"
-#include "mayura/native.hpp"
 #include "mayura/sandbox.hpp"
 
+namespace mayura::tools {
+
+void usage_error(const std::string& message) {
+  std::fprintf(stderr, "mayura-run: INVALID_INPUT: %s\n(see mayura-run --help)\n", message.c_str());
+  std::exit(125);
+}
+
+}  // namespace mayura::tools
+
 namespace {
+
+using mayura::tools::usage_error;
 
 constexpr int kSandboxFailed = 125;
 constexpr int kTimedOut = 124;
@@ -101,11 +111,6 @@ Exit status: the command's; 124 if it timed out; 125 if the sandbox could not
 be made, the input was bad, or the sandbox's lifetime ended under the command.
 )";
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "mayura-run: INVALID_INPUT: %s\n(see mayura-run --help)\n", message.c_str());
-  std::exit(kSandboxFailed);
-}
-
 double parse_number(const std::string& flag, const std::string& value, double max, const char* what) {
   char* end = nullptr;
   errno = 0;
@@ -122,12 +127,7 @@ std::int64_t parse_count(const std::string& flag, const std::string& value, std:
   return static_cast<std::int64_t>(v);
 }
 
-mayura::NativeOptions engine_options_from_env();
-
-void print_version(bool local) {
-  std::printf("mayura-run %s\n%s\n%s\n", MAYURA_VERSION, mayura::describe_native_host(engine_options_from_env()).c_str(),
-              mayura::tools::describe_engine_choice(local).c_str());
-}
+void print_version(bool local) { std::fputs(mayura::tools::describe_host(local).c_str(), stdout); }
 
 double parse_seconds(const std::string& flag, const std::string& value) {
   char* end = nullptr;
@@ -259,69 +259,10 @@ Args parse(int argc, char** argv) {
 
 std::string read_host_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::fprintf(stderr, "mayura-run: INVALID_INPUT: cannot read %s: %s\n", path.c_str(), std::strerror(errno));
-    std::exit(kSandboxFailed);
-  }
+  // (thrown, not exited on: an engine in this process is up by now, and must
+  // be shut down on the way out)
+  if (!in) throw mayura::SandboxError(mayura::Reason::INVALID_INPUT, "cannot read " + path + ": " + std::strerror(errno));
   return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-mayura::NativeOptions engine_options_from_env() {
-  mayura::NativeOptions o;
-  // One sandbox per run: a namespace made ahead would only race this one.
-  o.netns_pool = 0;
-  o.prepared = 0;
-  auto text = [](const char* name, std::string& into) {
-    if (const char* v = std::getenv(name); v && *v) into = v;
-  };
-  auto number = [](const char* name, std::uint32_t& into) {
-    if (const char* v = std::getenv(name); v && *v) {
-      char* end = nullptr;
-      const unsigned long long n = std::strtoull(v, &end, 0);
-      if (*end != '\0' || n > 0xffffffffull) usage_error(std::string(name) + " is not a number");
-      into = static_cast<std::uint32_t>(n);
-    }
-  };
-  text("MAYURA_IMAGE_DIR", o.image_dir);
-  text("MAYURA_IMAGE_STORE", o.image_store);
-  text("MAYURA_STATE_DIR", o.state_dir);
-  text("MAYURA_CGROUP_ROOT", o.cgroup_root);
-  number("MAYURA_ID_BASE", o.id_base);
-  number("MAYURA_ID_SLOTS", o.id_slots);
-  auto list = [](const char* name, std::vector<std::string>& into) {
-    const char* v = std::getenv(name);
-    if (!v) return;
-    std::string item;
-    for (const char* c = v;; ++c) {
-      if (*c == ',' || *c == '\0') {
-        if (!item.empty()) into.push_back(item);
-        item.clear();
-        if (*c == '\0') break;
-      } else if (*c != ' ') {
-        item.push_back(*c);
-      }
-    }
-  };
-  list("MAYURA_DNS_SERVERS", o.dns_servers);
-  list("MAYURA_PUBLIC_RANGES", o.public_ranges);
-  if (const char* v = std::getenv("MAYURA_ALLOW_PRIVATE")) o.allow_private_addresses = std::string(v) == "1";
-  return o;
-}
-
-// An image's Entrypoint followed by its Cmd, as `docker run IMAGE` runs.
-std::vector<std::string> default_command(const std::string& image) {
-  const char* dir = std::getenv("MAYURA_IMAGE_STORE");
-  const auto store = mayura::ImageStore(dir && *dir ? dir : mayura::NativeOptions{}.image_store);
-  mayura::ImageInfo info;
-  try {
-    info = store.inspect(image);
-  } catch (const mayura::SandboxError&) {
-    usage_error("no command given, and " + image + " is no image of the store to take one from");
-  }
-  std::vector<std::string> command = info.entrypoint;
-  command.insert(command.end(), info.cmd.begin(), info.cmd.end());
-  if (command.empty()) usage_error("no command given, and image " + image + " names none");
-  return command;
 }
 
 void write_out(int fd, std::string_view chunk) {
@@ -335,6 +276,7 @@ void write_out(int fd, std::string_view chunk) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mayura::tools::keep_command_line(argv);
   if (argc >= 2 && std::string(argv[1]) == "image") return mayura::tools::run_image_command(argc - 1, argv + 1);
   Args args = parse(argc, argv);
 
@@ -353,6 +295,13 @@ int main(int argc, char** argv) {
   std::optional<mayura::Sandbox> sandbox;
   std::string daemon;  // the daemon the run goes through; empty: none
   try {
+    // First, before any input is read, since the client may hand the whole
+    // run over to mayura-run-local in either: before anything is made, an
+    // image with no command of its own is bad input; then the engine.
+    if (args.command.empty()) args.command = mayura::tools::image_default_command(args.image);
+    const auto engine = mayura::tools::choose_engine(args.local);
+    daemon = engine.daemon;
+
     std::string input;
     if (args.stdin_on) input.assign(std::istreambuf_iterator<char>(std::cin), {});
     std::vector<std::pair<std::string, std::string>> files;
@@ -365,8 +314,6 @@ int main(int argc, char** argv) {
     limits.max_write_bytes = std::size_t{1} << 30;
     // Whoever runs mayura-run decides the network on its command line.
     limits.network = {mayura::NetworkKind::none, mayura::NetworkKind::allowlist, mayura::NetworkKind::all};
-    const auto engine = mayura::tools::choose_engine(args.local, engine_options_from_env);
-    daemon = engine.daemon;
     // Without --lifetime, a daemon's maximum (when lower) is the run's.
     const std::int64_t daemon_max = engine.provider->max_lifetime_ms();
     if (!daemon.empty() && !args.lifetime_given && daemon_max > 0 && daemon_max < args.lifetime_ms) {
@@ -375,8 +322,6 @@ int main(int argc, char** argv) {
     limits.max_lifetime_ms = std::max<std::int64_t>(args.lifetime_ms, 1);
     auto sandboxes = mayura::create_sandboxes(engine.provider, limits);
 
-    // Before anything is made: an image with no command of its own is bad input.
-    if (args.command.empty()) args.command = default_command(args.image);
     mayura::CreateOptions create;
     create.lifetime_ms = args.lifetime_ms;
     create.network = args.network;

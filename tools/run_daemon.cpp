@@ -1,6 +1,7 @@
-// mayura-run's choice of engine. The default socket is probed with a plain
-// connect: a daemon that is there answers that at once, and one that died
-// left a socket file nobody listens on (ECONNREFUSED).
+// mayura-run's choice of a daemon, the same in the client and in
+// mayura-run-local. The default socket is probed with a plain connect: a
+// daemon that is there answers that at once, and one that died left a socket
+// file nobody listens on (ECONNREFUSED).
 
 #include "run_engine.hpp"
 
@@ -54,36 +55,35 @@ std::string token_from_env() {
   return t;
 }
 
-RunEngine remote(const std::string& url) {
-  RemoteOptions o;
-  o.url = url;
-  o.token = token_from_env();
-  o.ca_file = env("MAYURA_CA_FILE");
-  return {remote_sandboxes(o), url};
-}
-
 }  // namespace
 
-RunEngine choose_engine(bool local, const std::function<NativeOptions()>& native_options) {
-  if (!local) {
-    if (const std::string host = env("MAYURA_HOST"); !host.empty()) return remote(host);
-    int error = 0;
-    switch (probe(kDefaultDaemonSocket, error)) {
-      case Probe::answers:
-        return remote(std::string("unix://") + kDefaultDaemonSocket);
-      case Probe::denied:
-        // Falling back would only fail later, further from the cause.
-        if (::geteuid() != 0) {
-          throw SandboxError(Reason::PERMISSION_DENIED,
-                             std::string("mayurad's socket ") + kDefaultDaemonSocket + " refuses this user (" +
-                                 std::strerror(error) + "): add it to the group mayura, or run with --local as root");
-        }
-        break;
-      case Probe::nobody:
-        break;
-    }
+RunEngine remote_engine(const std::string& address) {
+  RemoteOptions o;
+  o.url = address;
+  o.token = token_from_env();
+  o.ca_file = env("MAYURA_CA_FILE");
+  return {remote_sandboxes(o), address};
+}
+
+std::optional<std::string> daemon_address(bool local) {
+  if (local) return std::nullopt;
+  if (std::string host = env("MAYURA_HOST"); !host.empty()) return host;
+  int error = 0;
+  switch (probe(kDefaultDaemonSocket, error)) {
+    case Probe::answers:
+      return std::string("unix://") + kDefaultDaemonSocket;
+    case Probe::denied:
+      // Falling back would only fail later, further from the cause.
+      if (::geteuid() != 0) {
+        throw SandboxError(Reason::PERMISSION_DENIED,
+                           std::string("mayurad's socket ") + kDefaultDaemonSocket + " refuses this user (" +
+                               std::strerror(error) + "): add it to the group mayura, or run with --local as root");
+      }
+      break;
+    case Probe::nobody:
+      break;
   }
-  return {native_sandboxes(native_options()), {}};
+  return std::nullopt;
 }
 
 std::string describe_engine_choice(bool local) {

@@ -78,7 +78,7 @@ run_script postrm purge
 
 echo "== contents"
 dpkg-deb -c "$deb" | awk '{ print $NF }' | sed 's|^\./|/|' >"$scratch/contents"
-for path in /usr/bin/mayurad /usr/bin/mayura-run /usr/lib/systemd/system/mayurad.service \
+for path in /usr/bin/mayurad /usr/bin/mayura-run /usr/libexec/mayura/mayura-run-local /usr/lib/systemd/system/mayurad.service \
   /usr/lib/systemd/system/mayurad.socket /etc/mayura/mayurad.json /usr/include/mayura/remote.hpp \
   /usr/include/mayura/service/server.hpp /usr/include/mayura/native.hpp; do
   grep -qx "$path" "$scratch/contents" || fail "the package lacks $path"
