@@ -48,12 +48,24 @@ failed_layouts=()
 for layout in "${layouts[@]}"; do
   out=$build/vm/$layout
   started=$(date +%s)
-  set +e
-  "$here/run.sh" "$layout" "$out" \
-    ctest --test-dir "$build" -R "$(select_for "$layout")" -E "$(exclude_for "$layout")" \
-    -j3 --timeout 600 --output-on-failure --no-tests=error
-  status=$?
-  set -e
+  for attempt in 1 2; do
+    set +e
+    "$here/run.sh" "$layout" "$out" \
+      ctest --test-dir "$build" -R "$(select_for "$layout")" -E "$(exclude_for "$layout")" \
+      -j3 --timeout 600 --output-on-failure --no-tests=error
+    status=$?
+    set -e
+    # Only a guest kernel that locked up (and so panicked: run.sh) is run
+    # again, once, and said so: a test that fails is a failure.
+    if [ "$status" = 125 ] && [ "$attempt" = 1 ] && grep -q "soft lockup" "$out/console.log" 2>/dev/null; then
+      echo "== vm $layout: the guest kernel locked up (a cpu stuck in the kernel); its console:"
+      grep -A40 "soft lockup" "$out/console.log" | head -60 || true
+      mv "$out/console.log" "$out/console-lockup.log"
+      echo "== vm $layout: run once more"
+      continue
+    fi
+    break
+  done
   took=$(($(date +%s) - started))
   log=$out/job.log
   pass=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* +Passed +[0-9.]+ sec$' "$log" 2>/dev/null || true)

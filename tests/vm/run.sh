@@ -38,12 +38,15 @@ truncate -s 8G "$out/disk.img"
 cgroup_args=""
 case "$layout" in v2-*) cgroup_args="cgroup_no_v1=all" ;; esac
 timeout_s=${MAYURA_VM_TIMEOUT:-3000}
+# A guest kernel that locks up (seen once under the emulated cpu, a cpu stuck
+# in the kernel for half an hour) panics after a minute stuck, with its
+# backtrace on the console, and the VM ends then instead of at the timeout.
 set +e
 timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 \
   -accel tcg,thread=multi -cpu max -m "${MAYURA_VM_MEMORY:-6144}" -smp "$(nproc)" \
   -nographic -no-reboot -nic none -serial "file:$out/console.log" -monitor none \
   -kernel "$kernel" -initrd "$initrd" \
-  -append "console=ttyS0 panic=-1 quiet loglevel=4 $cgroup_args mayura.layout=$layout mayura.guest=$here/guest.sh" \
+  -append "console=ttyS0 panic=-1 softlockup_panic=1 watchdog_thresh=30 quiet loglevel=5 $cgroup_args mayura.layout=$layout mayura.guest=$here/guest.sh" \
   -fsdev "local,id=root,path=/,security_model=passthrough,readonly=on,multidevs=remap" \
   -device virtio-9p-pci,fsdev=root,mount_tag=rootfs \
   -fsdev "local,id=results,path=$out,security_model=passthrough" \
