@@ -230,12 +230,21 @@ class RemoteProvider final : public SandboxProvider {
   std::unique_ptr<SandboxBackend> create(const CreateOptions& options, std::stop_token cancellation) override {
     CreateOptions o = options;
     if (o.image.empty()) o.image = image_;
-    const HttpAnswer a = link_->call(http_verb::post, "/v1/sandboxes", service::dump(service::create_json(o)), cancellation);
+    if (cancellation.stop_requested()) throw SandboxError(Reason::CANCELLED, "the operation was cancelled");
+    // A cancellation that comes while the daemon creates does not cut the
+    // call short: the daemon would go on and make the sandbox, and only its
+    // answer has the id to release it by. The sandbox is released then.
+    const HttpAnswer a = link_->call(http_verb::post, "/v1/sandboxes", service::dump(service::create_json(o)));
     if (a.status != 201) throw failure_of(a);
     const json body = parse_answer(a, "a create");
-    return decoded("created sandbox", [&] {
+    auto sandbox = decoded("created sandbox", [&] {
       return std::make_unique<RemoteSandbox>(link_, body.at("id").get<std::string>(), service::bytes_from(body.at("workdir"), "workdir"));
     });
+    if (cancellation.stop_requested()) {
+      sandbox->release();
+      throw SandboxError(Reason::CANCELLED, "the operation was cancelled");
+    }
+    return sandbox;
   }
 
  private:

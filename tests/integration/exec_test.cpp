@@ -56,7 +56,8 @@ TEST_F(ExecTest, ExitCodesAndSeparateStreams) {
 TEST_F(ExecTest, TimeoutKillsEverythingTheCommandStarted) {
   auto s = create();
   ExecOptions o;
-  o.timeout_ms = 300;
+  // long enough for the five to be up even on an emulated cpu under load
+  o.timeout_ms = 5000;
   auto r = s.exec({"/bin/sh", "-c",
                    "sleep 1000 & "                                      // a child
                    "setsid sleep 1000 & "                               // a new session

@@ -18,6 +18,7 @@
 #include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <stop_token>
 #include <thread>
 
 #include "harness.hpp"
@@ -210,6 +211,35 @@ TEST_F(ServiceTest, TheFixedResourcesAnswerAsDocumented) {
 }
 
 // Every reason the engine gives comes back the same through the service.
+// A create through remote_sandboxes cancelled while the daemon makes the
+// sandbox fails CANCELLED and leaves nothing in the daemon: the provider
+// takes the answer and releases what it names. Cancellations land at
+// staggered moments, before, during and after the daemon's part.
+TEST_F(ServiceTest, ARemoteCreateCancelledMidwayLeavesNoSandboxInTheDaemon) {
+  Sandboxes sandboxes = remote();
+  CreateOptions o;
+  o.lifetime_ms = 60'000;
+  int cancelled = 0;
+  for (int i = 0; i < 24; ++i) {
+    std::stop_source stop;
+    std::thread canceller([&stop, i] {
+      std::this_thread::sleep_for(std::chrono::microseconds(250 * i));
+      stop.request_stop();
+    });
+    try {
+      sandboxes.create(o, stop.get_token()).release();
+    } catch (const SandboxError& e) {
+      EXPECT_EQ(e.reason(), Reason::CANCELLED) << e.what();
+      ++cancelled;
+    }
+    canceller.join();
+    const auto a = call(verb::get, "/v1/sandboxes");
+    ASSERT_EQ(a.status, 200u) << a.body;
+    EXPECT_EQ(json::parse(a.body).at("sandboxes").size(), 0u) << "after a cancellation " << 0.25 * i << " ms in";
+  }
+  EXPECT_GT(cancelled, 0);
+}
+
 TEST_F(ServiceTest, ReasonsRoundTripThroughTheService) {
   Sandboxes sandboxes = remote();
   auto reason = [](auto&& fn) -> std::optional<Reason> {
