@@ -105,6 +105,9 @@ Host detect(const Probe& probe) {
   place(host.memory, "memory");
   place(host.cpu, "cpu");
   place(host.pids, "pids");
+  for (const auto& m : mounts) {
+    if ((m.fstype == "cgroup" || m.fstype == "cgroup2") && has_option(m.super_options, "favordynmods")) host.favor_dynmods = true;
+  }
   // memory.swap.max comes with the memory controller on cgroup2
   if (host.memory.v2) host.swap_limit = true;
   else if (!host.memory.v1.empty()) host.swap_limit = probe.exists(host.memory.v1 + "/memory.memsw.limit_in_bytes");
@@ -155,6 +158,11 @@ std::string Host::describe() const {
   add(pids, "pids");
   line += "; enforces " + (enforced.empty() ? std::string("no limit") : enforced);
   if (!missing.empty()) line += "; cannot enforce " + missing;
+  if (moves_on_create() && !favor_dynmods) {
+    line += "\ncgroup moves: each create moves its init by a write to cgroup.procs, which after a quiet spell waits "
+            "for an RCU grace period (about 10 ms) while no cgroup hierarchy is mounted with favordynmods (see the "
+            "README's host tuning)";
+  }
   return line;
 }
 

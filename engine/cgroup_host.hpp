@@ -39,6 +39,16 @@ struct Host {
   std::string v2_or_engines() const { return v2.empty() ? std::string(kEngineCgroup2) : v2; }
   Controller memory, cpu, pids;
   bool swap_limit = false;  // swap can be held at zero (memsw on v1; swap.max on v2)
+  // Some hierarchy is mounted with favordynmods. Without it, a move by a
+  // write to cgroup.procs after a quiet spell waits for an RCU grace period
+  // (the kernel takes its global cgroup_threadgroup_rwsem for writing), 9-18
+  // ms measured on these machines, and forks in every sandbox wait behind
+  // it. Each create makes such a move when a limit's controller is there:
+  // into each v1 hierarchy with a limit, and on cgroup2 into the init's leaf
+  // (the init is cloned into the sandbox's cgroup, which roots its cgroup
+  // namespace, then leaves it to its commands' cgroups).
+  bool favor_dynmods = false;
+  bool moves_on_create() const { return memory.available() || cpu.available() || pids.available(); }
 
   // One line: which kind of host, and what it can enforce.
   std::string describe() const;

@@ -244,12 +244,16 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
     write_map(proc.get(), "gid_map", host_id_base);
     layers = idmapped_layers(proc.get(), config.plan);
   }
+  timer.step("id maps");
+  // A move into v1 cgroups; where the kernel makes it wait, the wait shows
+  // here (see cgroups::Host::favor_dynmods).
   place(init.pid_);
+  timer.step("placed in v1 cgroups");
   std::vector<int> layer_fds;
   for (const auto& layer : layers) layer_fds.push_back(layer.get());
   check_sys(fdpass::send(engine_end.get(), "g", layer_fds), "releasing the init");
   layers.clear();
-  timer.step("id maps");
+  timer.step("init let go");
 
   for (;;) {
     if (!wait_readable(engine_end.get(), kSetupTimeoutMs, cancellation)) {

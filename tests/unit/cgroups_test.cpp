@@ -106,6 +106,35 @@ TEST(CgroupHost, HybridHostLikeThisOneLimitsOnV1) {
   EXPECT_NE(host.describe().find("hybrid"), std::string::npos);
 }
 
+// A move waits for an RCU grace period unless some hierarchy favours
+// dynamic changes: the report says so where a create moves (a limit's
+// controller is there), and only there.
+TEST(CgroupHost, ReportSaysWhenACreatesMoveWaitsForTheKernel) {
+  FakeHost h = hybrid_host();
+  Host host = detect(h.probe());
+  EXPECT_FALSE(host.favor_dynmods);
+  EXPECT_TRUE(host.moves_on_create());
+  EXPECT_NE(host.describe().find("favordynmods"), std::string::npos) << host.describe();
+
+  const std::string plain = "/sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+  h.mountinfo.replace(h.mountinfo.find(plain), plain.size(), "/sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw,favordynmods\n");
+  host = detect(h.probe());
+  EXPECT_TRUE(host.favor_dynmods);
+  EXPECT_EQ(host.describe().find("favordynmods"), std::string::npos) << host.describe();
+
+  FakeHost unified;
+  unified.cgroup2_paths = {"/sys/fs/cgroup"};
+  unified.mountinfo = "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n";
+  unified.files["/sys/fs/cgroup/cgroup.controllers"] = "cpu memory pids\n";
+  host = detect(unified.probe());
+  EXPECT_TRUE(host.moves_on_create());
+  EXPECT_NE(host.describe().find("favordynmods"), std::string::npos) << host.describe();
+  unified.files["/sys/fs/cgroup/cgroup.controllers"] = "hugetlb\n";  // no limit: the init stays where it was cloned
+  host = detect(unified.probe());
+  EXPECT_FALSE(host.moves_on_create());
+  EXPECT_EQ(host.describe().find("favordynmods"), std::string::npos) << host.describe();
+}
+
 TEST(CgroupHost, ControllersOnCgroup2WinOverNone) {
   FakeHost h = hybrid_host();
   // a hybrid host whose cgroup2 has pids (and no v1 pids hierarchy)
