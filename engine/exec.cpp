@@ -24,6 +24,7 @@
 #include <string>
 
 #include "protocol.hpp"
+#include "reactor.hpp"
 #include "requests.hpp"
 #include "sys_error.hpp"
 #include "trace.hpp"
@@ -121,16 +122,6 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     arm_timer();
   }
 
-  // A stop request from any thread goes to the strand.
-  struct Wake {
-    std::weak_ptr<CommandRun> run;
-    asio::strand<asio::any_io_executor> strand;
-    void operator()() const noexcept {
-      asio::post(strand, [run = run] {
-        if (auto self = run.lock()) self->on_cancel();
-      });
-    }
-  };
 
   asio::posix::stream_descriptor& stream(OutputStream from) { return from == OutputStream::out ? out_ : err_; }
   bool& open(OutputStream from) { return from == OutputStream::out ? out_open_ : err_open_; }
@@ -380,6 +371,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   asio::strand<asio::any_io_executor> strand_;
   asio::posix::stream_descriptor out_, err_, status_, in_;
   asio::steady_timer timer_;
+  using Wake = StopOnStrand<CommandRun, &CommandRun::on_cancel>;  // a stop, from any thread, to the strand
   std::optional<std::stop_callback<Wake>> cancel_watch_;
   ExecDone done_;
   std::size_t limit_ = 0;

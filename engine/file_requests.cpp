@@ -18,6 +18,7 @@
 #include <string>
 
 #include "protocol.hpp"
+#include "reactor.hpp"
 #include "requests.hpp"
 #include "sys_error.hpp"
 
@@ -110,15 +111,7 @@ class FileCall : public std::enable_shared_from_this<FileCall> {
   }
 
  private:
-  struct Wake {
-    std::weak_ptr<FileCall> call;
-    asio::strand<asio::any_io_executor> strand;
-    void operator()() const noexcept {
-      asio::post(strand, [call = call] {
-        if (auto self = call.lock()) self->fail(std::make_exception_ptr(SandboxError(Reason::CANCELLED, "the operation was cancelled")));
-      });
-    }
-  };
+  void on_cancel() { fail(std::make_exception_ptr(SandboxError(Reason::CANCELLED, "the operation was cancelled"))); }
 
   void begin(Data data) {
     if (cancellation_.stop_possible()) cancel_watch_.emplace(cancellation_, Wake{weak_from_this(), strand_});
@@ -268,6 +261,7 @@ class FileCall : public std::enable_shared_from_this<FileCall> {
   asio::posix::stream_descriptor data_;    // the engine's end
   asio::posix::stream_descriptor status_;  // the engine's end
   asio::steady_timer timer_;
+  using Wake = StopOnStrand<FileCall, &FileCall::on_cancel>;  // a stop, from any thread, to the strand
   std::optional<std::stop_callback<Wake>> cancel_watch_;
   FileDone done_;
   std::string received_;

@@ -4,7 +4,10 @@
 // the engine's threads stay as many as the host has cores (at least two).
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <cstddef>
+#include <memory>
 
 namespace mayura::native {
 
@@ -13,5 +16,19 @@ boost::asio::any_io_executor reactor_executor();
 
 // How many threads the reactor runs (for the benchmarks and tests).
 std::size_t reactor_threads();
+
+// A std::stop_callback's callable for a call that runs on a strand: the stop
+// comes from whatever thread requests it, and `Handle` runs on the strand, if
+// the call is still there.
+template <class Owner, void (Owner::*Handle)()>
+struct StopOnStrand {
+  std::weak_ptr<Owner> owner;
+  boost::asio::strand<boost::asio::any_io_executor> strand;
+  void operator()() const noexcept {
+    boost::asio::post(strand, [owner = owner] {
+      if (auto self = owner.lock()) ((*self).*Handle)();
+    });
+  }
+};
 
 }  // namespace mayura::native
