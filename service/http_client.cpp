@@ -6,7 +6,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#if MAYURA_HTTP_TLS
 #include <boost/asio/ssl.hpp>
+#endif
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -109,8 +111,10 @@ HttpAnswer http_call(const Endpoint& e, const HttpCall& call) {
     deadline.cancel();
   };
   std::optional<asio::local::stream_protocol::socket> unix_socket;
+#if MAYURA_HTTP_TLS
   std::optional<asio::ssl::context> tls;
   std::optional<asio::ssl::stream<asio::ip::tcp::socket>> tls_stream;
+#endif
 
   if (e.kind == Endpoint::Kind::unix_socket) {
     unix_socket.emplace(ioc);
@@ -125,6 +129,11 @@ HttpAnswer http_call(const Endpoint& e, const HttpCall& call) {
       co_await exchange(*unix_socket, e, call, answer, failure);
     }, on_done);
   } else {
+#if !MAYURA_HTTP_TLS
+    // The light mayura-run: it hands https:// over to mayura-run-local
+    // before any call, so only a caller of this build's own gets here.
+    throw SandboxError(Reason::UNSUPPORTED, "this build reaches mayurad over unix sockets only, not " + e.text);
+#else
     tls.emplace(asio::ssl::context::tls_client);
     tls->set_options(asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
     boost::system::error_code ec;
@@ -158,6 +167,7 @@ HttpAnswer http_call(const Endpoint& e, const HttpCall& call) {
       }
       co_await exchange(*tls_stream, e, call, answer, failure);
     }, on_done);
+#endif
   }
 
   auto arm = [&](std::chrono::steady_clock::duration after, bool is_timeout) {

@@ -1,7 +1,8 @@
-// mayura-run, the light client: a run through a daemon is made here, with no
-// engine linked in; everything else (an engine in this process, the image
-// store, this host's report) is handed over to mayura-run-local by exec,
-// with the same command line, before any input has been read.
+// mayura-run, the light client: a run through a daemon on a unix socket is
+// made here, with no engine or OpenSSL linked in; everything else (a daemon
+// over https, an engine in this process, the image store, this host's
+// report) is handed over to mayura-run-local by exec, with the same command
+// line, before any input has been read.
 
 #include <limits.h>
 #include <unistd.h>
@@ -47,7 +48,9 @@ std::string local_program() {
 void keep_command_line(char** argv) { command_line = argv; }
 
 RunEngine choose_engine(bool local) {
-  if (auto address = daemon_address(local)) return remote_engine(*address);
+  // TLS is mayura-run-local's: a daemon across a network costs more than
+  // loading OpenSSL does, a local one less.
+  if (auto address = daemon_address(local); address && address->rfind("https://", 0) != 0) return remote_engine(*address);
   hand_over();
 }
 
