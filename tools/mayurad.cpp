@@ -66,7 +66,17 @@ void make_parent(const std::string& socket) {
   const auto slash = socket.rfind('/');
   if (slash == 0 || slash == std::string::npos) return;
   const std::string dir = socket.substr(0, slash);
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) fail("making " + dir + ": " + std::strerror(errno), 1);
+  if (::mkdir(dir.c_str(), 0755) == 0) return;
+  if (errno != EEXIST) fail("making " + dir + ": " + std::strerror(errno), 1);
+  // Made before by an engine of ours (mayura-run --local, a library user)
+  // as its state directory, 0700: traversable again, and no more.
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
+      (st.st_mode & (S_IXGRP | S_IXOTH)) != (S_IXGRP | S_IXOTH)) {
+    if (::chmod(dir.c_str(), (st.st_mode & 07777) | S_IXGRP | S_IXOTH) != 0) {
+      fail("making " + dir + " traversable: " + std::strerror(errno), 1);
+    }
+  }
 }
 
 // The one socket systemd passed (LISTEN_FDS), if it passed any; the

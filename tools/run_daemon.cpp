@@ -26,7 +26,12 @@ enum class Probe { nobody, answers, denied };
 
 Probe probe(const char* path, int& error) {
   struct stat st {};
-  if (::stat(path, &st) != 0 || !S_ISSOCK(st.st_mode)) return Probe::nobody;
+  if (::stat(path, &st) != 0) {
+    // A directory this user may not search hides whether a daemon is there.
+    error = errno;
+    return error == EACCES ? Probe::denied : Probe::nobody;
+  }
+  if (!S_ISSOCK(st.st_mode)) return Probe::nobody;
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Probe::nobody;
   sockaddr_un addr{};
