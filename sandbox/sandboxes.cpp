@@ -260,6 +260,21 @@ bool Sandbox::released() const { return !state().current(); }
 
 boost::asio::any_io_executor Sandbox::default_executor() const { return state().owner->executor; }
 
+namespace detail {
+namespace {
+void check_exec(const SandboxesState& owner, const std::vector<std::string>& argv, const ExecOptions& options) {
+  check_argv(argv);
+  if (!options.cwd.empty()) check_path(options.cwd, "cwd");
+  check_env(options.env);
+  if (options.timeout_ms && *options.timeout_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "timeout_ms must be positive");
+  if (options.stdin && !owner.features.stdin) throw SandboxError(Reason::INVALID_INPUT, "the provider does not take stdin");
+  if (options.stdin && options.stdin->size() > owner.options.max_write_bytes) {
+    throw SandboxError(Reason::LIMIT_REACHED, "stdin is larger than max_write_bytes");
+  }
+}
+}  // namespace
+}  // namespace detail
+
 ExecResult Sandbox::exec(const std::vector<std::string>& argv, const ExecOptions& options) const {
   std::size_t limit = 0;
   auto backend = exec_backend(argv, options, limit);
@@ -270,14 +285,7 @@ ExecResult Sandbox::exec(const std::vector<std::string>& argv, const ExecOptions
 
 std::shared_ptr<SandboxBackend> Sandbox::exec_backend(const std::vector<std::string>& argv, const ExecOptions& options,
                                                       std::size_t& limit) const {
-  check_argv(argv);
-  if (!options.cwd.empty()) check_path(options.cwd, "cwd");
-  check_env(options.env);
-  if (options.timeout_ms && *options.timeout_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "timeout_ms must be positive");
-  if (options.stdin && !state().owner->features.stdin) throw SandboxError(Reason::INVALID_INPUT, "the provider does not take stdin");
-  if (options.stdin && options.stdin->size() > state().owner->options.max_write_bytes) {
-    throw SandboxError(Reason::LIMIT_REACHED, "stdin is larger than max_write_bytes");
-  }
+  detail::check_exec(*state().owner, argv, options);
   limit = std::min(options.max_output_bytes.value_or(state().owner->options.max_output_bytes),
                    state().owner->options.max_output_bytes);
   throw_if_cancelled(options.cancellation);
@@ -489,6 +497,9 @@ void Sandbox::release() const { state().end(); }
 
 boost::asio::any_io_executor Sandboxes::default_executor() const { return state_->executor; }
 Features Sandboxes::features() const { return state_->features; }
+void Sandboxes::check_exec(const std::vector<std::string>& argv, const ExecOptions& options) const {
+  detail::check_exec(*state_, argv, options);
+}
 std::string Sandboxes::workdir() const { return state_->workdir; }
 
 bool Sandboxes::closed() const {

@@ -190,6 +190,10 @@ class Sandboxes {
   Features features() const;
   std::string workdir() const;
   boost::asio::any_io_executor executor() const { return default_executor(); }
+  // The checks an exec makes of its input before it reaches a sandbox, for
+  // a caller that makes a sandbox only for this command (SandboxError, as
+  // the exec would throw).
+  void check_exec(const std::vector<std::string>& argv, const ExecOptions& options) const;
 
  private:
   friend Sandboxes create_sandboxes(std::shared_ptr<SandboxProvider>, SandboxesOptions);
