@@ -81,58 +81,63 @@ struct Link {
   }
 };
 
+// A request whose answer is an exec's stream (an exec, a run): its output
+// to the options' callbacks as it comes, then the result or the failure.
+ExecResult streamed_exec(const Link& link, std::string target, std::string body, const ExecOptions& options) {
+  HttpCall c;
+  c.method = http_verb::post;
+  c.target = std::move(target);
+  c.body = std::move(body);
+  c.content_type = "application/json";
+  c.cancellation = options.cancellation;
+  std::string pending;
+  std::optional<ExecResult> result;
+  std::optional<SandboxError> failed;
+  auto line = [&](std::string_view text) {
+    const json event = json::parse(text.begin(), text.end(), nullptr, false);
+    if (event.is_discarded() || !event.is_object()) throw SandboxError(Reason::INTERNAL, "a line of mayurad's exec stream is malformed");
+    if (event.contains("stream")) {
+      const std::string data = decoded("exec output", [&] { return service::bytes_from(event.at("data"), "data"); });
+      const auto& stream = event["stream"];
+      if (stream == "stdout" && options.on_stdout) options.on_stdout(data);
+      else if (stream == "stderr" && options.on_stderr) options.on_stderr(data);
+    } else if (event.contains("reason")) {
+      const auto reason = event["reason"].is_string() ? service::reason_from_name(event["reason"].get<std::string>()) : std::nullopt;
+      const std::string message = event.contains("message") && event["message"].is_string() ? event["message"].get<std::string>() : "";
+      failed.emplace(reason.value_or(Reason::INTERNAL), "mayurad: " + message.substr(0, kMaxMessageBytes));
+    } else {
+      result = decoded("exec result", [&] { return service::exec_result_from(event); });
+    }
+  };
+  c.on_chunk = [&](std::string_view piece) {
+    pending.append(piece);
+    std::size_t start = 0;
+    for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
+      line(std::string_view(pending).substr(start, nl - start));
+      start = nl + 1;
+    }
+    pending.erase(0, start);
+  };
+  const HttpAnswer a = service::http_call(link.endpoint, c);
+  if (a.cancelled) throw SandboxError(Reason::CANCELLED, "the operation was cancelled");
+  if (a.status != 200) throw failure_of(a);
+  if (failed) throw *failed;
+  if (!result) throw SandboxError(Reason::INTERNAL, "mayurad's exec stream ended with no result");
+  return *result;
+}
+
 class RemoteSandbox final : public SandboxBackend {
  public:
   RemoteSandbox(std::shared_ptr<const Link> link, std::string id, std::string workdir)
       : link_(std::move(link)), id_(std::move(id)), base_("/v1/sandboxes/" + id_), workdir_(std::move(workdir)) {}
 
   ExecResult exec(const std::vector<std::string>& argv, const ExecOptions& options) override {
-    HttpCall c;
-    c.method = http_verb::post;
-    c.target = base_ + "/exec";
-    c.body = service::dump(service::exec_request_json(argv, options));
-    c.content_type = "application/json";
-    c.cancellation = options.cancellation;
-    std::string pending;
-    std::optional<ExecResult> result;
-    std::optional<SandboxError> failed;
-    auto line = [&](std::string_view text) {
-      const json event = json::parse(text.begin(), text.end(), nullptr, false);
-      if (event.is_discarded() || !event.is_object()) throw SandboxError(Reason::INTERNAL, "a line of mayurad's exec stream is malformed");
-      if (event.contains("stream")) {
-        const std::string data = decoded("exec output", [&] { return service::bytes_from(event.at("data"), "data"); });
-        const auto& stream = event["stream"];
-        if (stream == "stdout" && options.on_stdout) options.on_stdout(data);
-        else if (stream == "stderr" && options.on_stderr) options.on_stderr(data);
-      } else if (event.contains("reason")) {
-        const auto reason = event["reason"].is_string() ? service::reason_from_name(event["reason"].get<std::string>()) : std::nullopt;
-        const std::string message = event.contains("message") && event["message"].is_string() ? event["message"].get<std::string>() : "";
-        failed.emplace(reason.value_or(Reason::INTERNAL), "mayurad: " + message.substr(0, kMaxMessageBytes));
-      } else {
-        result = decoded("exec result", [&] { return service::exec_result_from(event); });
-      }
-    };
-    c.on_chunk = [&](std::string_view piece) {
-      pending.append(piece);
-      std::size_t start = 0;
-      for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
-        line(std::string_view(pending).substr(start, nl - start));
-        start = nl + 1;
-      }
-      pending.erase(0, start);
-    };
-    const HttpAnswer a = service::http_call(link_->endpoint, c);
-    if (a.cancelled) throw SandboxError(Reason::CANCELLED, "the operation was cancelled");
-    if (a.status != 200) {
-      ended_if_gone(a.status);
-      throw failure_of(a);
+    try {
+      return streamed_exec(*link_, base_ + "/exec", service::dump(service::exec_request_json(argv, options)), options);
+    } catch (const SandboxError& e) {
+      if (e.reason() == Reason::GONE) ended_ = true;
+      throw;
     }
-    if (failed) {
-      if (failed->reason() == Reason::GONE) ended_ = true;
-      throw *failed;
-    }
-    if (!result) throw SandboxError(Reason::INTERNAL, "mayurad's exec stream ended with no result");
-    return *result;
   }
 
   std::string read_file(const std::string& path, const ReadOptions& options) override {
@@ -260,6 +265,20 @@ class RemoteProvider final : public SandboxProvider {
 
 std::shared_ptr<SandboxProvider> remote_sandboxes(const RemoteOptions& options) {
   return std::make_shared<RemoteProvider>(options);
+}
+
+ExecResult remote_run(const RemoteOptions& options, CreateOptions create, const std::vector<std::string>& argv,
+                      const ExecOptions& exec) {
+  Link link;
+  link.endpoint = service::parse_endpoint(options.url);
+  link.endpoint.token = options.token;
+  link.endpoint.ca_file = options.ca_file;
+  link.timeout = options.timeout;
+  if (create.image.empty()) create.image = options.image;
+  json sandbox = service::create_json(create);
+  if (create.lifetime_ms == 0) sandbox.erase("lifetimeMs");  // the daemon's maximum
+  const json request = {{"sandbox", std::move(sandbox)}, {"exec", service::exec_request_json(argv, exec)}};
+  return streamed_exec(link, "/v1/run", service::dump(request), exec);
 }
 
 }  // namespace mayura

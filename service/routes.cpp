@@ -116,6 +116,81 @@ std::pair<Sandbox, ExecRequest> Routes::exec_target(const std::string& id, const
   return {o->sandbox, exec_request_from(parse_body(body, "the exec request"))};
 }
 
+Owned Routes::create_counting_runs(const CreateOptions& options, const Client& client) {
+  // Bounded: a release that hangs must not hold a create for ever.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    std::uint64_t ended = 0;
+    {
+      std::lock_guard lock(runs_mutex_);
+      ended = runs_ended_;
+    }
+    try {
+      return registry_.create(sandboxes_, options, client, {});
+    } catch (const SandboxError& e) {
+      if (e.reason() != Reason::LIMIT_REACHED) throw;
+      std::unique_lock lock(runs_mutex_);
+      if (runs_ending_ == 0 && runs_ended_ == ended) throw;
+      if (!runs_changed_.wait_until(lock, deadline, [&] { return runs_ended_ != ended; })) throw;
+    }
+  }
+}
+
+Owned Routes::create(const json& request, const Client& client) {
+  CreateOptions options = create_from(request);
+  // The service's own host is no client's: images by name only (the image
+  // store, the image directory), never a host path.
+  if (!options.image.empty() && (options.image.front() == '/' || options.image.find("..") != std::string::npos)) {
+    throw SandboxError(Reason::PERMISSION_DENIED, "mayurad takes images by name, never by a host path");
+  }
+  const auto started = std::chrono::steady_clock::now();
+  Owned o = create_counting_runs(options, client);
+  metrics_.create_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  ++metrics_.creates;
+  return o;
+}
+
+bool Routes::is_run(http::verb method, std::string_view target) const {
+  const auto t = parse_target(target);
+  return method == http::verb::post && t && is(*t, {"v1", "run"});
+}
+
+std::variant<Routes::Run, Reply> Routes::start_run(const std::string& body, const Client& client) noexcept {
+  ++metrics_.requests;
+  try {
+    json request = parse_body(body, "the run request");
+    if (!request.is_object() || request.size() != 2 || !request.contains("sandbox") || !request.contains("exec")) {
+      throw SandboxError(Reason::INVALID_INPUT, "the run request: must be {\"sandbox\": {...}, \"exec\": {...}}");
+    }
+    json& sandbox = request["sandbox"];
+    // A run's sandbox ends with its command; the lifetime, when not given,
+    // is the longest the operator allows.
+    if (sandbox.is_object() && !sandbox.contains("lifetimeMs")) sandbox["lifetimeMs"] = info_.max_lifetime_ms;
+    // The command is checked before anything is made.
+    ExecRequest exec = exec_request_from(request["exec"]);
+    sandboxes_.check_exec(exec.argv, exec.options);
+    Owned o = create(sandbox, client);
+    return Run{o.sandbox, o.sandbox.id(), std::move(exec)};
+  } catch (...) {
+    return failure_reply();
+  }
+}
+
+void Routes::run_ending() noexcept {
+  std::lock_guard lock(runs_mutex_);
+  ++runs_ending_;
+}
+
+void Routes::end_run(const Run& run) noexcept {
+  Sandbox s = run.sandbox;
+  s.release();
+  registry_.forget(run.id);
+  std::lock_guard lock(runs_mutex_);
+  --runs_ending_;
+  ++runs_ended_;
+  runs_changed_.notify_all();
+}
+
 Reply Routes::handle(http::verb method, std::string_view target, const std::string& body, const Client& client) noexcept {
   ++metrics_.requests;
   try {
@@ -224,18 +299,9 @@ Reply Routes::dispatch(http::verb method, std::string_view target, const std::st
       return json_reply(200, {{"sandboxes", list}});
     }
     if (method != V::post) return wrong_method();
-    CreateOptions options = create_from(parse_body(body, "the create request"));
-    // The service's own host is no client's: images by name only (the image
-    // store, the image directory), never a host path.
-    if (!options.image.empty() && (options.image.front() == '/' || options.image.find("..") != std::string::npos)) {
-      throw SandboxError(Reason::PERMISSION_DENIED, "mayurad takes images by name, never by a host path");
-    }
-    const auto started = std::chrono::steady_clock::now();
-    Owned o = registry_.create(sandboxes_, options, client, {});
-    metrics_.create_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    ++metrics_.creates;
-    return json_reply(201, sandbox_json(o));
+    return json_reply(201, sandbox_json(create(parse_body(body, "the create request"), client)));
   }
+  if (is(t, {"v1", "run"})) return wrong_method();  // a POST is start_run's
   if (t.segments.size() < 3 || t.segments[0] != "v1" || t.segments[1] != "sandboxes") {
     return error_reply(404, Reason::INVALID_INPUT, "there is no such resource");
   }

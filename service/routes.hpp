@@ -5,6 +5,8 @@
 // whose answer streams; the server runs it, with what exec_target finds.
 
 #include <boost/beast/http/verb.hpp>
+#include <condition_variable>
+#include <mutex>
 #include <exception>
 #include <optional>
 #include <string>
@@ -70,6 +72,24 @@ class Routes {
   // for an id the client does not have) otherwise.
   std::pair<Sandbox, ExecRequest> exec_target(const std::string& id, const std::string& body, const Client& client);
 
+  // A run (POST /v1/run): one command in a sandbox made for it and released
+  // when it ends, in one request where create, exec and release take three.
+  bool is_run(boost::beast::http::verb method, std::string_view target) const;
+  struct Run {
+    Sandbox sandbox;
+    std::string id;
+    ExecRequest request;
+  };
+  // Makes the run's sandbox for the client as POST /v1/sandboxes would (it
+  // blocks: the provider's create). Never throws: a failure is the reply.
+  std::variant<Run, Reply> start_run(const std::string& body, const Client& client) noexcept;
+  // A run's command has ended and its answer is about to end: from now a
+  // create refused for a limit waits for its release (the client may
+  // already ask for the next one, and must find the count as it left it).
+  void run_ending() noexcept;
+  // Releases a run's sandbox, once its command has ended. Blocks.
+  void end_run(const Run& run) noexcept;
+
   Metrics& metrics() { return metrics_; }
   const Sandboxes& sandboxes() const { return sandboxes_; }
 
@@ -78,6 +98,18 @@ class Routes {
   // The reply for the failure being handled (a catch block's), counted.
   Reply failure_reply() noexcept;
   Sandbox owned(const std::string& id, const Client& client);
+  // A create for the client, counted; images by name only.
+  Owned create(const json& request, const Client& client);
+  // registry_.create, where a refusal for a limit while runs are being
+  // released waits for them and tries again.
+  Owned create_counting_runs(const CreateOptions& options, const Client& client);
+
+  // Runs whose answer has ended or is ending, and whose sandbox is still
+  // being released; `runs_ended_` counts releases done.
+  std::mutex runs_mutex_;
+  std::condition_variable runs_changed_;
+  std::size_t runs_ending_ = 0;
+  std::uint64_t runs_ended_ = 0;
 
   Sandboxes sandboxes_;
   ServiceInfo info_;

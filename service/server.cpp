@@ -169,7 +169,8 @@ std::string event_line(const json& value) { return dump(value) + "\n"; }
 // the result (or the failure). The head goes with the first event, so a
 // failure before any output is an ordinary error answer with its status.
 template <class Stream>
-awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsigned version, bool keep_alive) {
+awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsigned version, bool keep_alive,
+                            std::function<void()>* before_last) {
   std::optional<http::response<http::empty_body>> head;
   std::optional<http::response_serializer<http::empty_body>> serializer;
   auto send_head = [&]() -> awaitable<bool> {
@@ -201,6 +202,7 @@ awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsi
       if (!ok) co_return false;
       continue;
     }
+    if (*before_last) (*before_last)();
     std::optional<Reply> failure;
     if (event.error) {
       try {
@@ -228,22 +230,11 @@ awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsi
   }
 }
 
+// Runs a command and streams it to the client; a client that goes away
+// stops it. (Arguments by value: GCC 12's coroutines.)
 template <class Stream>
-awaitable<bool> serve_exec(Stream& stream, State& s, const Request& req, const std::string& id, const Client& client) {
-  ++s.routes.metrics().requests;
-  Sandbox sandbox;
-  ExecRequest request;
-  std::optional<Reply> refused;
-  try {
-    std::tie(sandbox, request) = s.routes.exec_target(id, req.body(), client);
-  } catch (const SandboxError& e) {
-    s.routes.metrics().failed(e.reason());
-    refused = e.reason() == Reason::GONE ? error_reply(404, Reason::GONE, e.what()) : error_reply(e.reason(), e.what());
-  }
-  if (refused) {
-    const bool more = co_await write_reply(stream, s, std::move(*refused), req.version(), req.keep_alive());
-    co_return more;
-  }
+awaitable<bool> stream_command(Stream& stream, State& s, unsigned version, bool keep_alive, Sandbox sandbox,
+                               ExecRequest request, std::function<void()>* before_last) {
   auto channel = std::make_shared<ExecChannel>(co_await asio::this_coro::executor, kChannelDepth);
   {
     std::lock_guard lock(s.channels_mutex);
@@ -273,10 +264,72 @@ awaitable<bool> serve_exec(Stream& stream, State& s, const Request& req, const s
                      });
   beast::get_lowest_layer(stream).expires_never();
   bool gone = false;
-  auto outcome = co_await (stream_exec(stream, s, *channel, req.version(), req.keep_alive()) ||
-                           stop_when_gone(stream, *stop, gone));
+  auto outcome =
+      co_await (stream_exec(stream, s, *channel, version, keep_alive, before_last) || stop_when_gone(stream, *stop, gone));
   channel->close();  // an exec thread still sending is let go
   const bool more = outcome.index() == 0 && std::get<0>(outcome) && !gone;
+  co_return more;
+}
+
+template <class Stream>
+awaitable<bool> serve_exec(Stream& stream, State& s, const Request& req, const std::string& id, const Client& client) {
+  ++s.routes.metrics().requests;
+  Sandbox sandbox;
+  ExecRequest request;
+  std::optional<Reply> refused;
+  try {
+    std::tie(sandbox, request) = s.routes.exec_target(id, req.body(), client);
+  } catch (const SandboxError& e) {
+    s.routes.metrics().failed(e.reason());
+    refused = e.reason() == Reason::GONE ? error_reply(404, Reason::GONE, e.what()) : error_reply(e.reason(), e.what());
+  }
+  if (refused) {
+    const bool more = co_await write_reply(stream, s, std::move(*refused), req.version(), req.keep_alive());
+    co_return more;
+  }
+  std::function<void()> nothing;
+  const bool more =
+      co_await stream_command(stream, s, req.version(), req.keep_alive(), std::move(sandbox), std::move(request), &nothing);
+  co_return more;
+}
+
+// A run: the create on the blocking pool, the command streamed as an exec's,
+// then the release, after the answer has ended (the client has all it waits
+// for) and before the connection's next request.
+template <class Stream>
+awaitable<bool> serve_run(Stream& stream, State& s, const Request& req, const Client& client) {
+  // What the pool's calls use, held here: their lambdas capture pointers
+  // only (GCC 12 destroys a co_await's temporaries twice, and a capture that
+  // owns memory would be freed twice).
+  State* state = &s;
+  const Request* request = &req;
+  const Client* who = &client;
+  std::optional<Routes::Run> run;
+  auto* made = &run;
+  Reply refused = co_await offload(s.blocking, [state, request, who, made]() -> Reply {
+    auto started = state->routes.start_run(request->body(), *who);
+    if (started.index() == 1) return std::get<1>(std::move(started));
+    made->emplace(std::get<0>(std::move(started)));
+    return {};
+  });
+  if (!run) {
+    const bool more = co_await write_reply(stream, s, std::move(refused), req.version(), req.keep_alive());
+    co_return more;
+  }
+  // Said before the answer's last line goes, so that the client's next
+  // create, which may come at once, finds this run counted until released.
+  bool ending = false;
+  std::function<void()> before_last = [state, &ending] {
+    state->routes.run_ending();
+    ending = true;
+  };
+  const bool more =
+      co_await stream_command(stream, s, req.version(), req.keep_alive(), run->sandbox, run->request, &before_last);
+  if (!ending) s.routes.run_ending();
+  co_await offload(s.blocking, [state, made]() -> Reply {
+    state->routes.end_run(**made);
+    return {};
+  });
   co_return more;
 }
 
@@ -389,6 +442,10 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer) {
     }
     if (const auto id = s->routes.exec_id(req.method(), req.target())) {
       more = co_await serve_exec(stream, *s, req, *id, *client);
+      continue;
+    }
+    if (s->routes.is_run(req.method(), req.target())) {
+      more = co_await serve_run(stream, *s, req, *client);
       continue;
     }
     if (auto call = s->routes.file_call(req.method(), req.target(), *client)) {

@@ -12,12 +12,14 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stop_token>
 #include <thread>
 
@@ -342,6 +344,82 @@ TEST_F(ServiceTest, BadInputIsRefusedAndChangesNothing) {
   refused(verb::post, "/v1/sandboxes/" + id + "/exec", R"({"argv": []})", 400, "");
   refused(verb::get, "/v1/sandboxes/" + id + "/url?port=x", "", 400, "port");
   EXPECT_EQ(call(verb::get, "/v1/sandboxes/" + id + "/files?path=big").status, 412u);
+}
+
+// A run (POST /v1/run) is a create, an exec and a release in one request.
+// Thirty in a row by a client whose quota is one sandbox: each finds the last
+// one's sandbox counted no more, though its release ends after the answer.
+TEST_F(ServiceTest, ARunIsOneCommandInASandboxReleasedWhenItEnds) {
+  start_server({.max_sandboxes_per_client = 1});
+  const RemoteOptions daemon{.url = "unix://" + socket_};
+  for (int i = 0; i < 30; ++i) {
+    std::string streamed;
+    ExecOptions exec;
+    exec.stdin = "in";
+    exec.on_stdout = [&](std::string_view c) { streamed.append(c); };
+    const ExecResult r = remote_run(daemon, {}, {"sh", "-c", "cat; echo err >&2; exit 3"}, exec);
+    EXPECT_EQ(r.exit_code, 3) << "run " << i;
+    EXPECT_EQ(r.stdout, "in");
+    EXPECT_EQ(r.stderr, "err\n");
+    EXPECT_EQ(streamed, "in");
+  }
+  auto metric = [&](const std::string& name) {
+    const std::string text = call(verb::get, "/metrics").body;
+    const auto at = text.find("\n" + name + " ");
+    return at == std::string::npos ? -1 : std::atoi(text.c_str() + at + name.size() + 2);
+  };
+  for (int i = 0; i < 100 && metric("mayura_sandboxes_alive") != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(metric("mayura_sandboxes_alive"), 0);
+  EXPECT_TRUE(json::parse(call(verb::get, "/v1/sandboxes").body).at("sandboxes").empty());
+  EXPECT_EQ(metric("mayura_creates_total"), 30);
+
+  // Bad input is refused before anything is made.
+  auto refused = [&](verb method, const std::string& body, unsigned status, const std::string& says) {
+    const auto a = call(method, "/v1/run", body);
+    EXPECT_EQ(a.status, status) << body << ": " << a.body;
+    EXPECT_NE(a.body.find(says), std::string::npos) << a.body;
+  };
+  refused(verb::post, R"({"sandbox": {}, "exec": {"argv": []}})", 400, "command is empty");
+  refused(verb::post, R"({"sandbox": {}, "exec": {"argv": ["true"], "env": {"1x": "y"}}})", 400, "not a valid name");
+  refused(verb::post, R"({"sandbox": {"lifetimeMs": 999999999999}, "exec": {"argv": ["true"]}})", 400, "lifetime");
+  refused(verb::post, R"({"sandbox": {"image": "/etc"}, "exec": {"argv": ["true"]}})", 403, "by name");
+  refused(verb::post, R"({"exec": {"argv": ["true"]}})", 400, "must be");
+  refused(verb::post, R"({"sandbox": {}, "exec": {"argv": ["true"]}, "more": 1})", 400, "must be");
+  refused(verb::get, "", 405, "method");
+  EXPECT_EQ(metric("mayura_creates_total"), 30);
+}
+
+// A run cancelled by its caller stops the command and everything it
+// started, fails CANCELLED, and its sandbox is released.
+TEST_F(ServiceTest, ARunCancelledStopsItsCommandAndReleasesItsSandbox) {
+  start_server();
+  std::stop_source stop;
+  std::atomic<bool> started{false};
+  std::optional<Reason> failed;
+  std::thread caller([&] {
+    ExecOptions exec;
+    exec.cancellation = stop.get_token();
+    exec.on_stdout = [&](std::string_view c) {
+      if (c.find("started") != std::string_view::npos) started = true;
+    };
+    try {
+      remote_run({.url = "unix://" + socket_}, {}, {"sh", "-c", "sleep 300 & sleep 301 & echo started; wait"}, exec);
+    } catch (const SandboxError& e) {
+      failed = e.reason();
+    }
+  });
+  for (int i = 0; i < 1000 && !started; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(started);
+  stop.request_stop();
+  caller.join();
+  EXPECT_EQ(failed, Reason::CANCELLED);
+  std::string listed;
+  for (int i = 0; i < 200; ++i) {
+    listed = call(verb::get, "/v1/sandboxes").body;
+    if (json::parse(listed).at("sandboxes").empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_TRUE(json::parse(listed).at("sandboxes").empty()) << listed;
 }
 
 int connect_unix(const std::string& path) {

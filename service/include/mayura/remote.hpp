@@ -33,4 +33,13 @@ struct RemoteOptions {
 // answers there, INVALID_CONFIG for a malformed address).
 std::shared_ptr<SandboxProvider> remote_sandboxes(const RemoteOptions& options = {});
 
+// One command in a sandbox the daemon makes for it and releases when it
+// ends (POST /v1/run): one request where create, exec and release take
+// three, and the release is off the caller's path. `create.lifetime_ms` 0:
+// the daemon's maximum. Output streams to `exec`'s callbacks; a stop of its
+// cancellation stops the command and fails CANCELLED. The daemon checks
+// what the limits layer would, before it makes anything.
+ExecResult remote_run(const RemoteOptions& options, CreateOptions create, const std::vector<std::string>& argv,
+                      const ExecOptions& exec);
+
 }  // namespace mayura
