@@ -61,7 +61,9 @@ Options:
   --allow DOMAIN[:PORT]  let the sandbox reach DOMAIN (or *.DOMAIN, its
                          subdomains) through the engine's DNS and proxy, and
                          nothing else (repeatable)
-  --lifetime SECONDS     the sandbox's lifetime (default: 3600)
+  --lifetime SECONDS     the sandbox's lifetime (default: 3600; through a
+                         daemon, its maximum, when nothing is copied in or
+                         published, since the sandbox ends with the command)
   --timeout SECONDS      stop the command after this long (exit status 124)
   --env NAME=VALUE       set a variable for the command (repeatable)
   --env NAME             pass NAME from this environment (repeatable)
@@ -309,19 +311,6 @@ int main(int argc, char** argv) {
     std::optional<std::string> profile;
     if (args.seccomp_file) profile = read_host_file(*args.seccomp_file);
 
-    mayura::SandboxesOptions limits;
-    limits.max_sandboxes = 1;
-    limits.max_write_bytes = std::size_t{1} << 30;
-    // Whoever runs mayura-run decides the network on its command line.
-    limits.network = {mayura::NetworkKind::none, mayura::NetworkKind::allowlist, mayura::NetworkKind::all};
-    // Without --lifetime, a daemon's maximum (when lower) is the run's.
-    const std::int64_t daemon_max = engine.provider->max_lifetime_ms();
-    if (!daemon.empty() && !args.lifetime_given && daemon_max > 0 && daemon_max < args.lifetime_ms) {
-      args.lifetime_ms = daemon_max;
-    }
-    limits.max_lifetime_ms = std::max<std::int64_t>(args.lifetime_ms, 1);
-    auto sandboxes = mayura::create_sandboxes(engine.provider, limits);
-
     mayura::CreateOptions create;
     create.lifetime_ms = args.lifetime_ms;
     create.network = args.network;
@@ -333,11 +322,6 @@ int main(int argc, char** argv) {
     create.pids = args.pids;
     create.seccomp_profile = profile;
     create.ports = args.ports;
-    sandbox = sandboxes.create(create, stop.get_token());
-    for (const auto& [path, data] : files) sandbox->write_file(path, data);
-    for (int port : args.ports) {
-      std::fprintf(stderr, "mayura-run: port %d is at %s\n", port, sandbox->url(port).c_str());
-    }
 
     mayura::ExecOptions exec;
     exec.cwd = args.cwd;
@@ -350,8 +334,37 @@ int main(int argc, char** argv) {
       exec.on_stderr = [](std::string_view c) { write_out(2, c); };
       exec.max_output_bytes = 1;  // streamed already; keep nothing
     }
-    const mayura::ExecResult result = sandbox->exec(args.command, exec);
-    sandbox->release();
+
+    mayura::ExecResult result;
+    if (engine.run && files.empty() && args.ports.empty()) {
+      // Nothing to do between the create and the command, nor after it: one
+      // request, checked by the daemon as the limits layer here would.
+      // Without --lifetime, the daemon's maximum bounds the command (its
+      // sandbox ends with it).
+      if (!args.lifetime_given) create.lifetime_ms = 0;
+      result = engine.run(create, args.command, exec);
+    } else {
+      const auto provider = engine.provider();
+      mayura::SandboxesOptions limits;
+      limits.max_sandboxes = 1;
+      limits.max_write_bytes = std::size_t{1} << 30;
+      // Whoever runs mayura-run decides the network on its command line.
+      limits.network = {mayura::NetworkKind::none, mayura::NetworkKind::allowlist, mayura::NetworkKind::all};
+      // Without --lifetime, a daemon's maximum (when lower) is the run's.
+      const std::int64_t daemon_max = provider->max_lifetime_ms();
+      if (!daemon.empty() && !args.lifetime_given && daemon_max > 0 && daemon_max < args.lifetime_ms) {
+        create.lifetime_ms = daemon_max;
+      }
+      limits.max_lifetime_ms = std::max<std::int64_t>(create.lifetime_ms, 1);
+      auto sandboxes = mayura::create_sandboxes(provider, limits);
+      sandbox = sandboxes.create(create, stop.get_token());
+      for (const auto& [path, data] : files) sandbox->write_file(path, data);
+      for (int port : args.ports) {
+        std::fprintf(stderr, "mayura-run: port %d is at %s\n", port, sandbox->url(port).c_str());
+      }
+      result = sandbox->exec(args.command, exec);
+      sandbox->release();
+    }
 
     if (args.json) {
       nlohmann::json j;

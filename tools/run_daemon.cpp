@@ -67,7 +67,13 @@ RunEngine remote_engine(const std::string& address) {
   o.url = address;
   o.token = token_from_env();
   o.ca_file = env("MAYURA_CA_FILE");
-  return {remote_sandboxes(o), address};
+  RunEngine engine;
+  engine.provider = [o] { return remote_sandboxes(o); };
+  engine.daemon = address;
+  engine.run = [o](const CreateOptions& create, const std::vector<std::string>& argv, const ExecOptions& exec) {
+    return remote_run(o, create, argv, exec);
+  };
+  return engine;
 }
 
 std::optional<std::string> daemon_address(bool local) {

@@ -7,6 +7,7 @@
 // whatever needs an engine over to mayura-run-local, with the same command
 // line and before it has read any input (run_client.cpp).
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,8 +20,13 @@ namespace mayura::tools {
 inline constexpr const char* kDefaultDaemonSocket = "/run/mayura/mayurad.sock";
 
 struct RunEngine {
-  std::shared_ptr<SandboxProvider> provider;
+  // The provider, made at the first call: a daemon's is asked for its
+  // features then, which a run with nothing to do but its command (run())
+  // never needs.
+  std::function<std::shared_ptr<SandboxProvider>()> provider;
   std::string daemon;  // the daemon's address; empty: an engine in this process
+  // Through a daemon: the command in a sandbox made for it, one request.
+  std::function<ExecResult(const CreateOptions&, const std::vector<std::string>&, const ExecOptions&)> run;
 };
 
 // ---- the same in both programs (run_daemon.cpp) ----

@@ -63,7 +63,9 @@ void keep_command_line(char** /*argv*/) {}
 
 RunEngine choose_engine(bool local) {
   if (auto address = daemon_address(local)) return remote_engine(*address);
-  return {native_sandboxes(engine_options_from_env()), {}};
+  RunEngine engine;
+  engine.provider = [provider = native_sandboxes(engine_options_from_env())] { return provider; };
+  return engine;
 }
 
 std::string describe_host(bool local) {
