@@ -1,9 +1,12 @@
 #include "launch.hpp"
 
+#include <sched.h>
+
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -224,8 +227,13 @@ void InitProcess::kill_and_wait() noexcept {
   pid_ = -1;
 }
 
+void InitProcess::to_foreground() const noexcept {
+  const sched_param normal{};
+  ::sched_setscheduler(pid_, SCHED_OTHER, &normal);  // ESRCH: it died, which the create finds next
+}
+
 InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t host_id_base,
-                        const protocol::Config& config, const std::function<void(pid_t)>& place,
+                        const protocol::Config& config, const std::function<void(pid_t)>& place, bool ahead,
                         std::stop_token cancellation) {
   StepTimer timer("launch");
   auto [engine_end, init_end] = seqpacket_pair("the control socket");
@@ -249,6 +257,11 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
   // here (see cgroups::Host::favor_dynmods).
   place(init.pid_);
   timer.step("placed in v1 cgroups");
+  if (ahead) {
+    // Before it is let go: nothing of its setup runs at the ordinary policy.
+    const sched_param idle{};
+    ::sched_setscheduler(init.pid_, SCHED_IDLE, &idle);  // at worst it builds at the ordinary policy
+  }
   std::vector<int> layer_fds;
   for (const auto& layer : layers) layer_fds.push_back(layer.get());
   check_sys(fdpass::send(engine_end.get(), "g", layer_fds), "releasing the init");

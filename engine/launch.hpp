@@ -61,10 +61,13 @@ class InitProcess {
   bool running() const noexcept;
   // SIGKILL, then wait until it (and with it its whole pid namespace) is gone.
   void kill_and_wait() noexcept;
+  // An init made ahead ran its setup as SCHED_IDLE: a create that takes it
+  // gives it (and so its commands) the host's ordinary policy back.
+  void to_foreground() const noexcept;
 
  private:
   friend InitProcess launch_init(Zygote&, int, int, std::uint32_t, const protocol::Config&,
-                                 const std::function<void(pid_t)>&, std::stop_token);
+                                 const std::function<void(pid_t)>&, bool, std::stop_token);
   pid_t pid_ = -1;
   UniqueFd pidfd_;
   UniqueFd control_;
@@ -73,9 +76,11 @@ class InitProcess {
 // Starts a sandbox's init in `netns` (loopback up already) and `cgroup_fd`,
 // maps its ids to the host range at `host_id_base`, calls `place` with its
 // host pid (before it runs anything of its own), and waits until it reports
-// the sandbox ready. Throws SandboxError naming the failed step.
+// the sandbox ready. Throws SandboxError naming the failed step. `ahead`: a
+// sandbox made before anyone asked, whose setup (building its root) runs as
+// SCHED_IDLE, so that it takes no cpu a caller's command or create could use.
 InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t host_id_base,
-                        const protocol::Config& config, const std::function<void(pid_t)>& place,
+                        const protocol::Config& config, const std::function<void(pid_t)>& place, bool ahead,
                         std::stop_token cancellation);
 
 }  // namespace mayura

@@ -144,6 +144,7 @@ class NativeProvider final : public SandboxProvider {
     std::shared_ptr<native::SandboxCore> core;
     // Sandboxes made ahead run the default filter (it is fixed at their start).
     if (image.image.host && !options.seccomp_profile && !image.uid && image.workdir.empty()) core = prepared_.take();
+    if (core) core->init.to_foreground();
     timer.step(core ? "prepared sandbox taken" : "no prepared sandbox");
     if (!core) {
       core = build(image, filters, cancellation);
@@ -174,9 +175,10 @@ class NativeProvider final : public SandboxProvider {
 
  private:
   // One sandbox, up to a running init: an id range, a record, a cgroup, a
-  // network namespace, the init and its root.
+  // network namespace, the init and its root. `ahead`: for the pool, at the
+  // idle policy (launch_init).
   std::shared_ptr<native::SandboxCore> build(const SandboxImage& image, const Filters& filters,
-                                             std::stop_token cancellation) {
+                                             std::stop_token cancellation, bool ahead = false) {
     StepTimer timer("build");
     auto core = std::make_shared<native::SandboxCore>();
     const std::string name = random_hex(16);
@@ -227,7 +229,7 @@ class NativeProvider final : public SandboxProvider {
     timer.step("network namespace");
     const cgroups::SandboxCgroup& cgroup = core->cgroup;
     core->init = launch_init(
-        zygote_, netns.get(), cgroup.fd(), id_base, config, [&cgroup](pid_t pid) { cgroup.place_init(pid); },
+        zygote_, netns.get(), cgroup.fd(), id_base, config, [&cgroup](pid_t pid) { cgroup.place_init(pid); }, ahead,
         cancellation);
     core->netns = std::move(netns);
     timer.step("init ready");
@@ -315,10 +317,10 @@ class NativeProvider final : public SandboxProvider {
   Zygote zygote_;
   native::LifetimeReaper reaper_;
   // Last: its thread uses everything above, and stops first.
-  native::PreparedPool prepared_{options_.prepared, [this] {
+  native::PreparedPool prepared_{options_.prepared, [this](std::stop_token stop) {
     SandboxImage host;
     host.image = rootfs::Image{"host", "/", true, {}};
-    return build(host, default_seccomp_, std::stop_token{});
+    return build(host, default_seccomp_, std::move(stop), true);
   }};
 };
 

@@ -17,6 +17,7 @@ PreparedPool::~PreparedPool() {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
+  stop_.request_stop();
   changed_.notify_all();
   if (thread_.joinable()) thread_.join();
   for (auto& core : ready_) core->end();
@@ -47,7 +48,7 @@ void PreparedPool::run() {
     lock.unlock();
     std::shared_ptr<SandboxCore> core;
     try {
-      core = make_();
+      core = make_(stop_.get_token());
     } catch (...) {
       // The host refuses for now (slots, memory): creates still work without
       // the pool, and this tries again later.

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <thread>
 
 namespace mayura::native {
@@ -17,7 +18,9 @@ class SandboxCore;
 
 class PreparedPool {
  public:
-  using Make = std::function<std::shared_ptr<SandboxCore>()>;
+  // Makes one; the stop comes when the pool goes (a sandbox made ahead builds
+  // at the idle policy, and on a busy host may take long).
+  using Make = std::function<std::shared_ptr<SandboxCore>(std::stop_token)>;
   // `make` builds one sandbox (it may throw); `size` 0 keeps none. Nothing
   // is made before start().
   PreparedPool(std::size_t size, Make make);
@@ -37,6 +40,7 @@ class PreparedPool {
   std::condition_variable changed_;
   std::deque<std::shared_ptr<SandboxCore>> ready_;
   bool stopping_ = false;
+  std::stop_source stop_;
   std::thread thread_;
 };
 

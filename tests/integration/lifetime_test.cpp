@@ -5,6 +5,9 @@
 #include <sys/wait.h>
 
 #include <filesystem>
+#include <iterator>
+#include <sstream>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -175,11 +178,49 @@ TEST_F(LifetimeTest, TwoEnginesOnOneHostNeverShareAnIdRange) {
   other.close();
 }
 
+// A sandbox made ahead builds and waits at the idle policy (it takes no cpu
+// a caller could use); the create that takes it gives it the ordinary policy
+// back, so the caller's commands run as any other process.
+TEST_F(LifetimeTest, APreparedSandboxWaitsAtTheIdlePolicyAndRunsAtTheOrdinaryOne) {
+  options().prepared = 1;
+  sandboxes();
+  auto policy = [](pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // after the name: field 3 on
+    std::string f;
+    for (int i = 3; i <= 41 && fields >> f; ++i) {
+    }
+    return f;
+  };
+  std::vector<pid_t> ahead;
+  for (int i = 0; i < 1200 && ahead.empty(); ++i) {
+    ahead = processes_in_range(options());
+    if (ahead.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(ahead.size(), 1u) << "the pool made no sandbox";
+  EXPECT_EQ(policy(ahead[0]), "5");  // SCHED_IDLE
+  // A create takes it once it is ready (before, a create builds its own):
+  // its init is at the ordinary policy from then, as is what it runs.
+  bool taken = false;
+  for (int i = 0; i < 600 && !taken; ++i) {
+    auto s = create();
+    taken = policy(ahead[0]) == "0";  // SCHED_OTHER
+    if (taken) {
+      EXPECT_EQ(sh(s, "cut -d' ' -f41 /proc/1/stat; cut -d' ' -f41 /proc/self/stat"), "0\n0\n");
+    }
+    s.release();
+    if (!taken) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(taken) << "no create took the sandbox made ahead";
+}
+
 TEST_F(LifetimeTest, PreparedSandboxesAreHandedOutFreshAndEndedWithTheProvider) {
   options().prepared = 2;
   sandboxes();
-  // the pool fills in the background
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  // the pool fills in the background, at the idle policy: on a busy machine
+  // (the suite in parallel on an emulated cpu) it may wait a while for a cpu
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (cgroups_under(options().cgroup_root) < 2 && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -200,7 +241,7 @@ TEST_F(LifetimeTest, PreparedSandboxesAreHandedOutFreshAndEndedWithTheProvider) 
   // pool has made two more (the event) and they are older than the lifetime
   // asked for, one handed out still runs a command, and a command running
   // when its lifetime (from create) ends fails GONE
-  const auto refilled_by = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto refilled_by = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (cgroups_under(options().cgroup_root) < 4 && std::chrono::steady_clock::now() < refilled_by) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
