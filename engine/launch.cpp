@@ -1,13 +1,11 @@
 #include "launch.hpp"
 
-#include <sched.h>
-
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -228,8 +226,7 @@ void InitProcess::kill_and_wait() noexcept {
 }
 
 void InitProcess::to_foreground() const noexcept {
-  const sched_param normal{};
-  ::sched_setscheduler(pid_, SCHED_OTHER, &normal);  // ESRCH: it died, which the create finds next
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(pid_), 0);  // ESRCH: it died, which the create finds next
 }
 
 InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t host_id_base,
@@ -259,8 +256,7 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
   timer.step("placed in v1 cgroups");
   if (ahead) {
     // Before it is let go: nothing of its setup runs at the ordinary policy.
-    const sched_param idle{};
-    ::sched_setscheduler(init.pid_, SCHED_IDLE, &idle);  // at worst it builds at the ordinary policy
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(init.pid_), kAheadNice);  // at worst it builds at the ordinary one
   }
   std::vector<int> layer_fds;
   for (const auto& layer : layers) layer_fds.push_back(layer.get());

@@ -61,8 +61,8 @@ class InitProcess {
   bool running() const noexcept;
   // SIGKILL, then wait until it (and with it its whole pid namespace) is gone.
   void kill_and_wait() noexcept;
-  // An init made ahead ran its setup as SCHED_IDLE: a create that takes it
-  // gives it (and so its commands) the host's ordinary policy back.
+  // An init made ahead ran its setup at the lowest priority (nice 19): a
+  // create that takes it gives it (and so its commands) nice 0 back.
   void to_foreground() const noexcept;
 
  private:
@@ -78,7 +78,9 @@ class InitProcess {
 // host pid (before it runs anything of its own), and waits until it reports
 // the sandbox ready. Throws SandboxError naming the failed step. `ahead`: a
 // sandbox made before anyone asked, whose setup (building its root) runs as
-// SCHED_IDLE, so that it takes no cpu a caller's command or create could use.
+// nice 19, so that it takes next to no cpu a caller's command or create
+// could use (SCHED_IDLE would starve it five times longer on a busy host).
+inline constexpr int kAheadNice = 19;
 InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t host_id_base,
                         const protocol::Config& config, const std::function<void(pid_t)>& place, bool ahead,
                         std::stop_token cancellation);

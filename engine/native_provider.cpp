@@ -176,7 +176,7 @@ class NativeProvider final : public SandboxProvider {
  private:
   // One sandbox, up to a running init: an id range, a record, a cgroup, a
   // network namespace, the init and its root. `ahead`: for the pool, at the
-  // idle policy (launch_init).
+  // lowest priority (launch_init).
   std::shared_ptr<native::SandboxCore> build(const SandboxImage& image, const Filters& filters,
                                              std::stop_token cancellation, bool ahead = false) {
     StepTimer timer("build");

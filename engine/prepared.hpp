@@ -19,7 +19,7 @@ class SandboxCore;
 class PreparedPool {
  public:
   // Makes one; the stop comes when the pool goes (a sandbox made ahead builds
-  // at the idle policy, and on a busy host may take long).
+  // at the lowest priority, and on a busy host may take long).
   using Make = std::function<std::shared_ptr<SandboxCore>(std::stop_token)>;
   // `make` builds one sandbox (it may throw); `size` 0 keeps none. Nothing
   // is made before start().
