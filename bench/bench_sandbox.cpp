@@ -31,6 +31,7 @@
 
 #include "mayura/native.hpp"
 #include "daemon.hpp"
+#include "measure.hpp"
 #include "run_quietly.hpp"
 #include "mayura/sandbox.hpp"
 
@@ -38,25 +39,9 @@ extern char** environ;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
-struct Stats {
-  double median_ms = 0;
-  double p95_ms = 0;
-};
-
-Stats measure(int iterations, const std::function<void()>& fn) {
-  fn();  // warm up
-  std::vector<double> ms;
-  ms.reserve(static_cast<std::size_t>(iterations));
-  for (int i = 0; i < iterations; ++i) {
-    const auto start = Clock::now();
-    fn();
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return {ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 95 / 100)]};
-}
+using mayura::bench::measure;
+using mayura::bench::Stats;
 
 bool run(const std::vector<std::string>& argv) { return mayura::bench::run_quietly(argv); }
 
