@@ -1,0 +1,320 @@
+// @mayurajs/sandbox-native: mayura/sandbox's provider for native Linux
+// sandboxes, made and run by mayurad (namespaces, cgroups, seccomp, a
+// read-only root; no Docker). Each call of the contract is one request to
+// the daemon; its statuses come back as the seed's reasons.
+
+import { cancelledError, parseEndpoint, request, type Answer, type Endpoint } from './http.js';
+import {
+  SandboxError,
+  sandboxHttpFailure,
+  type CallOptions,
+  type CreateOptions,
+  type ExecOptions,
+  type ExecResult,
+  type FileEntry,
+  type SandboxBackend,
+  type SandboxErrorReason,
+  type SandboxFeatures,
+  type SandboxProvider,
+} from './types.js';
+
+export * from './types.js';
+
+export interface NativeSandboxesOptions {
+  /** mayurad's Unix socket; default /run/mayura/mayurad.sock. */
+  socket?: string;
+  /** Instead of socket: https://HOST:PORT of a remote mayurad, with `token`. */
+  url?: string;
+  /** The bearer token a TLS daemon knows this client by. */
+  token?: string;
+  /** The CA (PEM text) that signed a TLS daemon's certificate; default: the system's. */
+  ca?: string;
+  /** The image of a create that names none; default: the daemon's (the host image). */
+  image?: string;
+  /** The longest lifetime the daemon allows (its maxLifetimeMs); default 24 hours, as mayurad's. */
+  maxLifetimeMs?: number;
+  /** How long a call other than exec may take; default 120 s. */
+  timeoutMs?: number;
+}
+
+// What mayurad's native engine supports; an operator's narrower settings
+// (network kinds, lifetimes) are refused by the daemon itself.
+const FEATURES: SandboxFeatures = { stdin: true, ports: true, desktop: false, network: ['none', 'all', 'allow'] };
+const WORKDIR = '/workspace';
+const DAY_MS = 24 * 3600 * 1000;
+
+const REASONS: Record<string, SandboxErrorReason> = {
+  INVALID_INPUT: 'invalid_input',
+  INVALID_CONFIG: 'invalid_config',
+  PERMISSION_DENIED: 'permission_denied',
+  GONE: 'gone',
+  CANCELLED: 'cancelled',
+  LIMIT_REACHED: 'limit_reached',
+  NOT_FOUND: 'not_found',
+  UNSUPPORTED: 'unsupported',
+  INTERNAL: 'internal',
+};
+
+// Bytes cross the wire as a JSON string when they are UTF-8, else as
+// {"base64": ...}.
+type WireBytes = string | { base64: string };
+
+function wireBytes(data: string | Uint8Array): WireBytes {
+  if (typeof data === 'string') return new TextDecoder().decode(new TextEncoder().encode(data));  // lone surrogates made U+FFFD
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(data);
+  } catch {
+    return { base64: Buffer.from(data).toString('base64') };
+  }
+}
+
+function malformed(what: string): SandboxError {
+  return new SandboxError('internal', `mayurad's ${what} is malformed`);
+}
+
+function bytesFrom(value: unknown, what: string): Uint8Array {
+  if (typeof value === 'string') return new TextEncoder().encode(value);
+  if (value !== null && typeof value === 'object' && typeof (value as { base64?: unknown }).base64 === 'string') {
+    return Buffer.from((value as { base64: string }).base64, 'base64');
+  }
+  throw malformed(what);
+}
+
+function textFrom(value: unknown, what: string): string {
+  return typeof value === 'string' ? value : new TextDecoder().decode(bytesFrom(value, what));
+}
+
+function parseJson(body: Buffer | string, what: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
+  } catch {
+    throw malformed(what);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw malformed(what);
+  return value as Record<string, unknown>;
+}
+
+function wireMap(map: Record<string, string> | undefined): Record<string, WireBytes> | undefined {
+  if (!map) return undefined;
+  const out: Record<string, WireBytes> = {};
+  for (const [k, v] of Object.entries(map)) out[k] = wireBytes(v);
+  return out;
+}
+
+function createBody(options: CreateOptions, image: string | undefined): string {
+  const network = options.network ?? 'none';
+  const body: Record<string, unknown> = {
+    lifetimeMs: options.lifetimeMs,
+    network: typeof network === 'string' ? network : { allow: network.allow },
+  };
+  if (options.env) body.env = wireMap(options.env);
+  if (options.ports?.length) body.ports = options.ports;
+  if (options.cpus !== undefined) body.cpus = options.cpus;
+  if (options.memoryMiB !== undefined) body.memoryMiB = options.memoryMiB;
+  const chosen = options.image ?? image;
+  if (chosen) body.image = chosen;
+  if (options.labels) body.labels = wireMap(options.labels);
+  return JSON.stringify(body);
+}
+
+function execResultFrom(event: Record<string, unknown>): ExecResult {
+  const { exitCode, stdout, stderr, truncated, durationMs, timedOut } = event;
+  if ((exitCode !== null && !Number.isInteger(exitCode)) || typeof truncated !== 'boolean' || typeof timedOut !== 'boolean' ||
+      typeof durationMs !== 'number') {
+    throw malformed('exec result');
+  }
+  return {
+    exitCode: exitCode as number | null,
+    stdout: textFrom(stdout, 'exec result'),
+    stderr: textFrom(stderr, 'exec result'),
+    truncated,
+    durationMs,
+    timedOut,
+  };
+}
+
+// A failure line of an exec's stream, or an error answer's body: the reason
+// it names, in our words (never the daemon's message).
+function failureFrom(event: Record<string, unknown>, status: number): SandboxError {
+  const reason = typeof event.reason === 'string' ? REASONS[event.reason] : undefined;
+  if (!reason) return sandboxHttpFailure(status);
+  return new SandboxError(reason, status === 200 ? `the command failed (${reason})` : `the provider answered HTTP ${status}`);
+}
+
+class NativeSandbox implements SandboxBackend {
+  private ended = false;
+  private readonly base: string;
+
+  constructor(private readonly link: Link, readonly id: string) {
+    this.base = `/v1/sandboxes/${encodeURIComponent(id)}`;
+  }
+
+  async exec(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
+    const body: Record<string, unknown> = { argv: argv.map(wireBytes) };
+    if (options.cwd !== undefined) body.cwd = wireBytes(options.cwd);
+    if (options.env) body.env = wireMap(options.env);
+    if (options.timeoutMs !== undefined) body.timeoutMs = options.timeoutMs;
+    if (options.stdin !== undefined) body.stdin = wireBytes(options.stdin);
+    let pending = '';
+    let result: ExecResult | undefined;
+    let failed: SandboxError | undefined;
+    const decoder = new TextDecoder();
+    const line = (text: string) => {
+      if (text === '') return;
+      const event = parseJson(text, 'exec stream');
+      if ('stream' in event) return;  // output as it comes; the result carries it whole
+      if ('reason' in event) failed = failureFrom(event, 200);
+      else result = execResultFrom(event);
+    };
+    const answer = await this.link.call({
+      method: 'POST',
+      path: `${this.base}/exec`,
+      body: JSON.stringify(body),
+      signal: options.signal,
+      onData: (chunk) => {
+        pending += decoder.decode(chunk, { stream: true });
+        let nl: number;
+        while ((nl = pending.indexOf('\n')) >= 0) {
+          line(pending.slice(0, nl));
+          pending = pending.slice(nl + 1);
+        }
+      },
+    }, { exec: true });
+    if (answer.cancelled || options.signal?.aborted) throw cancelledError();
+    this.check(answer);
+    line(pending);
+    if (failed) {
+      if (failed.reason === 'gone') this.ended = true;
+      throw failed;
+    }
+    if (!result) throw new SandboxError('internal', "mayurad's exec stream ended with no result");
+    return result;
+  }
+
+  async readFile(path: string, options: CallOptions = {}): Promise<Uint8Array> {
+    const answer = await this.link.call({ method: 'GET', path: `${this.base}/files?${new URLSearchParams({ path })}`, signal: options.signal });
+    this.check(answer);
+    return new Uint8Array(answer.body.buffer, answer.body.byteOffset, answer.body.length);
+  }
+
+  async writeFile(path: string, data: string | Uint8Array, options: CallOptions = {}): Promise<void> {
+    const answer = await this.link.call({
+      method: 'PUT',
+      path: `${this.base}/files?${new URLSearchParams({ path })}`,
+      body: data,
+      contentType: 'application/octet-stream',
+      signal: options.signal,
+    });
+    this.check(answer);
+  }
+
+  async list(path: string, options: CallOptions = {}): Promise<FileEntry[]> {
+    const answer = await this.link.call({ method: 'GET', path: `${this.base}/list?${new URLSearchParams({ path })}`, signal: options.signal });
+    this.check(answer);
+    const entries = parseJson(answer.body, 'listing').entries;
+    if (!Array.isArray(entries)) throw malformed('listing');
+    return entries.map((e: unknown) => {
+      const entry = e as Record<string, unknown> | null;
+      if (!entry || typeof entry !== 'object' || typeof entry.size !== 'number' ||
+          !['file', 'directory', 'symlink', 'other'].includes(entry.type as string)) {
+        throw malformed('listing');
+      }
+      return { name: textFrom(entry.name, 'listing'), type: entry.type as FileEntry['type'], size: entry.size };
+    });
+  }
+
+  async remove(path: string, options: CallOptions = {}): Promise<void> {
+    const answer = await this.link.call({ method: 'DELETE', path: `${this.base}/files?${new URLSearchParams({ path })}`, signal: options.signal });
+    this.check(answer);
+  }
+
+  async url(port: number): Promise<string> {
+    const answer = await this.link.call({ method: 'GET', path: `${this.base}/url?${new URLSearchParams({ port: String(port) })}` });
+    this.check(answer);
+    const url = parseJson(answer.body, 'url').url;
+    if (typeof url !== 'string') throw malformed('url');
+    return url;
+  }
+
+  async release(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    try {
+      await this.link.call({ method: 'DELETE', path: this.base });
+    } catch {
+      // the daemon ends it at its lifetime, or is gone and took it along
+    }
+  }
+
+  private check(answer: Answer): void {
+    if (answer.status >= 200 && answer.status < 300) return;
+    let error = sandboxHttpFailure(answer.status);
+    try {
+      error = failureFrom(parseJson(answer.body, 'answer'), answer.status);
+    } catch {
+      // a body not of mayurad's shape: the status says it
+    }
+    if (error.reason === 'gone') this.ended = true;
+    throw error;
+  }
+}
+
+class Link {
+  constructor(readonly endpoint: Endpoint, private readonly timeoutMs: number) {}
+  call(c: Parameters<typeof request>[1], how: { exec?: boolean } = {}): Promise<Answer> {
+    return request(this.endpoint, how.exec ? c : { ...c, timeoutMs: this.timeoutMs });
+  }
+}
+
+class NativeProvider implements SandboxProvider {
+  readonly id: string;
+  readonly features = FEATURES;
+  readonly workdir = WORKDIR;
+  readonly maxLifetimeMs: number;
+  private readonly link: Link;
+  private readonly image: string | undefined;
+
+  constructor(options: NativeSandboxesOptions) {
+    const endpoint = parseEndpoint(options);
+    this.link = new Link(endpoint, options.timeoutMs ?? 120_000);
+    this.id = `native:${endpoint.text}`;
+    this.maxLifetimeMs = options.maxLifetimeMs ?? DAY_MS;
+    this.image = options.image;
+  }
+
+  async create(options: CreateOptions, context: CallOptions = {}): Promise<SandboxBackend> {
+    if (context.signal?.aborted) throw cancelledError();
+    // A cancellation while the daemon creates does not cut the call short:
+    // the daemon would make the sandbox anyway, and only its answer has the
+    // id to release it by.
+    const answer = await this.link.call({ method: 'POST', path: '/v1/sandboxes', body: createBody(options, this.image) });
+    if (answer.status !== 201) {
+      let error = sandboxHttpFailure(answer.status);
+      try {
+        error = failureFrom(parseJson(answer.body, 'answer'), answer.status);
+      } catch {
+        // the status says it
+      }
+      throw error;
+    }
+    const id = parseJson(answer.body, 'created sandbox').id;
+    if (typeof id !== 'string' || id === '') throw malformed('created sandbox');
+    const sandbox = new NativeSandbox(this.link, id);
+    if (context.signal?.aborted) {
+      await sandbox.release();
+      throw cancelledError();
+    }
+    return sandbox;
+  }
+}
+
+/**
+ * The provider of native sandboxes made by the mayurad at `socket` (or `url`
+ * with `token`), for createSandboxes:
+ *
+ *   const sandboxes = createSandboxes(nativeSandboxes(), { maxSandboxes: 4, maxLifetimeMs: 600_000 });
+ */
+export function nativeSandboxes(options: NativeSandboxesOptions = {}): SandboxProvider {
+  return new NativeProvider(options);
+}

@@ -1,0 +1,127 @@
+// The provider contract of mayura/sandbox, declared here as the seed
+// describes it ("Writing a provider"): mayura/sandbox is not on the
+// registry, and a provider must plug into the real createSandboxes
+// unchanged, so these are shaped exactly as it expects them.
+
+/** What kind of failure a SandboxError is. */
+export type SandboxErrorReason =
+  | 'invalid_input'
+  | 'invalid_config'
+  | 'permission_denied'
+  | 'gone'
+  | 'cancelled'
+  | 'limit_reached'
+  | 'not_found'
+  | 'unsupported'
+  | 'internal';
+
+/** The contract's one error: its reason says what kind of failure it was; its message is ours. */
+export class SandboxError extends Error {
+  readonly reason: SandboxErrorReason;
+  constructor(reason: SandboxErrorReason, message: string) {
+    super(message);
+    this.name = 'SandboxError';
+    this.reason = reason;
+  }
+}
+
+/**
+ * The SandboxError for a failed HTTP status, in our words only (the seed's
+ * sandboxHttpFailure). mayurad's own statuses for reasons the seed gives
+ * none: 412 not_found (a path in the sandbox), 424 invalid_config, 499
+ * cancelled.
+ */
+export function sandboxHttpFailure(status: number): SandboxError {
+  const reasons: Record<number, SandboxErrorReason> = {
+    400: 'invalid_input',
+    409: 'invalid_input',
+    422: 'invalid_input',
+    401: 'permission_denied',
+    403: 'permission_denied',
+    404: 'gone',
+    410: 'gone',
+    412: 'not_found',
+    413: 'limit_reached',
+    429: 'limit_reached',
+    424: 'invalid_config',
+    499: 'cancelled',
+    501: 'unsupported',
+  };
+  return new SandboxError(reasons[status] ?? 'internal', `the provider answered HTTP ${status}`);
+}
+
+/** What a sandbox may reach. */
+export type Network = 'none' | 'all' | { allow: string[] };
+export type NetworkKind = 'none' | 'all' | 'allow';
+
+/** What a provider supports beyond commands and files. */
+export interface SandboxFeatures {
+  stdin: boolean;
+  ports: boolean;
+  desktop: boolean;
+  /** The network kinds it can enforce. */
+  network: NetworkKind[];
+}
+
+export interface CreateOptions {
+  lifetimeMs: number;
+  network?: Network;
+  /** Variables every command sees. */
+  env?: Record<string, string>;
+  ports?: number[];
+  cpus?: number;
+  memoryMiB?: number;
+  /** The provider's image or template. */
+  image?: string;
+  labels?: Record<string, string>;
+}
+
+export interface ExecOptions {
+  /** Aborting stops the command and everything it started; exec fails with cancelled. */
+  signal?: AbortSignal;
+  stdin?: string | Uint8Array;
+  timeoutMs?: number;
+  /** Relative to the workdir, or absolute. */
+  cwd?: string;
+  env?: Record<string, string>;
+}
+
+export interface ExecResult {
+  /** null when the command timed out. */
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  durationMs: number;
+  timedOut: boolean;
+}
+
+export interface FileEntry {
+  name: string;
+  type: 'file' | 'directory' | 'symlink' | 'other';
+  size: number;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+/** One sandbox, as a provider gives it to createSandboxes. */
+export interface SandboxBackend {
+  exec(argv: string[], options?: ExecOptions): Promise<ExecResult>;
+  readFile(path: string, options?: CallOptions): Promise<Uint8Array>;
+  writeFile(path: string, data: string | Uint8Array, options?: CallOptions): Promise<void>;
+  list(path: string, options?: CallOptions): Promise<FileEntry[]>;
+  remove(path: string, options?: CallOptions): Promise<void>;
+  url(port: number): Promise<string>;
+  /** Ends the sandbox and everything in it; never rejects. */
+  release(): Promise<void>;
+}
+
+export interface SandboxProvider {
+  readonly id: string;
+  readonly features: SandboxFeatures;
+  readonly workdir: string;
+  readonly maxLifetimeMs: number;
+  create(options: CreateOptions, context?: CallOptions): Promise<SandboxBackend>;
+}
