@@ -24,7 +24,13 @@ packages=(
   openssl curl
   # anchors for the benchmarks
   bubblewrap crun
+  # the TypeScript provider (clients/typescript), its tests and the seed's
+  # examples in a sandbox; its dev tools (tsc) come from npm
+  nodejs
 )
+# A Node that carries its own npm (NodeSource's) must not get Debian's, which
+# would replace it.
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 if [ "${1:-}" = vm ]; then
   # the VMs of tests/vm: QEMU, Debian 12's own kernel (6.1) and its modules,
   # and what makes their initramfs and disk

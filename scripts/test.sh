@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite from scratch, as root: installs what is needed, builds
 # with warnings as errors and runs every test on this machine; runs the
-# suites that depend on the kind of host again in VMs of Debian 12's kernel,
+# TypeScript provider's tests against its mayurad; runs the suites that
+# depend on the kind of host again in VMs of Debian 12's kernel,
 # one per cgroup layout (pure cgroup2 in the root cgroup, delegated and in a
 # login session, and v1 only); then builds with ASan and UBSan and runs every
 # test under them.
@@ -20,6 +21,9 @@ echo "== build (warnings as errors)"
 echo "== tests on this machine ($(uname -r), $("$root/build/tools/mayura-run" doctor | sed -n 2p | cut -d' ' -f2))"
 # UnifiedCgroupTest needs a pure cgroup2 host: it runs in the VMs below.
 (cd "$root/build" && ctest -j"$(($(nproc) * 2))" --timeout 120 --output-on-failure --no-tests=error -E 'UnifiedCgroupTest')
+
+echo "== the TypeScript provider (clients/typescript), against this build's mayurad"
+"$root/clients/typescript/test.sh" "$root/build"
 
 echo "== tests in VMs of Debian 12's kernel, one per cgroup layout (tests/vm)"
 "$root/tests/vm/matrix.sh" "$root/build"

@@ -1,0 +1,215 @@
+// The contract through @mayurajs/sandbox-native against a real mayurad: what
+// the C++ conformance suite checks, in TypeScript. Each test's sandbox is
+// released by it; the daemon, stopped at the end, must have left nothing.
+
+import assert from 'node:assert/strict';
+import * as http from 'node:http';
+import { after, before, describe, it } from 'node:test';
+
+import { nativeSandboxes, SandboxError, type SandboxBackend, type SandboxProvider } from '../src/index.js';
+import { startDaemon, type Daemon } from './daemon.js';
+
+async function reasonOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof SandboxError, `not a SandboxError: ${String(error)}`);
+    return error.reason;
+  }
+  return 'no failure';
+}
+
+const count = (pattern: string) =>
+  `n=0; for c in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $c 2>/dev/null | grep -q '^${pattern}' && n=$((n+1)); done; echo $n`;
+
+describe('the contract through mayurad', () => {
+  let daemon: Daemon;
+  let provider: SandboxProvider;
+  const made: SandboxBackend[] = [];
+  const sandbox = async (lifetimeMs = 120_000) => {
+    const s = await provider.create({ lifetimeMs });
+    made.push(s);
+    return s;
+  };
+
+  before(async () => {
+    daemon = await startDaemon();
+    provider = nativeSandboxes({ socket: daemon.socket });
+  });
+  after(async () => {
+    await Promise.all(made.map((s) => s.release()));
+    await daemon.stop();
+  });
+
+  it('says what it is', () => {
+    assert.equal(provider.workdir, '/workspace');
+    assert.equal(provider.features.stdin, true);
+    assert.deepEqual(provider.features.network, ['none', 'all', 'allow']);
+    assert.ok(provider.maxLifetimeMs > 0);
+  });
+
+  it('runs commands: exit codes, output, env, cwd, stdin', async () => {
+    const s = await sandbox();
+    const r = await s.exec(['sh', '-c', 'echo out; echo err >&2; exit 3']);
+    assert.equal(r.exitCode, 3);
+    assert.equal(r.stdout, 'out\n');
+    assert.equal(r.stderr, 'err\n');
+    assert.equal(r.timedOut, false);
+    assert.equal(r.truncated, false);
+    assert.ok(Number.isInteger(r.durationMs) && r.durationMs >= 0);
+    assert.equal((await s.exec(['sh', '-c', 'echo $GREETING'], { env: { GREETING: 'hi there' } })).stdout, 'hi there\n');
+    await s.exec(['mkdir', '-p', 'sub/dir']);
+    assert.equal((await s.exec(['pwd'], { cwd: 'sub/dir' })).stdout, '/workspace/sub/dir\n');
+    assert.equal((await s.exec(['pwd'])).stdout, '/workspace\n');
+    assert.equal((await s.exec(['cat'], { stdin: 'from stdin' })).stdout, 'from stdin');
+    assert.equal((await s.exec(['wc', '-c'], { stdin: new Uint8Array([0, 255, 1]) })).stdout.trim(), '3');
+    assert.equal(await reasonOf(s.exec(['/no/such/program'])), 'no failure');  // 127, not a failure of the call
+    assert.equal((await s.exec(['sh', '-c', 'exit 0'])).exitCode, 0);
+  });
+
+  it('stops a command at its timeout, with everything it started', async () => {
+    const s = await sandbox();
+    const started = Date.now();
+    const r = await s.exec(['sh', '-c', 'sleep 300 & sleep 301 & sleep 302'], { timeoutMs: 1000 });
+    assert.equal(r.timedOut, true);
+    assert.equal(r.exitCode, null);
+    assert.ok(Date.now() - started < 30_000);
+    assert.equal((await s.exec(['sh', '-c', count('sleep 30')])).stdout, '0\n');
+  });
+
+  it('cancels a command with its signal: cancelled, and everything it started is stopped', async () => {
+    const s = await sandbox();
+    const controller = new AbortController();
+    const running = s.exec(['sh', '-c', 'sleep 310 & sleep 311 & echo started; wait'], { signal: controller.signal });
+    // started once both are there
+    for (let i = 0; i < 200; ++i) {
+      if ((await s.exec(['sh', '-c', count('sleep 31')])).stdout === '2\n') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    controller.abort();
+    assert.equal(await reasonOf(running), 'cancelled');
+    let left = '';
+    for (let i = 0; i < 100; ++i) {
+      left = (await s.exec(['sh', '-c', count('sleep 31')])).stdout;
+      if (left === '0\n') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(left, '0\n');
+    const aborted = new AbortController();
+    aborted.abort();
+    assert.equal(await reasonOf(s.exec(['true'], { signal: aborted.signal })), 'cancelled');
+  });
+
+  it('reads and writes files binary-safe, lists and removes them', async () => {
+    const s = await sandbox();
+    const bytes = new Uint8Array(256);
+    for (let i = 0; i < 256; ++i) bytes[i] = i;
+    await s.writeFile('dir/all.bin', bytes);
+    assert.deepEqual(Buffer.from(await s.readFile('dir/all.bin')), Buffer.from(bytes));
+    await s.writeFile('/workspace/text.txt', 'héllo\n');
+    assert.equal(new TextDecoder().decode(await s.readFile('text.txt')), 'héllo\n');
+    assert.equal((await s.exec(['cat', 'text.txt'])).stdout, 'héllo\n');
+    const entries = await s.list('.');
+    const names = entries.map((e) => `${e.name}:${e.type}`).sort();
+    assert.deepEqual(names, ['dir:directory', 'text.txt:file']);
+    assert.equal((await s.list('dir'))[0]?.size, 256);
+    await s.remove('dir/all.bin');
+    assert.equal(await reasonOf(s.readFile('dir/all.bin')), 'not_found');
+    assert.equal(await reasonOf(s.readFile('missing')), 'not_found');
+    assert.equal(await reasonOf(s.remove('missing')), 'not_found');
+    // empty, large, and many at once
+    await s.writeFile('empty', new Uint8Array(0));
+    assert.equal((await s.readFile('empty')).length, 0);
+    const large = Buffer.alloc(8 << 20, 'ab');
+    await s.writeFile('large.bin', large);
+    assert.ok(Buffer.from(await s.readFile('large.bin')).equals(large));
+    await Promise.all(Array.from({ length: 16 }, (_, i) => s.writeFile(`many/${i}`, String(i))));
+    const back = await Promise.all(Array.from({ length: 16 }, (_, i) => s.readFile(`many/${i}`)));
+    assert.deepEqual(back.map((b) => new TextDecoder().decode(b)), Array.from({ length: 16 }, (_, i) => String(i)));
+    assert.equal((await s.list('many')).length, 16);
+  });
+
+  it('returns large output whole, and runs commands at once', async () => {
+    const s = await sandbox();
+    const r = await s.exec(['sh', '-c', "head -c 300000 /dev/zero | tr '\\0' a"]);
+    assert.equal(r.stdout.length, 300000);
+    assert.equal(r.truncated, false);
+    const many = await Promise.all(Array.from({ length: 8 }, (_, i) => s.exec(['sh', '-c', `sleep 0.2; echo ${i}`])));
+    assert.deepEqual(many.map((m) => m.stdout), Array.from({ length: 8 }, (_, i) => `${i}\n`));
+  });
+
+  it('refuses bad paths before anything is done, and no path leaves the sandbox', async () => {
+    const s = await sandbox();
+    for (const bad of ['', 'a\0b', `${'x'.repeat(256)}/f`]) {
+      assert.equal(await reasonOf(s.readFile(bad)), 'invalid_input', `read ${JSON.stringify(bad.slice(0, 8))}`);
+      assert.equal(await reasonOf(s.writeFile(bad, 'x')), 'invalid_input', 'write');
+      assert.equal(await reasonOf(s.list(bad)), 'invalid_input', 'list');
+      assert.equal(await reasonOf(s.remove(bad)), 'invalid_input', 'remove');
+    }
+    assert.equal(await reasonOf(s.exec([])), 'invalid_input', 'exec');
+    assert.equal(await reasonOf(s.exec(['true'], { env: { 'NOT-A-NAME': 'x' } })), 'invalid_input', 'env');
+    assert.equal(await reasonOf(provider.create({ lifetimeMs: 0 })), 'invalid_input', 'lifetime 0');
+    assert.equal(await reasonOf(provider.create({ lifetimeMs: 10 * 24 * 3600_000 })), 'invalid_input', 'lifetime');
+    // Up past the workdir is the sandbox's own root: its hostname, not the host's.
+    const hostname = new TextDecoder().decode(await s.readFile('../../etc/hostname'));
+    assert.match(hostname, /^mayura-[0-9a-f]{8}\n$/);
+    await s.exec(['ln', '-s', '/', 'up']);
+    assert.equal(new TextDecoder().decode(await s.readFile('up/etc/hostname')), hostname);
+  });
+
+  it('is gone after release, and after its lifetime', async () => {
+    const s = await provider.create({ lifetimeMs: 120_000 });
+    await s.release();
+    assert.equal(await reasonOf(s.exec(['true'])), 'gone');
+    assert.equal(await reasonOf(s.readFile('x')), 'gone');
+    await s.release();  // twice is fine
+
+    const short = await sandbox(1500);
+    assert.equal((await short.exec(['echo', 'alive'])).stdout, 'alive\n');
+    await new Promise((r) => setTimeout(r, 2500));
+    assert.equal(await reasonOf(short.exec(['true'])), 'gone');
+  });
+
+  it('fails gone for a command running when the lifetime ends', async () => {
+    const s = await sandbox(2000);
+    assert.equal(await reasonOf(s.exec(['sleep', '100'])), 'gone');
+  });
+});
+
+describe('a published port', () => {
+  let daemon: Daemon;
+  before(async () => {
+    daemon = await startDaemon();
+  });
+  after(async () => {
+    await daemon.stop();
+  });
+
+  it('has a url the host reaches', async () => {
+    const provider = nativeSandboxes({ socket: daemon.socket });
+    const s = await provider.create({ lifetimeMs: 120_000, network: 'all', ports: [8000] });
+    try {
+      await s.writeFile('index.html', 'served from the sandbox\n');
+      await s.exec(['sh', '-c', 'setsid nohup python3 -m http.server 8000 >/dev/null 2>&1 < /dev/null &']);
+      const url = await s.url(8000);
+      assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
+      let body = '';
+      for (let i = 0; i < 100 && body === ''; ++i) {
+        body = await new Promise<string>((resolve) => {
+          http
+            .get(`${url}/index.html`, (res) => {
+              let text = '';
+              res.on('data', (d: Buffer) => (text += d.toString()));
+              res.on('end', () => resolve(res.statusCode === 200 ? text : ''));
+            })
+            .on('error', () => resolve(''));
+        });
+        if (body === '') await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(body, 'served from the sandbox\n');
+      assert.equal(await reasonOf(s.url(9999)), 'invalid_input');
+    } finally {
+      await s.release();
+    }
+  });
+});

@@ -1,0 +1,71 @@
+// npm pack makes a package that installs into an empty project, carries no
+// runtime dependency, imports, and type-checks against a consumer file.
+
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+
+const here = path.dirname(new URL(import.meta.url).pathname);
+const packageDir = path.resolve(here, '../..');  // build-test/test -> the package
+
+const consumer = `import { nativeSandboxes, SandboxError, type SandboxProvider, type ExecResult } from '@mayurajs/sandbox-native';
+
+const provider: SandboxProvider = nativeSandboxes({ socket: '/run/mayura/mayurad.sock', image: 'host' });
+export async function run(): Promise<number | null> {
+  const backend = await provider.create({ lifetimeMs: 60_000, network: { allow: ['registry.npmjs.org'] } });
+  try {
+    const r: ExecResult = await backend.exec(['true'], { timeoutMs: 1000, signal: new AbortController().signal });
+    const bytes: Uint8Array = await backend.readFile('x');
+    void bytes;
+    return r.exitCode;
+  } catch (e) {
+    if (e instanceof SandboxError && e.reason === 'gone') return null;
+    throw e;
+  } finally {
+    await backend.release();
+  }
+}
+`;
+
+describe('the npm package', () => {
+  it('packs, installs into an empty project, and type-checks a consumer', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mayura-ts-pack-'));
+    try {
+      const out = execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], { cwd: packageDir, encoding: 'utf8' });
+      const tarball = path.join(dir, out.trim().split('\n').pop() ?? '');
+      assert.ok(fs.existsSync(tarball), out);
+      const project = path.join(dir, 'consumer');
+      fs.mkdirSync(project);
+      fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+      execFileSync('npm', ['install', '--silent', '--no-audit', '--no-fund', '--offline', tarball], { cwd: project });
+      const installed = JSON.parse(fs.readFileSync(path.join(project, 'node_modules/@mayurajs/sandbox-native/package.json'), 'utf8'));
+      assert.equal(installed.dependencies, undefined, 'no runtime dependency');
+      assert.ok(fs.existsSync(path.join(project, 'node_modules/@mayurajs/sandbox-native/dist/index.d.ts')));
+      assert.equal(fs.existsSync(path.join(project, 'node_modules/@mayurajs/sandbox-native/src')), false, 'sources stay out');
+
+      fs.writeFileSync(path.join(project, 'consumer.ts'), consumer);
+      fs.writeFileSync(
+        path.join(project, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true,
+            typeRoots: [path.join(packageDir, 'node_modules/@types')], types: ['node'],
+          },
+          files: ['consumer.ts'],
+        }),
+      );
+      execFileSync(process.execPath, [path.join(packageDir, 'node_modules/typescript/bin/tsc'), '-p', project], { encoding: 'utf8' });
+      // and a type error in it is found
+      fs.writeFileSync(path.join(project, 'consumer.ts'), `${consumer}\nconst wrong: string = provider.maxLifetimeMs;\n`);
+      assert.throws(() => execFileSync(process.execPath, [path.join(packageDir, 'node_modules/typescript/bin/tsc'), '-p', project], { stdio: 'pipe' }));
+
+      const kind = execFileSync(process.execPath, ['--input-type=module', '-e', "import('@mayurajs/sandbox-native').then((m) => console.log(typeof m.nativeSandboxes))"], { cwd: project, encoding: 'utf8' });
+      assert.equal(kind, 'function\n');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
