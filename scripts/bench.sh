@@ -2,7 +2,8 @@
 # The benchmarks, as root: sandboxes side by side with the anchors (bubblewrap,
 # crun; mayura-run locally and through a warm mayurad), an exec through the
 # command backend beside a native one, mayurad with 1, 100 and 500 execs at
-# once (threads, memory, latency), importing
+# once (threads, memory, latency), a round trip through mayurad from C++ and
+# from Node (the TypeScript provider), importing
 # and first running a 100 MiB image beside GNU tar and bubblewrap, then the
 # networks' costs in a private world.
 #   sudo ./scripts/bench.sh [ITERATIONS] [DOWNLOAD-MIB]
@@ -21,6 +22,10 @@ echo
 "$here/../build/bench/bench_command_backend" "${1:-200}"
 echo
 "$here/../build/bench/bench_service" 2 "$here/../build/tools/mayurad"
+echo
+# The TypeScript provider, built, for its round trip beside C++'s.
+(cd "$here/../clients/typescript" && npm ci --no-audit --no-fund --silent && npm run --silent build)
+"$here/../build/bench/bench_clients" "$here/../build/tools/mayurad" "$here/../clients/typescript/bench/roundtrip.mjs" "${1:-200}"
 echo
 "$here/../build/bench/bench_images" 100 20 "$here/../build/tools/mayura-run"
 echo
