@@ -140,7 +140,8 @@ export function request(endpoint: Endpoint, call: Call): Promise<Answer> {
       });
       res.on('end', () => finish({ status, body: Buffer.concat(pieces), cancelled }));
       res.on('error', () => finish(cancelled ? cancelledError() : unreachable(endpoint, 'the answer broke off')));
-      res.on('aborted', () => finish(cancelled ? cancelledError() : unreachable(endpoint, 'the answer broke off')));
+      // (after 'end' this changes nothing: the call is settled)
+      res.on('close', () => finish(cancelled ? cancelledError() : unreachable(endpoint, 'the answer broke off')));
     });
     req.end(body);
   });

@@ -18,7 +18,7 @@ function scratch(): string {
 
 // A server on a Unix socket that answers every connection with `reply`
 // (or nothing, when it is null).
-async function fakeDaemon(reply: string | null): Promise<{ socket: string; close(): void }> {
+async function fakeDaemon(reply: string | null | ((request: string) => string)): Promise<{ socket: string; close(): void }> {
   const dir = scratch();
   const socket = path.join(dir, 's');
   const open = new Set<net.Socket>();
@@ -26,8 +26,8 @@ async function fakeDaemon(reply: string | null): Promise<{ socket: string; close
     open.add(c);
     c.on('close', () => open.delete(c));
     c.on('error', () => {});
-    c.once('data', () => {
-      if (reply !== null) c.end(reply);
+    c.once('data', (d: Buffer) => {
+      if (reply !== null) c.end(typeof reply === 'function' ? reply(d.toString()) : reply);
     });
   });
   await new Promise<void>((resolve) => server.listen(socket, resolve));
@@ -91,6 +91,22 @@ describe('bad surroundings', () => {
     assert.equal(e.reason, 'limit_reached');
     assert.doesNotMatch(e.message, /secret/);
     fake.close();
+  });
+
+  it("an exec's stream that breaks off, or ends with no result: internal, not a hang", async () => {
+    const created = '{"id":"0123456789abcdef","workdir":"/workspace"}';
+    for (const stream of ['5\r\n{"str', '1f\r\n{"stream":"stdout","data":"x"}\n\r\n0\r\n\r\n']) {
+      const fake = await fakeDaemon((request) =>
+        request.startsWith('POST /v1/sandboxes/')
+          ? `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${stream}`
+          : `HTTP/1.1 201 Created\r\nContent-Length: ${created.length}\r\nConnection: close\r\n\r\n${created}`,
+      );
+      const sandbox = await nativeSandboxes({ socket: fake.socket }).create({ lifetimeMs: 1000 });
+      const e = await failure(sandbox.exec(['true']));
+      assert.equal(e.reason, 'internal', stream);
+      assert.match(e.message, stream.startsWith('5') ? /broke off/ : /ended with no result/);
+      fake.close();
+    }
   });
 
   it('an answer that never comes: internal after the timeout, not a hang', async () => {
