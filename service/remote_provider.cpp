@@ -66,6 +66,13 @@ struct Link {
   service::Endpoint endpoint;
   std::chrono::milliseconds timeout;
 
+  static Link to(const RemoteOptions& options) {
+    Link link{service::parse_endpoint(options.url), options.timeout};
+    link.endpoint.token = options.token;
+    link.endpoint.ca_file = options.ca_file;
+    return link;
+  }
+
   HttpAnswer call(http_verb method, std::string path, std::string body = {}, std::stop_token stop = {},
                   const char* content_type = "application/json") const {
     HttpCall c;
@@ -209,12 +216,7 @@ class RemoteSandbox final : public SandboxBackend {
 class RemoteProvider final : public SandboxProvider {
  public:
   explicit RemoteProvider(const RemoteOptions& options) : image_(options.image) {
-    auto link = std::make_shared<Link>();
-    link->endpoint = service::parse_endpoint(options.url);
-    link->endpoint.token = options.token;
-    link->endpoint.ca_file = options.ca_file;
-    link->timeout = options.timeout;
-    link_ = link;
+    link_ = std::make_shared<const Link>(Link::to(options));
     const HttpAnswer a = link_->call(http_verb::get, "/v1/features");
     if (a.status != 200) throw failure_of(a);
     const json body = parse_answer(a, "its features");
@@ -269,11 +271,7 @@ std::shared_ptr<SandboxProvider> remote_sandboxes(const RemoteOptions& options) 
 
 ExecResult remote_run(const RemoteOptions& options, CreateOptions create, const std::vector<std::string>& argv,
                       const ExecOptions& exec) {
-  Link link;
-  link.endpoint = service::parse_endpoint(options.url);
-  link.endpoint.token = options.token;
-  link.endpoint.ca_file = options.ca_file;
-  link.timeout = options.timeout;
+  const Link link = Link::to(options);
   if (create.image.empty()) create.image = options.image;
   json sandbox = service::create_json(create);
   if (create.lifetime_ms == 0) sandbox.erase("lifetimeMs");  // the daemon's maximum
