@@ -67,13 +67,12 @@ describe('the contract through mayurad', () => {
     assert.equal((await s.exec(['sh', '-c', 'exit 0'])).exitCode, 0);
   });
 
-  it('stops a command at its timeout, with everything it started', async () => {
+  // (a command that was not stopped would hold the test past its own bound)
+  it('stops a command at its timeout, with everything it started', { timeout: 60_000 }, async () => {
     const s = await sandbox();
-    const started = Date.now();
     const r = await s.exec(['sh', '-c', 'sleep 300 & sleep 301 & sleep 302'], { timeoutMs: 1000 });
     assert.equal(r.timedOut, true);
     assert.equal(r.exitCode, null);
-    assert.ok(Date.now() - started < 30_000);
     assert.equal((await s.exec(['sh', '-c', count('sleep 30')])).stdout, '0\n');
   });
 
