@@ -14,6 +14,6 @@ std::uint64_t cpu_quota_us(double cpus) {
 }
 
 // memory.events (cgroup2) and memory.oom_control (v1) both say "oom_kill N".
-std::uint64_t OomCounter::read() const { return file_ ? keyed_value(read_from(file_.get()), "oom_kill") : 0; }
+std::uint64_t read_oom_kills(int fd) { return fd >= 0 ? keyed_value(read_from(fd), "oom_kill") : 0; }
 
 }  // namespace mayura::cgroups

@@ -54,20 +54,15 @@ void apply_v2(int sandbox_dir, int commands_dir, const Host& host, const Limits&
 
 // How many processes the OOM killer has killed in a sandbox, from its
 // counter file kept open: read on every exec, so one read, no open.
-class OomCounter {
- public:
-  OomCounter() = default;
-  explicit OomCounter(UniqueFd file) : file_(std::move(file)) {}
-  std::uint64_t read() const;  // 0 where no memory controller counts
- private:
-  UniqueFd file_;
-};
+// The OOM kills that the memory.events (v2) or memory.oom_control (v1) open
+// at `fd` counts; 0 for no file.
+std::uint64_t read_oom_kills(int fd);
 
 // Writes only the commands' pids.max (once pids is handed down to them).
 void apply_v2_command_limit(int commands_dir, const Limits& limits);
 
-// memory.events of the sandbox's cgroup.
-OomCounter v2_oom_counter(int sandbox_dir);
+// The OOM kills memory.events of the sandbox's cgroup counts.
+std::uint64_t v2_oom_kills(int sandbox_dir);
 
 // --- cgroup v1 ----------------------------------------------------------
 
@@ -82,21 +77,21 @@ class V1Groups {
   V1Groups& operator=(V1Groups&&) noexcept = default;
   ~V1Groups() { destroy(); }
 
-  bool empty() const { return !memory_ && !cpu_ && !pids_; }
+  bool empty() const { return memory_path_.empty() && cpu_path_.empty() && pids_path_.empty(); }
   // Puts a process (the init, before it runs anything) into every group.
   void place(pid_t pid) const;
   void apply(const Limits& limits) const;
-  // The commands group's cgroup.procs, open for writing: a command writes
-  // "0" to it to join before it runs; -1 if pids is not on v1.
-  int commands_procs() const { return commands_procs_.get(); }
-  // memory.oom_control of the memory group (counts nothing if there is none).
-  OomCounter oom_counter() const;
+  // The commands group's cgroup.procs, opened for writing: a command writes
+  // "0" to it to join before it runs; none if pids is not on v1.
+  UniqueFd commands_procs() const;
+  // The OOM kills of the memory group (0 if there is none).
+  std::uint64_t oom_kills() const;
   // Removes the groups (their processes must be gone). Bounded.
   void destroy() noexcept;
 
  private:
+  // Paths only: each use opens what it needs.
   std::string memory_path_, cpu_path_, pids_path_;
-  UniqueFd memory_, cpu_, pids_, commands_, commands_procs_;
   bool destroyed_ = false;
 };
 

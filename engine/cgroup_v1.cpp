@@ -15,18 +15,20 @@
 namespace mayura::cgroups {
 namespace {
 
-// <mount>/<root_name>/<name>, made; its path and fd.
-UniqueFd make_group(const std::string& mount, const std::string& root_name, const std::string& name, std::string& path) {
+// <mount>/<root_name>/<name>, made; its path.
+std::string make_group(const std::string& mount, const std::string& root_name, const std::string& name) {
   const std::string root = mount + "/" + root_name;
   if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) fail_step("making the engine's cgroup " + root, errno);
-  path = root + "/" + name;
-  if (::mkdir(path.c_str(), 0755) != 0) {
-    const int e = errno;
-    path.clear();
-    fail_step("making the sandbox's cgroup on " + mount, e);
-  }
+  const std::string path = root + "/" + name;
+  if (::mkdir(path.c_str(), 0755) != 0) fail_step("making the sandbox's cgroup on " + mount, errno);
+  return path;
+}
+
+// A group's directory, opened for one use: an idle sandbox holds no
+// descriptor of its groups (ten thousand of them would hold fifty thousand).
+UniqueFd open_group(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd) fail_step("opening the sandbox's cgroup on " + mount, errno);
+  if (!fd) fail_step("opening the sandbox's cgroup " + path, errno);
   return fd;
 }
 
@@ -53,18 +55,11 @@ V1Groups::V1Groups(const Host& host, const std::string& root_name, const std::st
   // A plain try in the body (not a function-try-block, whose handler runs
   // after the members are gone): what was made before a failure is removed.
   try {
-    if (!host.memory.v1.empty()) memory_ = make_group(host.memory.v1, root_name, name, memory_path_);
-    if (!host.cpu.v1.empty()) cpu_ = make_group(host.cpu.v1, root_name, name, cpu_path_);
+    if (!host.memory.v1.empty()) memory_path_ = make_group(host.memory.v1, root_name, name);
+    if (!host.cpu.v1.empty()) cpu_path_ = make_group(host.cpu.v1, root_name, name);
     if (!host.pids.v1.empty()) {
-      pids_ = make_group(host.pids.v1, root_name, name, pids_path_);
-      if (::mkdirat(pids_.get(), "commands", 0755) != 0) fail_step("making the commands' pids cgroup", errno);
-      commands_.reset(::openat(pids_.get(), "commands", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-      if (!commands_) fail_step("opening the commands' pids cgroup", errno);
-      // Opened by the engine: the kernel checks a v1 move against the
-      // opener, so a command (no capability, in its user namespace) can
-      // join with it.
-      commands_procs_.reset(::openat(commands_.get(), "cgroup.procs", O_WRONLY | O_CLOEXEC));
-      if (!commands_procs_) fail_step("opening the commands' pids cgroup", errno);
+      pids_path_ = make_group(host.pids.v1, root_name, name);
+      if (::mkdir((pids_path_ + "/commands").c_str(), 0755) != 0) fail_step("making the commands' pids cgroup", errno);
     }
   } catch (...) {
     destroy();
@@ -74,39 +69,50 @@ V1Groups::V1Groups(const Host& host, const std::string& root_name, const std::st
 
 void V1Groups::place(pid_t pid) const {
   const std::string text = std::to_string(pid);
-  for (const UniqueFd* group : {&memory_, &cpu_, &pids_}) {
-    if (*group) set(group->get(), "cgroup.procs", text);
+  for (const std::string* group : {&memory_path_, &cpu_path_, &pids_path_}) {
+    if (!group->empty()) set(open_group(*group).get(), "cgroup.procs", text);
   }
 }
 
 void V1Groups::apply(const Limits& limits) const {
-  if (memory_) {
-    const bool swap = ::faccessat(memory_.get(), "memory.memsw.limit_in_bytes", F_OK, 0) == 0;
+  if (!memory_path_.empty()) {
+    const UniqueFd memory = open_group(memory_path_);
+    const bool swap = ::faccessat(memory.get(), "memory.memsw.limit_in_bytes", F_OK, 0) == 0;
     const std::string bytes = limits.memory_bytes ? std::to_string(*limits.memory_bytes) : "-1";
     // memsw (memory + swap) may never be below the memory limit: lift it,
     // set the limit, then hold memsw at the same value so no swap is used.
-    if (swap) set(memory_.get(), "memory.memsw.limit_in_bytes", "-1");
-    set(memory_.get(), "memory.limit_in_bytes", bytes);
-    if (swap) set(memory_.get(), "memory.memsw.limit_in_bytes", bytes);
-    write_at(memory_.get(), "memory.swappiness", "0");  // refused on some kernels; memsw is the bound
+    if (swap) set(memory.get(), "memory.memsw.limit_in_bytes", "-1");
+    set(memory.get(), "memory.limit_in_bytes", bytes);
+    if (swap) set(memory.get(), "memory.memsw.limit_in_bytes", bytes);
+    write_at(memory.get(), "memory.swappiness", "0");  // refused on some kernels; memsw is the bound
   }
-  if (cpu_) {
-    set(cpu_.get(), "cpu.cfs_period_us", std::to_string(kCpuPeriodUs));
-    set(cpu_.get(), "cpu.cfs_quota_us", limits.cpus ? std::to_string(cpu_quota_us(*limits.cpus)) : "-1");
+  if (!cpu_path_.empty()) {
+    const UniqueFd cpu = open_group(cpu_path_);
+    set(cpu.get(), "cpu.cfs_period_us", std::to_string(kCpuPeriodUs));
+    set(cpu.get(), "cpu.cfs_quota_us", limits.cpus ? std::to_string(cpu_quota_us(*limits.cpus)) : "-1");
   }
-  if (commands_) set(commands_.get(), "pids.max", limits.pids ? std::to_string(*limits.pids) : "max");
+  if (!pids_path_.empty()) {
+    set(open_group(pids_path_ + "/commands").get(), "pids.max", limits.pids ? std::to_string(*limits.pids) : "max");
+  }
 }
 
-OomCounter V1Groups::oom_counter() const {
-  if (!memory_) return OomCounter();
-  return OomCounter(UniqueFd(::openat(memory_.get(), "memory.oom_control", O_RDONLY | O_CLOEXEC)));
+UniqueFd V1Groups::commands_procs() const {
+  if (pids_path_.empty()) return UniqueFd();
+  // Opened by the engine: the kernel checks a v1 move against the opener, so
+  // a command (no capability, in its user namespace) can join with it.
+  UniqueFd procs(::open((pids_path_ + "/commands/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+  if (!procs) fail_step("opening the commands' pids cgroup", errno);
+  return procs;
+}
+
+std::uint64_t V1Groups::oom_kills() const {
+  if (memory_path_.empty()) return 0;
+  return read_oom_kills(UniqueFd(::open((memory_path_ + "/memory.oom_control").c_str(), O_RDONLY | O_CLOEXEC)).get());
 }
 
 void V1Groups::destroy() noexcept {
   if (destroyed_) return;
   destroyed_ = true;
-  commands_procs_.reset();
-  commands_.reset();
   if (!pids_path_.empty()) remove_dir(pids_path_ + "/commands");
   for (const std::string* path : {&memory_path_, &cpu_path_, &pids_path_}) remove_dir(*path);
 }

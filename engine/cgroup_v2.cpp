@@ -118,8 +118,8 @@ void apply_v2_command_limit(int commands_dir, const Limits& limits) {
   set(commands_dir, "pids.max", or_max(limits.pids));
 }
 
-OomCounter v2_oom_counter(int sandbox_dir) {
-  return OomCounter(UniqueFd(::openat(sandbox_dir, "memory.events", O_RDONLY | O_CLOEXEC)));
+std::uint64_t v2_oom_kills(int sandbox_dir) {
+  return read_oom_kills(UniqueFd(::openat(sandbox_dir, "memory.events", O_RDONLY | O_CLOEXEC)).get());
 }
 
 }  // namespace mayura::cgroups

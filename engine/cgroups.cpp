@@ -162,9 +162,8 @@ SandboxCgroup::SandboxCgroup(const Places& places, const std::string& name, uid_
     // here: needed only where the pids controller is handed down to the
     // commands (see enable_v2_command_limits).
     if (host_.pids.v2) make_delegated(dir_.get(), "init", "making the init's cgroup");
-    commands_ = make_delegated(dir_.get(), "commands", "making the commands' cgroup");
+    make_delegated(dir_.get(), "commands", "making the commands' cgroup");
     v1_ = V1Groups(host_, places.root_name(), name);
-    oom_ = host_.memory.v2 ? v2_oom_counter(dir_.get()) : v1_.oom_counter();
   } catch (...) {
     destroy();
     throw;
@@ -186,8 +185,17 @@ UniqueFd SandboxCgroup::make_delegated(int parent, const std::string& name, cons
   return fd;
 }
 
+UniqueFd SandboxCgroup::open_dir(const std::string& below) const {
+  UniqueFd fd(::open((path_ + below).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) throw SandboxError(Reason::GONE, "the sandbox has ended");
+    fail_step("opening the sandbox's cgroup", errno);
+  }
+  return fd;
+}
+
 UniqueFd SandboxCgroup::make_command(const std::string& name) const {
-  return make_delegated(commands_.get(), name, "making a command's cgroup");
+  return make_delegated(open_dir("/commands").get(), name, "making a command's cgroup");
 }
 
 void SandboxCgroup::kill_command(const std::string& name) const noexcept {
@@ -197,26 +205,36 @@ void SandboxCgroup::kill_command(const std::string& name) const noexcept {
 }
 
 void SandboxCgroup::remove_command(const std::string& name) const noexcept {
-  ::unlinkat(commands_.get(), name.c_str(), AT_REMOVEDIR);
+  ::rmdir((path_ + "/commands/" + name).c_str());
 }
 
 void SandboxCgroup::apply(const Limits& limits) {
   if (applied_ == limits) return;
   applied_.reset();  // unknown until every write is done
-  apply_v2(dir_.get(), commands_.get(), host_, limits, commands_limited_);
+  apply_v2(open_dir("").get(), open_dir("/commands").get(), host_, limits, commands_limited_);
   v1_.apply(limits);
   applied_ = limits;
 }
 
 void SandboxCgroup::settle() {
+  dir_.reset();  // the init is in: from here every use opens what it needs
   if (commands_limited_ || !host_.pids.v2) return;
   // Only the commands' bound is new: memory and cpu were written by apply().
-  enable_v2_command_limits(dir_.get(), host_);
-  apply_v2_command_limit(commands_.get(), applied_.value_or(Limits{}));
+  enable_v2_command_limits(open_dir("").get(), host_);
+  apply_v2_command_limit(open_dir("/commands").get(), applied_.value_or(Limits{}));
   commands_limited_ = true;
 }
 
-std::uint64_t SandboxCgroup::oom_kills() const { return oom_.read(); }
+std::uint64_t SandboxCgroup::oom_kills() const {
+  if (!host_.memory.v2) return v1_.oom_kills();
+  return read_oom_kills(UniqueFd(::open((path_ + "/memory.events").c_str(), O_RDONLY | O_CLOEXEC)).get());
+}
+
+bool SandboxCgroup::kill_all() const noexcept {
+  if (path_.empty() || destroyed_) return false;
+  const UniqueFd kill(::open((path_ + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC));
+  return kill && ::write(kill.get(), "1", 1) == 1;
+}
 
 void SandboxCgroup::destroy() noexcept {
   if (path_.empty() || destroyed_) return;

@@ -56,6 +56,7 @@ class SandboxCgroup {
   ~SandboxCgroup() { destroy(); }
 
   const std::string& path() const { return path_; }
+  // The directory, open until settle(): what the init is cloned into.
   int fd() const { return dir_.get(); }
 
   // Puts the init into the sandbox's v1 groups, before it runs anything.
@@ -70,7 +71,7 @@ class SandboxCgroup {
   // How many of the sandbox's processes the OOM killer has killed so far.
   std::uint64_t oom_kills() const;
   // For a command to join the v1 process limit before it runs; -1 if none.
-  int commands_procs() const { return v1_.commands_procs(); }
+  UniqueFd commands_procs() const { return v1_.commands_procs(); }
 
   // A command's cgroup, delegated like the sandbox's; its directory fd.
   UniqueFd make_command(const std::string& name) const;
@@ -80,6 +81,10 @@ class SandboxCgroup {
   // Removes a command's cgroup if nothing of it runs any more.
   void remove_command(const std::string& name) const noexcept;
 
+  // Kills everything in the sandbox and returns without waiting: every
+  // process of the tree has SIGKILL pending (cgroup.kill). False where the
+  // kernel has no cgroup.kill (before 5.14).
+  bool kill_all() const noexcept;
   // Kills everything in the sandbox, waits until it is gone, removes the tree.
   // The path and fd stay as they were (a call racing with it fails on the
   // removed directory instead of touching a reused fd).
@@ -87,12 +92,14 @@ class SandboxCgroup {
 
  private:
   UniqueFd make_delegated(int parent, const std::string& name, const char* step) const;
+  // path_ + below, opened for one use (an idle sandbox holds no descriptor
+  // of its cgroups); GONE if it was removed.
+  UniqueFd open_dir(const std::string& below) const;
 
   Host host_;
   std::string path_;
-  UniqueFd dir_, commands_;
+  UniqueFd dir_;  // until settle()
   V1Groups v1_;
-  OomCounter oom_;
   // What the files hold; none until written once: a new cgroup's defaults
   // are not "no limit" (its memory.swap.max lets it swap).
   std::optional<Limits> applied_;

@@ -97,7 +97,8 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
                     ? start_ + std::chrono::milliseconds(*options_.timeout_ms)
                     : Clock::time_point::max();
     std::vector<int> fds = {child_stdin, out.write.get(), err.write.get(), status.write.get(), cgroup.get()};
-    if (core_->cgroup.commands_procs() >= 0) fds.push_back(core_->cgroup.commands_procs());
+    const UniqueFd v1_procs = core_->cgroup.commands_procs();
+    if (v1_procs) fds.push_back(v1_procs.get());
     oom_kills_before_ = core_->cgroup.oom_kills();
     core_->send(protocol::encode(request), fds);
     trace_.step("request sent");

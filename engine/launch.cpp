@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -145,6 +146,31 @@ void end_child(int pidfd, int grace_ms) noexcept {
 
 }  // namespace
 
+namespace {
+
+// A clone of an init that failed: a host limit that was reached is
+// LIMIT_REACHED and named; user namespaces turned off are UNSUPPORTED.
+[[noreturn]] void fail_clone(int error) {
+  const char* step = "cloning the sandbox's init";
+  if (error == EAGAIN) {
+    throw SandboxError(Reason::LIMIT_REACHED, std::string("the host's process limit (kernel.pid_max, kernel.threads-max "
+                                                          "or RLIMIT_NPROC) is reached: ") + step + ": " + std::strerror(error));
+  }
+  if (error == ENOMEM) throw SandboxError(Reason::LIMIT_REACHED, std::string("the host's memory is exhausted: ") + step);
+  if (error == ENOSPC) {
+    std::ifstream max("/proc/sys/user/max_user_namespaces");
+    long allowed = 0;
+    if (max >> allowed && allowed > 0) {
+      throw SandboxError(Reason::LIMIT_REACHED, std::string("a host namespace limit (user.max_user_namespaces, "
+                                                            "user.max_pid_namespaces, user.max_mnt_namespaces, ...) is "
+                                                            "reached: ") + step + ": " + std::strerror(error));
+    }
+  }
+  fail_step(step, error, error == EPERM || error == ENOSPC ? Reason::UNSUPPORTED : Reason::INTERNAL);
+}
+
+}  // namespace
+
 // --- Zygote ---------------------------------------------------------------
 
 Zygote::~Zygote() { stop(); }
@@ -190,6 +216,22 @@ Zygote::Spawned Zygote::spawn(const std::string& config, int sandbox_socket, int
     std::string bytes;
     std::vector<int> fds;
     const int got = fdpass::receive(socket_.get(), bytes, fds);
+    if (got < 0 && errno == EMSGSIZE && bytes.size() == sizeof(protocol::Status)) {
+      // The answer came whole but its pidfd could not be taken: this
+      // process is out of descriptors. The init is our child, unreaped, so
+      // its pid is still its own: kill and reap it by pid.
+      for (int fd : fds) ::close(fd);
+      protocol::Status status;
+      std::memcpy(&status, bytes.data(), sizeof status);
+      if (status.kind == protocol::Status::started && status.extra > 0) {
+        const auto pid = static_cast<pid_t>(status.extra);
+        ::kill(pid, SIGKILL);
+        siginfo_t info{};
+        while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | __WALL) != 0 && errno == EINTR) {
+        }
+      }
+      fail_step("taking the new init's pidfd from the zygote", EMFILE);
+    }
     if (got <= 0 || bytes.size() != sizeof(protocol::Status)) {
       for (int fd : fds) ::close(fd);
       stop();
@@ -199,8 +241,7 @@ Zygote::Spawned Zygote::spawn(const std::string& config, int sandbox_socket, int
     std::memcpy(&status, bytes.data(), sizeof status);
     if (status.kind != protocol::Status::started || fds.size() != 1) {
       for (int fd : fds) ::close(fd);
-      fail_step("cloning the sandbox's init", status.value ? status.value : EPROTO,
-                status.value == EPERM || status.value == ENOSPC ? Reason::UNSUPPORTED : Reason::INTERNAL);
+      fail_clone(status.value ? status.value : EPROTO);
     }
     return Spawned{static_cast<pid_t>(status.extra), UniqueFd(fds[0])};
   }
@@ -223,6 +264,10 @@ void InitProcess::kill_and_wait() noexcept {
   pidfd_.reset();
   control_.reset();
   pid_ = -1;
+}
+
+void InitProcess::kill() const noexcept {
+  if (pidfd_) ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
 }
 
 void InitProcess::to_foreground() const noexcept {

@@ -59,6 +59,8 @@ class InitProcess {
   pid_t pid() const { return pid_; }
   int control() const { return control_.get(); }
   bool running() const noexcept;
+  // SIGKILL, without waiting.
+  void kill() const noexcept;
   // SIGKILL, then wait until it (and with it its whole pid namespace) is gone.
   void kill_and_wait() noexcept;
   // An init made ahead ran its setup at the lowest priority (nice 19): a

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cmath>
 #include <chrono>
+#include <fstream>
 #include <random>
 
 #include "cgroups.hpp"
@@ -81,13 +82,20 @@ void check_options(const NativeOptions& o) {
   egress_options(o);  // throws on a bad server or range
 }
 
-// Every proxied connection holds descriptors in this process; the soft limit
-// (often 1024) is raised to the hard one, as servers do. Commands get their
-// own bound (RLIMIT_NOFILE in the init).
+// Every sandbox and every proxied connection holds descriptors in this
+// process; the limit (often 1024 soft, and a hard one as low as 20,000) is
+// raised as far as the kernel lets root (fs.nr_open), as servers do, so that
+// tens of thousands of sandboxes fit. Commands get their own bound
+// (RLIMIT_NOFILE in the init).
 void raise_open_file_limit() {
   rlimit files{};
-  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
-    files.rlim_cur = files.rlim_max;
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0) return;
+  rlim_t most = files.rlim_max;
+  std::ifstream nr_open("/proc/sys/fs/nr_open");
+  if (unsigned long kernel = 0; nr_open >> kernel && kernel > most) most = kernel;
+  const rlimit raised{most, most};
+  if (::setrlimit(RLIMIT_NOFILE, &raised) != 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;  // not allowed to raise the hard limit: up to it
     ::setrlimit(RLIMIT_NOFILE, &files);
   }
 }
@@ -107,6 +115,7 @@ class NativeProvider final : public SandboxProvider {
     cg.root = placement.root;
     cg.host = cgroups::enable_v2_controllers(cg.host, cg.host.v2, cg.root, placement.home);
     places_.state_dir = options_.state_dir;
+    places_.engine = std::make_unique<records::EngineLock>(options_.state_dir, options_.id_slots);
     records::clean_orphans(options_.state_dir, cg);
     default_seccomp_ = {seccomp::default_program()};
     default_limits_ = limits_for(CreateOptions{});
@@ -154,8 +163,8 @@ class NativeProvider final : public SandboxProvider {
     // and its lifetime.
     try {
       core->cgroup.apply(limits);
-      core->network = std::make_unique<netfilter::SandboxNetwork>(network_, core->netns.get(), core->lease.slot());
-      core->network->set(options.network);
+      core->network_context = &network_;
+      core->set_network(options.network);
       timer.step("network");
       for (int port : options.ports) {
         core->ports[port] = std::make_unique<netfilter::PortForwarder>(io_.context(), core->netns.get(),
@@ -165,12 +174,15 @@ class NativeProvider final : public SandboxProvider {
       core->end();
       throw;
     }
+    // An idle sandbox of network none holds no descriptor of its namespace:
+    // a set_network opens it again, from the init.
+    if (!core->network && core->ports.empty()) core->netns.reset();
     timer.step("limits and ports");
     core->image_hold = std::move(image.hold);
     core->base_env = base_env(options, image, core->hostname, core->workdir);
     reaper_.watch(deadline, core);
     timer.step("ready");
-    return std::make_unique<native::NativeSandbox>(core);
+    return std::make_unique<native::NativeSandbox>(core, cleaner_);
   }
 
  private:
@@ -212,10 +224,20 @@ class NativeProvider final : public SandboxProvider {
       }
     } guard{*core};
 
-    core->lease = records::SlotLease::acquire(options_.state_dir, places_.cgroups, options_.id_slots);
-    const std::uint32_t id_base = options_.id_base + core->lease.slot() * 65536u;
     const std::string cgroup_path = places_.cgroups.root + "/" + name;
-    core->lease.record(cgroup_path);
+    // Every slot taken, some by sandboxes released and still being removed:
+    // their release has returned, so their slots are the caller's to have.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      try {
+        core->lease = places_.engine->claim(places_.cgroups, cgroup_path);
+        break;
+      } catch (const SandboxError& e) {
+        const auto left = give_up - std::chrono::steady_clock::now();
+        if (e.reason() != Reason::LIMIT_REACHED || left <= left.zero() || !cleaner_->wait_for_one(left)) throw;
+      }
+    }
+    const std::uint32_t id_base = options_.id_base + core->lease.slot() * 65536u;
     timer.step("slot and record");
     // The init's cgroup.procs belongs to the sandbox's root, so the init can
     // place each command into a cgroup of its own.
@@ -297,7 +319,9 @@ class NativeProvider final : public SandboxProvider {
   struct Places {
     cgroups::Places cgroups;
     std::string state_dir;
+    std::unique_ptr<records::EngineLock> engine;  // what this engine's records name
     ~Places() {
+      if (engine) engine->release();
       cgroups::remove_root_if_unused(cgroups);
       if (!state_dir.empty()) records::remove_state_if_unused(state_dir);
     }
@@ -315,6 +339,9 @@ class NativeProvider final : public SandboxProvider {
   netfilter::NetworkContext network_{io_.context(), egress_options(options_),
                                      netfilter::HostLinkOptions{options_.all_network_pool, options_.state_dir + "/" + records::kNetworkLock}};
   Zygote zygote_;
+  // Before the reaper: a sandbox the reaper ends at the provider's end may be
+  // one a release left here to finish.
+  std::shared_ptr<native::Cleaner> cleaner_ = std::make_shared<native::Cleaner>();
   native::LifetimeReaper reaper_;
   // Last: its thread uses everything above, and stops first.
   native::PreparedPool prepared_{options_.prepared, [this](std::stop_token stop) {

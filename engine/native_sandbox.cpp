@@ -3,6 +3,7 @@
 
 #include "native_sandbox.hpp"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -30,17 +31,31 @@ void SandboxCore::send(const std::string& bytes, const std::vector<int>& fds) {
 }
 
 void SandboxCore::end() noexcept {
-  if (ending_.exchange(true)) {
-    wait_ended();  // another end() is under way: return when it is done
-    return;
-  }
+  if (stop()) finish();
+  else wait_ended();  // another end() is under way: return when it is done
+}
+
+bool SandboxCore::stop() noexcept {
+  if (ending_.exchange(true)) return false;
   // Wake a send blocked on the socket before waiting for its lock. Only the
-  // first end() gets here, and only end() closes the socket, so it is open.
+  // first stop() gets here, and only finish() closes the socket, so it is open.
   if (init.control() >= 0) ::shutdown(init.control(), SHUT_RDWR);
+  std::lock_guard lock(mutex_);  // a send under way has given up
+  StepTimer timer("release");
+  ports.clear();  // nothing reaches in any more
+  // Every process, in one write, forks under way included; the init's
+  // death would take the rest only once it is scheduled.
+  if (!cgroup.kill_all()) init.kill();
+  // Nothing runs on its image any more: the store may remove it now.
+  image_hold.reset();
+  timer.step("stopped");
+  return true;
+}
+
+void SandboxCore::finish() noexcept {
   {
     std::lock_guard lock(mutex_);
-    StepTimer timer("release");
-    ports.clear();  // nothing reaches in any more
+    StepTimer timer("removal");
     {
       std::lock_guard network_lock(network_mutex_);
       network.reset();  // its veth goes now, not when the kernel gets round to the namespace
@@ -49,7 +64,6 @@ void SandboxCore::end() noexcept {
     timer.step("init reaped");
     cgroup.destroy();
     timer.step("cgroups removed");
-    image_hold.reset();  // its image may leave the store now
     lease.clear();
     timer.step("record cleared");
   }
@@ -92,10 +106,25 @@ std::map<std::string, std::string> SandboxCore::command_env() const {
 
 void SandboxCore::set_network(const Network& next) {
   {
-    std::lock_guard lock(network_mutex_);
-    if (!ending_.load() && network) return network->set(next);
+    // Both locks: the namespace may have to be opened from the init, which
+    // finish() reaps under mutex_ (so its pid cannot be another's here).
+    std::scoped_lock lock(mutex_, network_mutex_);
+    if (!ending_.load()) {
+      if (!network) {
+        if (next.kind == NetworkKind::none) return;
+        if (!netns) {
+          netns.reset(::open(("/proc/" + std::to_string(init.pid()) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+          if (!netns) {
+            if (errno != ENOENT && errno != ESRCH && errno != EINVAL) fail_step("opening the sandbox's network namespace", errno);
+            // the init has died: the sandbox is over
+          }
+        }
+        if (netns) network = std::make_unique<netfilter::SandboxNetwork>(*network_context, netns.get(), lease.slot());
+      }
+      if (network) return network->set(next);
+    }
   }
-  gone_once_ended();  // outside the lock: end() takes it
+  gone_once_ended();  // outside the locks: end() takes them
 }
 
 bool SandboxCore::alive() const noexcept {
@@ -167,6 +196,11 @@ void NativeSandbox::async_list(const std::string& path, const FileOptions& optio
 void NativeSandbox::async_remove(const std::string& path, const FileOptions& options, DoneCompletion done) {
   files::start_file_call(core_, files::remove_op(absolute(path), path), options.cancellation, reactor_executor(),
                          [done = std::move(done)](std::exception_ptr e, std::string) { done(e); });
+}
+
+void NativeSandbox::release() noexcept {
+  if (const auto cleaner = cleaner_.lock()) cleaner->release(core_);
+  else core_->end();
 }
 
 std::string NativeSandbox::url(int port) { return core_->url(port); }

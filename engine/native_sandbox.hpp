@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cgroups.hpp"
+#include "cleaner.hpp"
 #include "launch.hpp"
 #include "mayura/netfilter/port_forward.hpp"
 #include "mayura/netfilter/sandbox_network.hpp"
@@ -25,7 +26,10 @@ class SandboxCore {
   records::SlotLease lease;
   cgroups::SandboxCgroup cgroup;
   InitProcess init;
-  UniqueFd netns;  // the sandbox's network namespace
+  // The sandbox's network namespace: held while a network or a published
+  // port needs it, opened again from the init when one comes.
+  UniqueFd netns;
+  netfilter::NetworkContext* network_context = nullptr;  // set at create
   // Published ports: the sandbox's port -> its forwarder on the host's
   // 127.0.0.1. Set at create, before the sandbox is handed out.
   std::map<int, std::unique_ptr<netfilter::PortForwarder>> ports;
@@ -33,8 +37,9 @@ class SandboxCore {
   std::string workdir;
   UniqueFd image_hold;  // a stored image's shared lock: its layers stay while the sandbox runs
   std::map<std::string, std::string> base_env;  // every command's, before the exec's own
-  // What the sandbox's namespace reaches. Set at create, before the sandbox
-  // is handed out; changed by set_network under network_mutex_.
+  // What the sandbox's namespace reaches: none while null. Set at create,
+  // before the sandbox is handed out; changed by set_network under
+  // network_mutex_.
   std::unique_ptr<netfilter::SandboxNetwork> network;
 
   // A command's variables before the exec's own: the network's (proxy
@@ -50,6 +55,13 @@ class SandboxCore {
   // Ends the sandbox and removes everything of it. Idempotent, thread-safe;
   // every call returns once the removal is done.
   void end() noexcept;
+  // The first half of end(): from its return nothing of the sandbox runs
+  // (every process of it has SIGKILL pending) and every later call is GONE.
+  // True for the first caller, who then owes the second half, finish().
+  bool stop() noexcept;
+  // The second half: reaps the init and removes the network, the cgroups
+  // and the record. Once, after a stop() that returned true.
+  void finish() noexcept;
   // False from the moment an end() starts.
   bool alive() const noexcept;
   // If an end() has started, waits until it is done.
@@ -66,8 +78,11 @@ class SandboxCore {
 
 class NativeSandbox final : public SandboxBackend {
  public:
-  explicit NativeSandbox(std::shared_ptr<SandboxCore> core) : core_(std::move(core)) {}
-  ~NativeSandbox() override { core_->end(); }
+  // `cleaner` finishes the removal of a released sandbox off the caller's
+  // path, while the provider lives (after it, nothing is left to remove).
+  NativeSandbox(std::shared_ptr<SandboxCore> core, std::weak_ptr<Cleaner> cleaner)
+      : core_(std::move(core)), cleaner_(std::move(cleaner)) {}
+  ~NativeSandbox() override { release(); }
 
   ExecResult exec(const std::vector<std::string>& argv, const ExecOptions& options) override;
   // On the engine's reactor: no thread of its own.
@@ -84,12 +99,13 @@ class NativeSandbox final : public SandboxBackend {
   std::string url(int port) override;
   std::string workdir() const override { return core_->workdir; }
   void set_network(const Network& network) override { core_->set_network(network); }
-  void release() noexcept override { core_->end(); }
+  void release() noexcept override;
   bool alive() const noexcept override { return core_->alive(); }
 
  private:
   std::string absolute(const std::string& path) const;
   std::shared_ptr<SandboxCore> core_;
+  std::weak_ptr<Cleaner> cleaner_;
   std::atomic<std::uint64_t> next_command_{1};
 };
 

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "../../engine/cgroups.hpp"
 #include "mayura/netfilter/loopback.hpp"
@@ -136,6 +137,52 @@ std::vector<pid_t> processes_in_range(const NativeOptions& o) {
     }
   }
   return found;
+}
+
+namespace {
+
+// Exited, exiting or about to: SIGKILL pending (read first: once taken, it
+// leaves the pending set just before the exit sets PF_EXITING), else the
+// state or flags of /proc/PID/stat.
+bool dying(pid_t pid) {
+  constexpr unsigned long kExiting = 0x4;  // PF_EXITING
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::istringstream status(read_host(proc + "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigPnd:", 0) == 0 || line.rfind("ShdPnd:", 0) == 0) {
+      if (std::stoull(line.substr(7), nullptr, 16) & (1ull << (SIGKILL - 1))) return true;
+    }
+  }
+  const std::string stat = read_host(proc + "/stat");
+  const std::size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return true;  // gone
+  std::istringstream fields(stat.substr(paren + 1));
+  std::string state, skip;
+  unsigned long flags = 0;
+  fields >> state >> skip >> skip >> skip >> skip >> skip >> flags;
+  return state == "Z" || state == "X" || (flags & kExiting) != 0;
+}
+
+}  // namespace
+
+std::vector<pid_t> processes_able_to_run(const NativeOptions& o) {
+  std::vector<pid_t> running;
+  for (pid_t pid : processes_in_range(o)) {
+    // Twice: a process between taking its SIGKILL and PF_EXITING looks alive
+    // for an instant.
+    if (!dying(pid) && !dying(pid)) running.push_back(pid);
+  }
+  return running;
+}
+
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds bound) {
+  const auto give_up = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() >= give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
 }
 
 int listening_sockets() {

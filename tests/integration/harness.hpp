@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -57,6 +58,13 @@ std::vector<std::string> links_named(const std::string& prefix);
 
 // Host pids whose real uid lies in the options' id range.
 std::vector<pid_t> processes_in_range(const NativeOptions& options);
+
+// Those of them that can still run code of their own: neither exited nor
+// with a SIGKILL pending.
+std::vector<pid_t> processes_able_to_run(const NativeOptions& options);
+
+// Waits until `done` holds, up to `bound`; whether it did.
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds bound = std::chrono::seconds(10));
 
 class NativeTest : public ::testing::Test {
  protected:

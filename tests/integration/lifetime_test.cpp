@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -29,13 +30,19 @@ int cgroups_under(const std::string& root) {
 }
 
 TEST_F(LifetimeTest, ReleaseEndsEverythingAndLaterCallsAreGone) {
+  options().prepared = 0;  // no sandbox is being made ahead meanwhile
   auto s = create();
   sh(s, "setsid sleep 1000 >/dev/null 2>&1 </dev/null &");
+  // And one that forks as fast as it can, which a kill by listing would miss.
+  sh(s, "setsid sh -c 'while :; do /bin/true; done' >/dev/null 2>&1 </dev/null &");
   EXPECT_EQ(cgroups_under(options().cgroup_root), 1);
   EXPECT_FALSE(processes_in_range(options()).empty());
   s.release();
-  EXPECT_TRUE(processes_in_range(options()).empty());
-  EXPECT_EQ(cgroups_under(options().cgroup_root), 0);
+  // Release returns once nothing of the sandbox can run: every process has
+  // exited or has SIGKILL pending. The removal finishes off the caller's path.
+  EXPECT_EQ(processes_able_to_run(options()), std::vector<pid_t>{});
+  EXPECT_TRUE(eventually([&] { return processes_in_range(options()).empty(); }));
+  EXPECT_TRUE(eventually([&] { return cgroups_under(options().cgroup_root) == 0; }));
   EXPECT_EQ(reason_of([&] { s.exec({"true"}); }), Reason::GONE);
   EXPECT_EQ(reason_of([&] { s.read_file("x"); }), Reason::GONE);
   EXPECT_EQ(reason_of([&] { s.write_file("x", "y"); }), Reason::GONE);
@@ -61,10 +68,12 @@ TEST_F(LifetimeTest, TheProviderEndsASandboxAtItsLifetime) {
 }
 
 TEST_F(LifetimeTest, CloseReleasesEverySandbox) {
+  options().prepared = 0;  // no sandbox is being made ahead meanwhile
   auto a = create();
   auto b = create();
   sandboxes().close();
-  EXPECT_TRUE(processes_in_range(options()).empty());
+  EXPECT_EQ(processes_able_to_run(options()), std::vector<pid_t>{});
+  EXPECT_TRUE(eventually([&] { return processes_in_range(options()).empty(); }));
   EXPECT_EQ(reason_of([&] { a.exec({"true"}); }), Reason::GONE);
   EXPECT_EQ(reason_of([&] { create(); }), Reason::GONE);
 }
@@ -125,9 +134,11 @@ TEST_F(LifetimeTest, AnEngineStartedAfterOneWasKilledRemovesWhatItLeft) {
 }
 
 TEST_F(LifetimeTest, DroppingEveryHandleReleases) {
+  options().prepared = 0;  // no sandbox is being made ahead meanwhile
   { auto s = create(); }
-  EXPECT_TRUE(processes_in_range(options()).empty());
-  EXPECT_EQ(cgroups_under(options().cgroup_root), 0);
+  EXPECT_EQ(processes_able_to_run(options()), std::vector<pid_t>{});
+  EXPECT_TRUE(eventually([&] { return processes_in_range(options()).empty(); }));
+  EXPECT_TRUE(eventually([&] { return cgroups_under(options().cgroup_root) == 0; }));
 }
 
 TEST_F(LifetimeTest, ManySandboxesAtOnceEachWithItsOwnIds) {
@@ -252,6 +263,41 @@ TEST_F(LifetimeTest, PreparedSandboxesAreHandedOutFreshAndEndedWithTheProvider) 
   EXPECT_EQ(sh(short_lived, "echo alive"), "alive\n");
   EXPECT_EQ(reason_of([&] { short_lived.exec({"sleep", "1000"}); }), Reason::GONE);
   // closing ends what was made ahead too (checked by the leak check)
+}
+
+}  // namespace
+}  // namespace mayura::testing
+
+namespace mayura::testing {
+namespace {
+
+int open_fds() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+TEST_F(LifetimeTest, ACreateAtTheOpenFileLimitIsLimitReachedNamingItAndLeavesNothing) {
+  options().prepared = 0;  // every create builds its sandbox, on this thread
+  auto first = create();
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  // Room for what is open now and a few more: a sandbox needs more than that.
+  const rlimit tight{static_cast<rlim_t>(open_fds() + 2), saved.rlim_max};
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+  Reason reason = Reason::INTERNAL;
+  std::string message;
+  try {
+    create();
+  } catch (const SandboxError& e) {
+    reason = e.reason();
+    message = e.what();
+  }
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_EQ(reason, Reason::LIMIT_REACHED) << message;
+  EXPECT_NE(message.find("RLIMIT_NOFILE"), std::string::npos) << message;
+  EXPECT_EQ(sandboxes().size(), 1u);
+  EXPECT_EQ(sh(first, "echo still here"), "still here\n");
 }
 
 }  // namespace
