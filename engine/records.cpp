@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <random>
+#include <utility>
 
 #include "cgroups.hpp"
 #include "sys_error.hpp"
@@ -16,11 +17,25 @@ namespace mayura::records {
 namespace {
 
 std::string slots_dir(const std::string& state_dir) { return state_dir + "/slots"; }
+std::string engines_dir(const std::string& state_dir) { return state_dir + "/engines"; }
 
 void make_dirs(const std::string& state_dir) {
-  for (const std::string& dir : {state_dir, slots_dir(state_dir)}) {
+  for (const std::string& dir : {state_dir, slots_dir(state_dir), engines_dir(state_dir)}) {
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) fail_step("making the state directory " + dir, errno, Reason::UNSUPPORTED);
   }
+}
+
+std::string random_id() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* hex = "0123456789abcdef";
+  std::string id;
+  std::uint64_t v = rng();
+  for (int i = 0; i < 16; ++i, v >>= 4) id.push_back(hex[v & 0xf]);
+  return id;
+}
+
+bool is_id(const std::string& id) {
+  return id.size() == 16 && id.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
 std::string read_all(int fd) {
@@ -32,89 +47,165 @@ std::string read_all(int fd) {
   return out;
 }
 
-// The slot is ours (locked): remove what its record names, then empty it.
-// False if what it names could not be removed: the record stays, and the
-// slot is not used until a later try removes it.
-bool clean_locked(int fd, const cgroups::Places& places) {
-  std::string cgroup = read_all(fd);
-  while (!cgroup.empty() && (cgroup.back() == '\n' || cgroup.back() == '\0')) cgroup.pop_back();
-  // Only ever a sandbox cgroup of an engine: a cgroup2 directory under this
-  // engine's root or another's. The record is trusted no further than that.
-  if (!cgroups::remove_orphan(places, cgroup)) return false;
-  if (::ftruncate(fd, 0) != 0) {
-    // an unreadable record is cleaned again next time
+// A file holding `content`, in `dir`'s file system but in no directory yet
+// (O_TMPFILE): named later in one step, it is never seen half written.
+UniqueFd unnamed_file(const std::string& state_dir, const std::string& dir, const std::string& content) {
+  UniqueFd fd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (!fd && errno == ENOENT) {
+    make_dirs(state_dir);  // another engine that went away removed the unused directories just now
+    fd.reset(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
   }
+  if (!fd) fail_step("making a record in " + dir, errno, Reason::UNSUPPORTED);
+  if (::pwrite(fd.get(), content.data(), content.size(), 0) != static_cast<ssize_t>(content.size())) {
+    fail_step("writing a record in " + dir, errno);
+  }
+  return fd;
+}
+
+// Gives the unnamed file its name; false (errno EEXIST) if the name is taken.
+bool name_file(int fd, const std::string& path) {
+  if (::linkat(fd, "", AT_FDCWD, path.c_str(), AT_EMPTY_PATH) == 0) return true;
+  if (errno != ENOENT) return false;
+  // AT_EMPTY_PATH wants CAP_DAC_READ_SEARCH; the /proc link does not.
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  return ::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0;
+}
+
+// The classic lock-file check: the locked file is still the one at the path.
+bool still_at(int fd, const std::string& path) {
+  struct stat held {}, now {};
+  return ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+         held.st_dev == now.st_dev;
+}
+
+// Whether the engine `id` has ended: its file is gone, or we can lock it.
+// A dead engine's file is removed (under its lock).
+bool engine_dead(const std::string& state_dir, const std::string& id) {
+  if (!is_id(id)) return true;  // not an engine's record: nothing keeps it
+  const std::string path = engines_dir(state_dir) + "/" + id;
+  const UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return errno == ENOENT;
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false;  // alive (or another engine is asking)
+  if (still_at(fd.get(), path)) ::unlink(path.c_str());
   return true;
 }
 
-// Opens and locks the record at `path` without waiting; an fd only if the
-// lock is held on the file that is at the path now.
-UniqueFd lock_record(const std::string& path, bool create) {
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600));
-    if (!fd) {
-      if (errno == ENOENT && !create) return UniqueFd();
-      if (errno == ENOENT) {
-        // Another engine that went away removed the unused directories just now.
-        const std::string slots = path.substr(0, path.rfind('/'));
-        make_dirs(slots.substr(0, slots.rfind('/')));
-        continue;
-      }
-      fail_step("opening a slot record", errno);
-    }
-    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return UniqueFd();
-    struct stat held {}, now {};
-    if (::fstat(fd.get(), &held) == 0 && ::stat(path.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
-        held.st_dev == now.st_dev && held.st_nlink > 0) {
-      return fd;
-    }
-    if (!create) return UniqueFd();  // removed while we opened it: it was live or cleaned
+enum class Cleaned { kept, was_free, removed };
+
+// The record at `path`, if what made it has ended: removes what it names,
+// then the record. A record of this layout's
+// first version (the cgroup path alone, flocked by its engine while the
+// sandbox lived) is read too: unlocked, its engine is gone.
+Cleaned clean_if_dead(const std::string& state_dir, const cgroups::Places& places, const std::string& path) {
+  const UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return errno == ENOENT ? Cleaned::was_free : Cleaned::kept;
+  // Cleaners exclude each other with the record's own lock.
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return Cleaned::kept;
+  if (!still_at(fd.get(), path)) return Cleaned::kept;  // given back and taken again meanwhile: try another
+  std::string record = read_all(fd.get());
+  std::string cgroup;
+  if (record.rfind("engine ", 0) == 0) {
+    const std::size_t end = record.find('\n');
+    if (end == std::string::npos || !engine_dead(state_dir, record.substr(7, end - 7))) return Cleaned::kept;
+    cgroup = record.substr(end + 1);
+  } else {
+    cgroup = record;
   }
-  return UniqueFd();
+  while (!cgroup.empty() && (cgroup.back() == '\n' || cgroup.back() == '\0')) cgroup.pop_back();
+  // Only ever a sandbox cgroup of an engine: a cgroup2 directory under this
+  // engine's root or another's. The record is trusted no further than that.
+  if (!cgroup.empty() && !cgroups::remove_orphan(places, cgroup)) return Cleaned::kept;  // for a later try
+  ::unlink(path.c_str());
+  return cgroup.empty() ? Cleaned::was_free : Cleaned::removed;
 }
 
 }  // namespace
 
-SlotLease SlotLease::acquire(const std::string& state_dir, const cgroups::Places& places, std::uint32_t slots) {
+EngineLock::EngineLock(const std::string& state_dir, std::uint32_t slots) : state_dir_(state_dir), held_(slots) {
   make_dirs(state_dir);
+  // Locked before it is named: no other engine ever sees it unlocked while
+  // this one lives.
+  for (int attempt = 0; attempt < 8 && !fd_; ++attempt) {
+    UniqueFd fd = unnamed_file(state_dir, engines_dir(state_dir), "");
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) fail_step("locking the engine's record", errno);
+    const std::string id = random_id();
+    const std::string path = engines_dir(state_dir) + "/" + id;
+    if (name_file(fd.get(), path)) {
+      fd_ = std::move(fd);
+      path_ = path;
+      id_ = id;
+    } else if (errno != EEXIST) {
+      fail_step("recording the engine in " + engines_dir(state_dir), errno);
+    }
+  }
+  if (!fd_) throw SandboxError(Reason::INTERNAL, "no free engine id in " + engines_dir(state_dir));
+}
+
+void EngineLock::release() noexcept {
+  if (!fd_) return;
+  ::unlink(path_.c_str());
+  fd_.reset();
+}
+
+SlotLease EngineLock::claim(const cgroups::Places& places, const std::string& cgroup_path) {
+  const auto slots = static_cast<std::uint32_t>(held_.size());
+  const UniqueFd record = unnamed_file(state_dir_, slots_dir(state_dir_), "engine " + id_ + "\n" + cgroup_path + "\n");
   thread_local std::mt19937 rng{std::random_device{}()};
   const std::uint32_t start = std::uniform_int_distribution<std::uint32_t>(0, slots - 1)(rng);
   for (std::uint32_t i = 0; i < slots; ++i) {
     const std::uint32_t slot = (start + i) % slots;
-    const std::string path = slots_dir(state_dir) + "/" + std::to_string(slot);
-    UniqueFd fd = lock_record(path, true);
-    if (!fd) continue;
-    if (!clean_locked(fd.get(), places)) continue;  // the flock goes with the fd
+    {
+      std::lock_guard lock(mutex_);
+      if (held_[slot]) continue;
+    }
+    const std::string path = slots_dir(state_dir_) + "/" + std::to_string(slot);
+    bool named = name_file(record.get(), path);
+    if (!named && errno != EEXIST) fail_step("recording the sandbox's slot", errno);
+    if (!named) named = clean_if_dead(state_dir_, places, path) != Cleaned::kept && name_file(record.get(), path);
+    if (!named) continue;
+    {
+      std::lock_guard lock(mutex_);
+      held_[slot] = true;
+    }
     SlotLease lease;
-    lease.fd_ = std::move(fd);
+    lease.engine_ = this;
     lease.path_ = path;
     lease.slot_ = slot;
     return lease;
   }
-  throw SandboxError(Reason::LIMIT_REACHED, "every sandbox id range of this host is in use");
+  throw SandboxError(Reason::LIMIT_REACHED, "every sandbox id range of this host is in use (id_slots " +
+                                                std::to_string(slots) + ")");
 }
 
-void SlotLease::record(const std::string& cgroup_path) {
-  if (::ftruncate(fd_.get(), 0) != 0 || ::pwrite(fd_.get(), cgroup_path.data(), cgroup_path.size(), 0) !=
-                                            static_cast<ssize_t>(cgroup_path.size())) {
-    fail_step("writing the slot record", errno);
+void EngineLock::give_back(std::uint32_t slot) noexcept {
+  std::lock_guard lock(mutex_);
+  if (slot < held_.size()) held_[slot] = false;
+}
+
+SlotLease& SlotLease::operator=(SlotLease&& other) noexcept {
+  if (this != &other) {
+    clear();
+    engine_ = std::exchange(other.engine_, nullptr);
+    path_ = std::move(other.path_);
+    slot_ = other.slot_;
   }
+  return *this;
 }
 
 void SlotLease::clear() noexcept {
-  if (!fd_) return;
-  // Removed while locked, so the directory holds only live and dead
-  // engines' records; a racing opener sees the unlink and tries again.
-  if (::unlink(path_.c_str()) != 0 && ::ftruncate(fd_.get(), 0) != 0) {
-    // the next engine cleans it; the cgroup it names is gone already
-  }
-  fd_.reset();  // closing drops the flock
+  if (!engine_) return;
+  // Ours while the engine lives: no other engine removes it.
+  ::unlink(path_.c_str());
+  engine_->give_back(slot_);
+  engine_ = nullptr;
 }
 
 void remove_state_if_unused(const std::string& state_dir) noexcept {
-  // No slot left means no sandbox of any engine on this state directory, so
-  // none holds the network lock either.
-  if (::rmdir(slots_dir(state_dir).c_str()) != 0) return;
+  // No slot and no engine left means no sandbox of any engine on this state
+  // directory, so none holds the network lock either.
+  // Gone already is as good: another engine that ended removed it.
+  if (::rmdir(slots_dir(state_dir).c_str()) != 0 && errno != ENOENT) return;
+  if (::rmdir(engines_dir(state_dir).c_str()) != 0 && errno != ENOENT) return;
   ::unlink((state_dir + "/" + kNetworkLock).c_str());
   ::rmdir(state_dir.c_str());
 }
@@ -126,17 +217,16 @@ int clean_orphans(const std::string& state_dir, const cgroups::Places& places) {
   if (!dir) return 0;
   while (const dirent* e = ::readdir(dir)) {
     if (e->d_name[0] == '.') continue;
-    const std::string path = slots_dir(state_dir) + "/" + e->d_name;
-    UniqueFd fd = lock_record(path, false);
-    if (!fd) continue;
-    struct stat st {};
-    if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) {
-      if (!clean_locked(fd.get(), places)) continue;  // kept for the next try
-      ++removed;
-    }
-    ::unlink(path.c_str());
+    if (clean_if_dead(state_dir, places, slots_dir(state_dir) + "/" + e->d_name) == Cleaned::removed) ++removed;
   }
   ::closedir(dir);
+  // Engines that died with no sandbox: their files.
+  if (DIR* engines = ::opendir(engines_dir(state_dir).c_str())) {
+    while (const dirent* e = ::readdir(engines)) {
+      if (e->d_name[0] != '.') engine_dead(state_dir, e->d_name);
+    }
+    ::closedir(engines);
+  }
   return removed;
 }
 

@@ -1,15 +1,19 @@
 #pragma once
-// The engine's records of live sandboxes, one lock file per id slot under
-// <state_dir>/slots. A live engine holds the flock of each slot it uses and
-// removes the file when the sandbox is gone; a file that is there but
-// unlocked was left by an engine that died, and whatever it names (the
-// sandbox's cgroup, and with it every process) is removed before the slot is
-// used again. A lock counts only if the file is still the one at the path
-// (the classic lock-file check), so removing files never lets two engines
-// hold one slot.
+// The engine's records of live sandboxes, in the state directory, shared by
+// every engine that uses it:
+//   engines/<id>   one per live engine, flocked by it for its whole life
+//   slots/<N>      one per id slot in use: "engine <id>\n<cgroup path>\n"
+// A slot is claimed by linking a record, already written, to its name (so a
+// record is never seen half made), and given back by unlinking it. A record
+// whose engine's file is gone or unlocked was left by an engine that died:
+// whatever it names (the sandbox's cgroup, and with it every process) is
+// removed before the slot is used again. A live sandbox holds no descriptor
+// for its record: an engine holds one, for all its sandboxes.
 
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "cgroups.hpp"
 #include "fd.hpp"
@@ -20,25 +24,51 @@ namespace mayura::records {
 // around the host's nftables table for network all.
 constexpr const char* kNetworkLock = "network.lock";
 
+class SlotLease;
+
+// This engine's life, as other engines see it: its file in engines/, locked
+// while it lives. Made before any slot is claimed; goes after every lease.
+class EngineLock {
+ public:
+  EngineLock() = default;
+  // Makes the state directory (0700) if need be. Throws SandboxError.
+  EngineLock(const std::string& state_dir, std::uint32_t slots);
+  EngineLock(const EngineLock&) = delete;
+  EngineLock& operator=(const EngineLock&) = delete;
+  ~EngineLock() { release(); }
+  const std::string& id() const { return id_; }
+  void release() noexcept;
+
+  // A free slot, recorded as this engine's, naming `cgroup_path` (before
+  // the cgroup is made), after cleaning what a dead engine left in it.
+  // Throws SandboxError(LIMIT_REACHED) when every slot is taken.
+  SlotLease claim(const cgroups::Places& places, const std::string& cgroup_path);
+
+ private:
+  friend class SlotLease;
+  void give_back(std::uint32_t slot) noexcept;
+  std::string state_dir_;
+  UniqueFd fd_;
+  std::string path_;
+  std::string id_;
+  std::mutex mutex_;
+  std::vector<bool> held_;  // the slots this engine's leases hold: never probed
+};
+
 class SlotLease {
  public:
   SlotLease() = default;
-  SlotLease(SlotLease&&) noexcept = default;
-  SlotLease& operator=(SlotLease&&) noexcept = default;
+  SlotLease(SlotLease&& other) noexcept { *this = std::move(other); }
+  SlotLease& operator=(SlotLease&& other) noexcept;
   ~SlotLease() { clear(); }
 
-  // A free slot (cleaning it first if a dead engine left it). Throws
-  // SandboxError(LIMIT_REACHED) when every slot is taken.
-  static SlotLease acquire(const std::string& state_dir, const cgroups::Places& places, std::uint32_t slots);
-
   std::uint32_t slot() const { return slot_; }
-  // Says which cgroup is this slot's, before the cgroup is made.
-  void record(const std::string& cgroup_path);
-  // The sandbox is gone: empty the record and give the slot back.
+  // The sandbox is gone: give the slot back.
   void clear() noexcept;
 
  private:
-  UniqueFd fd_;
+  friend class EngineLock;
+  EngineLock* engine_ = nullptr;
   std::string path_;
   std::uint32_t slot_ = 0;
 };
@@ -47,7 +77,7 @@ class SlotLease {
 // engine left. Returns how many it removed.
 int clean_orphans(const std::string& state_dir, const cgroups::Places& places);
 
-// Removes the state directory if it holds no record (of any engine).
+// Removes the state directory if it holds no record and no engine.
 void remove_state_if_unused(const std::string& state_dir) noexcept;
 
 }  // namespace mayura::records
