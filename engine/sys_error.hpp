@@ -10,7 +10,18 @@
 
 namespace mayura {
 
+// The host limit an errno says was reached, or "" if it names none.
+inline std::string host_limit_named_by(int error) {
+  if (error == EMFILE) return "the engine's open-file limit (RLIMIT_NOFILE)";
+  if (error == ENFILE) return "the host's open-file limit (fs.file-max)";
+  return "";
+}
+
+// An INTERNAL failure that a host limit caused is LIMIT_REACHED, naming it.
 [[noreturn]] inline void fail_step(const std::string& step, int error, Reason reason = Reason::INTERNAL) {
+  if (const std::string limit = host_limit_named_by(error); reason == Reason::INTERNAL && !limit.empty()) {
+    throw SandboxError(Reason::LIMIT_REACHED, limit + " is reached: " + step + ": " + std::strerror(error));
+  }
   throw SandboxError(reason, step + ": " + std::strerror(error));
 }
 

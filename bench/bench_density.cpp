@@ -1,0 +1,175 @@
+// How each cost grows with the number of sandboxes alive: idle sandboxes of
+// the default options are made through the public API and held, and at 1,
+// 100, 1,000 and 10,000 alive (up to MAX) it prints create, exec and release
+// latency, host memory per sandbox (MemAvailable's fall since the engine
+// started, over the sandboxes alive), the engine's descriptors per sandbox
+// and its RSS. A create that fails stops the growth with its reason and
+// message (a host limit must be named there). Then churn: THREADS threads
+// each doing create + exec /bin/true + release, CHURN in all, with the
+// engine's RSS growth and the rate.
+//
+// usage: bench_density [MAX] [CHURN] [THREADS]
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mayura/native.hpp"
+#include "mayura/sandbox.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(static_cast<double>(v.size()) * p))];
+}
+
+// A field of /proc/meminfo or /proc/self/status, in KiB.
+long kib(const char* file, const std::string& key) {
+  std::ifstream in(file);
+  std::string k;
+  long v = 0;
+  std::string unit;
+  while (in >> k >> v) {
+    std::getline(in, unit);
+    if (k == key + ":") return v;
+  }
+  return 0;
+}
+
+int open_fds() {
+  int n = 0;
+  DIR* d = ::opendir("/proc/self/fd");
+  if (!d) return 0;
+  while (const dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+  ::closedir(d);
+  return n - 1;  // the listing's own
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int max_alive = argc > 1 ? std::max(1, std::atoi(argv[1])) : 10000;
+  const int churn = argc > 2 ? std::max(0, std::atoi(argv[2])) : 100000;
+  const int threads = argc > 3 ? std::max(1, std::atoi(argv[3])) : 4;
+
+  mayura::NativeOptions native;
+  native.id_slots = static_cast<std::uint32_t>(std::max(4095, max_alive + 64));
+  mayura::SandboxesOptions limits;
+  limits.max_sandboxes = static_cast<std::size_t>(max_alive) + 64;
+  auto sandboxes = mayura::create_sandboxes(mayura::native_sandboxes(native), limits);
+  mayura::CreateOptions create;
+  create.lifetime_ms = 3600000;
+  {
+    auto warm = sandboxes.create(create);
+    warm.exec({"/bin/true"});
+    warm.release();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the pools refilled
+  const long available_before = kib("/proc/meminfo", "MemAvailable");
+  const int fds_before = open_fds();
+  const long rss_before = kib("/proc/self/status", "VmRSS");
+
+  std::printf("idle sandboxes of the default options, held; times in ms\n");
+  std::printf("%8s %10s %10s %10s %10s %10s %12s %10s %10s\n", "alive", "create p50", "create p95", "exec p50",
+              "exec p99", "release", "MiB/sandbox", "fds/sbx", "RSS MiB");
+  std::vector<mayura::Sandbox> alive;
+  alive.reserve(static_cast<std::size_t>(max_alive));
+  std::vector<double> creates;
+  std::mt19937 rng(7);
+  bool stopped = false;
+  for (int level : {1, 100, 1000, 10000}) {
+    if (level > max_alive || stopped) break;
+    creates.clear();
+    while (static_cast<int>(alive.size()) < level) {
+      const auto start = Clock::now();
+      try {
+        alive.push_back(sandboxes.create(create));
+      } catch (const mayura::SandboxError& e) {
+        std::printf("create %zu failed: %s: %s\n", alive.size() + 1, std::string(mayura::reason_name(e.reason())).c_str(), e.what());
+        stopped = true;
+        break;
+      }
+      creates.push_back(ms_since(start));
+    }
+    if (alive.empty()) break;
+    const int n = static_cast<int>(alive.size());
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const double mib = static_cast<double>(available_before - kib("/proc/meminfo", "MemAvailable")) / 1024.0 / n;
+    const double fds = static_cast<double>(open_fds() - fds_before) / n;
+    const double rss = static_cast<double>(kib("/proc/self/status", "VmRSS")) / 1024.0;
+    // The last 100 creates at this level (all of them below 100).
+    std::vector<double> recent(creates.end() - std::min<std::ptrdiff_t>(100, static_cast<std::ptrdiff_t>(creates.size())),
+                               creates.end());
+    std::vector<double> execs;
+    for (int i = 0; i < 300; ++i) {
+      auto& s = alive[std::uniform_int_distribution<std::size_t>(0, alive.size() - 1)(rng)];
+      const auto start = Clock::now();
+      s.exec({"/bin/true"});
+      execs.push_back(ms_since(start));
+    }
+    // Release one and make it again, 20 times: the level stays.
+    std::vector<double> releases;
+    for (int i = 0; i < 20 && !alive.empty(); ++i) {
+      const auto start = Clock::now();
+      alive.back().release();
+      releases.push_back(ms_since(start));
+      alive.pop_back();
+      alive.push_back(sandboxes.create(create));
+    }
+    std::printf("%8d %10.3f %10.3f %10.3f %10.3f %10.3f %12.3f %10.2f %10.1f\n", n, percentile(recent, 0.5),
+                percentile(recent, 0.95), percentile(execs, 0.5), percentile(execs, 0.99), percentile(releases, 0.5), mib,
+                fds, rss);
+    std::fflush(stdout);
+  }
+  const auto release_all = Clock::now();
+  for (auto& s : alive) s.release();
+  std::printf("released %zu in %.0f ms\n", alive.size(), ms_since(release_all));
+  alive.clear();
+
+  if (churn > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const long rss_start = kib("/proc/self/status", "VmRSS");
+    std::atomic<int> next{0}, failed{0};
+    const auto start = Clock::now();
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&] {
+        while (next.fetch_add(1) < churn) {
+          try {
+            auto s = sandboxes.create(create);
+            s.exec({"/bin/true"});
+            s.release();
+          } catch (const mayura::SandboxError&) {
+            failed.fetch_add(1);
+          }
+        }
+      });
+    }
+    for (auto& w : workers) w.join();
+    const double seconds = ms_since(start) / 1000.0;
+    std::printf("churn: %d create + exec + release over %d threads in %.1f s: %.0f per second, %d failed, engine RSS "
+                "%+.1f MiB (%.1f MiB at the start of the run)\n",
+                churn, threads, seconds, churn / seconds, failed.load(),
+                static_cast<double>(kib("/proc/self/status", "VmRSS") - rss_start) / 1024.0,
+                static_cast<double>(rss_before) / 1024.0);
+  }
+  return 0;
+}
