@@ -89,26 +89,23 @@ Identity contain(const protocol::Config& config, std::vector<UniqueFd>& trees, s
 
 class Server {
  public:
+  struct Command {
+    int status;      // the engine's status pipe
+    int error_pipe;  // a failed start's {step, errno}, or nothing once it ran
+  };
+
   Server(Identity who, std::vector<std::string> seccomp, int signals) : who_(who), seccomp_(std::move(seccomp)), signals_(signals) {}
 
+  // Whether a command's exec worked is read from its error pipe once it
+  // has exited, not when the exec happens: one wake-up of this loop and one
+  // of the engine fewer per command, and a command's start is no news the
+  // engine waits for.
   [[noreturn]] void run() {
-    std::vector<pollfd> fds;
-    std::vector<pid_t> pending;
+    pollfd fds[2] = {{kControlFd, POLLIN, 0}, {signals_, POLLIN, 0}};
     for (;;) {
-      fds.assign({{kControlFd, POLLIN, 0}, {signals_, POLLIN, 0}});
-      pending.clear();
-      for (const auto& [pid, command] : commands_) {
-        if (command.error_pipe >= 0) {
-          fds.push_back({command.error_pipe, POLLIN, 0});
-          pending.push_back(pid);
-        }
-      }
-      if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (::poll(fds, 2, -1) < 0) {
         if (errno == EINTR) continue;
         shutdown();
-      }
-      for (std::size_t i = 0; i < pending.size(); ++i) {
-        if (fds[i + 2].revents) resolve(pending[i]);
       }
       if (fds[1].revents & POLLIN) reap();
       if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) serve_one();
@@ -129,7 +126,7 @@ class Server {
           const Spawned spawned = spawn_command(exec, fds, who_, seccomp_);
           if (spawned.pid > 0) {
             // keep only the status pipe: the start and the exit go there
-            commands_[spawned.pid] = Command{::fcntl(fds[3], F_DUPFD_CLOEXEC, 3), spawned.error_pipe, false};
+            commands_[spawned.pid] = Command{::fcntl(fds[3], F_DUPFD_CLOEXEC, 3), spawned.error_pipe};
           }
         }
         break;
@@ -160,28 +157,21 @@ class Server {
       if (pid <= 0) break;
       auto it = commands_.find(pid);
       if (it == commands_.end()) continue;
-      // Dead, so its error pipe has its answer (or its end) by now.
-      if (it->second.error_pipe >= 0) resolve(pid);
-      if (!it->second.failed) report(it->second.status, protocol::Status::exited, status);
+      // Dead, so its error pipe has its answer (or its end: the exec closed it).
+      if (!failed_to_start(it->second)) report(it->second.status, protocol::Status::exited, status);
       ::close(it->second.status);
       commands_.erase(it);
     }
   }
 
-  void resolve(pid_t pid) {
-    Command& command = commands_.at(pid);
+  // True (and reported) if the command never ran: then its exit is not news.
+  bool failed_to_start(const Command& command) {
     int failure[2] = {0, 0};  // {step, errno}
     const ssize_t n = ::read(command.error_pipe, failure, sizeof failure);
-    if (n < 0 && errno == EAGAIN) return;
     ::close(command.error_pipe);
-    command.error_pipe = -1;
-    if (n == sizeof failure) {
-      // It never ran; its exit is not news.
-      report(command.status, protocol::Status::spawn_failed, failure[1], failure[0]);
-      command.failed = true;
-    } else {
-      report(command.status, protocol::Status::started, 0);
-    }
+    if (n != sizeof failure) return false;
+    report(command.status, protocol::Status::spawn_failed, failure[1], failure[0]);
+    return true;
   }
 
   // The engine is gone: so is the sandbox. pid 1 exiting kills every process
@@ -194,11 +184,6 @@ class Server {
   Identity who_;
   std::vector<std::string> seccomp_;  // every command's filters
   int signals_;
-  struct Command {
-    int status;       // the engine's status pipe
-    int error_pipe;   // until the exec is decided; -1 after
-    bool failed;      // the exec failed: its exit is not reported
-  };
   std::map<pid_t, Command> commands_;
 };
 
