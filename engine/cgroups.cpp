@@ -198,14 +198,43 @@ UniqueFd SandboxCgroup::make_command(const std::string& name) const {
   return make_delegated(open_dir("/commands").get(), name, "making a command's cgroup");
 }
 
+UniqueFd SandboxCgroup::take_command(const std::string& name) const {
+  std::string spare;
+  if (spare_) {
+    std::lock_guard lock(spare_->mutex);
+    spare.swap(spare_->name);
+  }
+  const std::string commands = path_ + "/commands/";
+  // Renamed, so the name says which command it holds (kill_command, and
+  // anyone reading the tree); a rename within one parent is cgroup2's own.
+  if (!spare.empty() && ::rename((commands + spare).c_str(), (commands + name).c_str()) == 0) {
+    UniqueFd fd(::open((commands + name).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (fd) return fd;
+  }
+  if (!spare.empty()) ::rmdir((commands + spare).c_str());
+  return make_command(name);
+}
+
+void SandboxCgroup::retire_command(const std::string& name) const noexcept {
+  const std::string path = path_ + "/commands/" + name;
+  try {
+    if (spare_ && !populated(path)) {
+      std::lock_guard lock(spare_->mutex);
+      if (spare_->name.empty()) {
+        spare_->name = name;
+        return;
+      }
+    }
+  } catch (...) {
+    // unreadable: removed below, like one that is not empty
+  }
+  ::rmdir(path.c_str());
+}
+
 void SandboxCgroup::kill_command(const std::string& name) const noexcept {
   // Returns once every process of it is gone (bounded): a caller told "timed
   // out" may count on nothing of the command running any more.
   kill_tree(path_ + "/commands/" + name, std::chrono::seconds(2));
-}
-
-void SandboxCgroup::remove_command(const std::string& name) const noexcept {
-  ::rmdir((path_ + "/commands/" + name).c_str());
 }
 
 void SandboxCgroup::apply(const Limits& limits) {

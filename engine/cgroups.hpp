@@ -7,6 +7,8 @@
 
 #include <sys/types.h>
 
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "cgroup_host.hpp"
@@ -75,11 +77,17 @@ class SandboxCgroup {
 
   // A command's cgroup, delegated like the sandbox's; its directory fd.
   UniqueFd make_command(const std::string& name) const;
+  // A cgroup for the next command: the one an ended command left empty (a
+  // cgroup with no process and no controller holds no state), renamed in
+  // `name`'s place; else a new one named `name`.
+  UniqueFd take_command(const std::string& name) const;
+  // A command has ended: its cgroup, if empty, is kept for the next one
+  // (one at most); else it is removed if it can be (it stays while a
+  // server the command started runs).
+  void retire_command(const std::string& name) const noexcept;
   // Kills every process of one command (and all it started), and waits
   // (bounded) until none is left.
   void kill_command(const std::string& name) const noexcept;
-  // Removes a command's cgroup if nothing of it runs any more.
-  void remove_command(const std::string& name) const noexcept;
 
   // Kills everything in the sandbox and returns without waiting: every
   // process of the tree has SIGKILL pending (cgroup.kill). False where the
@@ -99,6 +107,11 @@ class SandboxCgroup {
   Host host_;
   std::string path_;
   UniqueFd dir_;  // until settle()
+  struct Spare {
+    std::mutex mutex;
+    std::string name;  // an empty command cgroup, for the next command
+  };
+  std::unique_ptr<Spare> spare_ = std::make_unique<Spare>();  // movable, unlike a mutex
   V1Groups v1_;
   // What the files hold; none until written once: a new cgroup's defaults
   // are not "no limit" (its memory.swap.max lets it swap).

@@ -64,14 +64,15 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   // Removes the command's cgroup if the run never got to its end (a start
   // that failed); it stays while a server the command started runs.
   ~CommandRun() {
-    if (!finished_) core_->cgroup.remove_command(cgroup_name_);
+    if (!finished_ && cgroup_made_) core_->cgroup.retire_command(cgroup_name_);
   }
 
   // The cgroup, the pipes and the request: everything that can fail is made
   // here, on the caller's thread, before the command starts; once it runs,
   // only the machine may end it.
   void start() {
-    UniqueFd cgroup = core_->cgroup.make_command(cgroup_name_);
+    UniqueFd cgroup = core_->cgroup.take_command(cgroup_name_);
+    cgroup_made_ = true;
     trace_.step("command cgroup");
     std::map<std::string, std::string> env = core_->command_env();
     for (const auto& [k, v] : options_.env) env[k] = v;
@@ -85,13 +86,8 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     io::Pipe err = io::make_pipe(true, false);
     io::Pipe status = io::make_pipe(true, false);
     io::Pipe in;
-    UniqueFd devnull;
-    if (options_.stdin) {
-      in = io::make_pipe(false, true);
-    } else {
-      devnull.reset(check_sys(::open("/dev/null", O_RDONLY | O_CLOEXEC), "opening /dev/null"));
-    }
-    const int child_stdin = options_.stdin ? in.read.get() : devnull.get();
+    if (options_.stdin) in = io::make_pipe(false, true);
+    const int child_stdin = options_.stdin ? in.read.get() : dev_null();
     limit_ = options_.max_output_bytes.value_or(std::size_t{16} << 20);
     deadline_ = options_.timeout_ms && *options_.timeout_ms < kYearMs
                     ? start_ + std::chrono::milliseconds(*options_.timeout_ms)
@@ -330,7 +326,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
         error = std::current_exception();
       }
     }
-    core_->cgroup.remove_command(cgroup_name_);
+    core_->cgroup.retire_command(cgroup_name_);
     ExecDone done = std::move(done_);
     done(error, std::move(result));
   }
@@ -382,13 +378,18 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   std::exception_ptr failure_;
   std::size_t stdin_written_ = 0;
   bool out_open_ = true, err_open_ = true, status_open_ = true;
-  bool exited_ = false, killed_ = false, cancelled_ = false, finished_ = false;
+  bool exited_ = false, killed_ = false, cancelled_ = false, finished_ = false, cgroup_made_ = false;
   int wait_status_ = 0;
   std::uint64_t oom_kills_before_ = 0;
   Clock::time_point exit_time_{}, kill_time_{};
 };
 
 }  // namespace
+
+int dev_null() {
+  static const int fd = check_sys(::open("/dev/null", O_RDONLY | O_CLOEXEC), "opening /dev/null");
+  return fd;
+}
 
 void start_command(std::shared_ptr<SandboxCore> core, std::string cgroup_name, std::string cwd,
                    std::vector<std::string> argv, ExecOptions options, const asio::any_io_executor& executor,

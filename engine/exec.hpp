@@ -24,6 +24,11 @@ void start_command(std::shared_ptr<SandboxCore> core, std::string cgroup_name, s
                    std::vector<std::string> argv, ExecOptions options, const boost::asio::any_io_executor& executor,
                    ExecDone done);
 
+// Read-only /dev/null, the input of every command given none: opened once
+// for the process (the provider opens it at its start, so the engine's
+// descriptors do not change with its first command).
+int dev_null();
+
 // The same, supervised on the calling thread (its callbacks run there too).
 ExecResult run_command(std::shared_ptr<SandboxCore> core, std::string cgroup_name, std::string cwd,
                        std::vector<std::string> argv, ExecOptions options);
