@@ -33,6 +33,9 @@ struct SandboxesState {
   bool closed = false;
   std::size_t reserved = 0;  // creates under way
   std::vector<std::weak_ptr<SandboxState>> live;
+  // Asking every sandbox whether it is alive costs a call each: a create
+  // does it only near the limit, or once the list has doubled since.
+  std::size_t prune_at = 64;
 
   std::size_t count_live_locked();
 };
@@ -519,9 +522,15 @@ Sandbox Sandboxes::create(const CreateOptions& options, std::stop_token cancella
   {
     std::lock_guard lock(s.mutex);
     if (s.closed) throw SandboxError(Reason::GONE, "the sandboxes were closed");
-    if (s.count_live_locked() + s.reserved >= s.options.max_sandboxes) {
-      throw SandboxError(Reason::LIMIT_REACHED,
-                         "max_sandboxes (" + std::to_string(s.options.max_sandboxes) + ") are alive already");
+    // The list holds every live sandbox and maybe some ended ones: below
+    // the limit with them all, it is below it without them.
+    if (s.live.size() + s.reserved >= s.options.max_sandboxes || s.live.size() >= s.prune_at) {
+      const std::size_t live = s.count_live_locked();
+      s.prune_at = 2 * live + 64;
+      if (live + s.reserved >= s.options.max_sandboxes) {
+        throw SandboxError(Reason::LIMIT_REACHED,
+                           "max_sandboxes (" + std::to_string(s.options.max_sandboxes) + ") are alive already");
+      }
     }
     ++s.reserved;
   }
