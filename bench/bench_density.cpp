@@ -8,7 +8,7 @@
 // each doing create + exec /bin/true + release, CHURN in all, with the
 // engine's RSS growth and the rate.
 //
-// usage: bench_density [MAX] [CHURN] [THREADS]
+// usage: bench_density [MAX] [CHURN] [THREADS] [HOLD-SECONDS]
 
 #include <dirent.h>
 #include <unistd.h>
@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <thread>
@@ -44,15 +45,15 @@ double percentile(std::vector<double> v, double p) {
 // A field of /proc/meminfo or /proc/self/status, in KiB.
 long kib(const char* file, const std::string& key) {
   std::ifstream in(file);
-  std::string k;
-  long v = 0;
-  std::string unit;
-  while (in >> k >> v) {
-    std::getline(in, unit);
-    if (k == key + ":") return v;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::atol(line.c_str() + key.size() + 1);
   }
   return 0;
 }
+
+// Where host memory goes, per sandbox: the fields of /proc/meminfo that grow.
+const char* const kParts[] = {"AnonPages", "Shmem", "KernelStack", "PageTables", "SUnreclaim", "SReclaimable", "Percpu"};
 
 int open_fds() {
   int n = 0;
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
   const int max_alive = argc > 1 ? std::max(1, std::atoi(argv[1])) : 10000;
   const int churn = argc > 2 ? std::max(0, std::atoi(argv[2])) : 100000;
   const int threads = argc > 3 ? std::max(1, std::atoi(argv[3])) : 4;
+  const int hold_s = argc > 4 ? std::max(0, std::atoi(argv[4])) : 0;  // for a look at the host meanwhile
 
   mayura::NativeOptions native;
   native.id_slots = static_cast<std::uint32_t>(std::max(4095, max_alive + 64));
@@ -76,7 +78,7 @@ int main(int argc, char** argv) {
   limits.max_sandboxes = static_cast<std::size_t>(max_alive) + 64;
   auto sandboxes = mayura::create_sandboxes(mayura::native_sandboxes(native), limits);
   mayura::CreateOptions create;
-  create.lifetime_ms = 3600000;
+  create.lifetime_ms = 1800000;
   {
     auto warm = sandboxes.create(create);
     warm.exec({"/bin/true"});
@@ -86,6 +88,8 @@ int main(int argc, char** argv) {
   const long available_before = kib("/proc/meminfo", "MemAvailable");
   const int fds_before = open_fds();
   const long rss_before = kib("/proc/self/status", "VmRSS");
+  std::vector<long> parts_before;
+  for (const char* part : kParts) parts_before.push_back(kib("/proc/meminfo", part));
 
   std::printf("idle sandboxes of the default options, held; times in ms\n");
   std::printf("%8s %10s %10s %10s %10s %10s %12s %10s %10s\n", "alive", "create p50", "create p95", "exec p50",
@@ -137,8 +141,14 @@ int main(int argc, char** argv) {
     std::printf("%8d %10.3f %10.3f %10.3f %10.3f %10.3f %12.3f %10.2f %10.1f\n", n, percentile(recent, 0.5),
                 percentile(recent, 0.95), percentile(execs, 0.5), percentile(execs, 0.99), percentile(releases, 0.5), mib,
                 fds, rss);
+    std::printf("%8s of which (KiB/sandbox):", "");
+    for (std::size_t i = 0; i < std::size(kParts); ++i) {
+      std::printf(" %s %.0f", kParts[i], static_cast<double>(kib("/proc/meminfo", kParts[i]) - parts_before[i]) / n);
+    }
+    std::printf("\n");
     std::fflush(stdout);
   }
+  std::this_thread::sleep_for(std::chrono::seconds(hold_s));
   const auto release_all = Clock::now();
   for (auto& s : alive) s.release();
   std::printf("released %zu in %.0f ms\n", alive.size(), ms_since(release_all));

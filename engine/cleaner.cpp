@@ -1,5 +1,8 @@
 #include "cleaner.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include "native_sandbox.hpp"
 
 namespace mayura::native {
@@ -47,6 +50,10 @@ bool Cleaner::wait_for_one(std::chrono::steady_clock::duration bound) const {
 }
 
 void Cleaner::run() {
+  // At the lowest priority, like the sandboxes made ahead: a busy caller
+  // keeps its core, and a backlog that grows past the bound is removed by
+  // the releasing threads themselves.
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
   std::unique_lock lock(mutex_);
   for (;;) {
     if (queue_.empty()) {

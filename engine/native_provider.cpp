@@ -7,11 +7,13 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <chrono>
 #include <fstream>
 #include <random>
 
 #include "cgroups.hpp"
+#include "exec.hpp"
 #include "mayura/seccomp/profile.hpp"
 #include "init_image.hpp"
 #include "lifetimes.hpp"
@@ -100,6 +102,27 @@ void raise_open_file_limit() {
   }
 }
 
+// Below this much available memory the host is near its end: a new sandbox
+// (its namespaces alone take half a MiB of kernel memory) is refused, and
+// named so, instead of pushing the host into reclaim where every step
+// stalls and the engine's own helpers time out.
+constexpr long kMinAvailableMib = 256;
+
+void check_host_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    if (line.rfind("MemAvailable:", 0) != 0) continue;
+    const long mib = std::atol(line.c_str() + 13) / 1024;
+    if (mib < kMinAvailableMib) {
+      throw SandboxError(Reason::LIMIT_REACHED, "the host's memory is nearly exhausted (MemAvailable " +
+                                                    std::to_string(mib) + " MiB, below " +
+                                                    std::to_string(kMinAvailableMib) + ")");
+    }
+    return;
+  }
+}
+
 // The seccomp filters a sandbox's commands run under, installed in order.
 using Filters = std::vector<seccomp::Program>;
 
@@ -120,6 +143,7 @@ class NativeProvider final : public SandboxProvider {
     default_seccomp_ = {seccomp::default_program()};
     default_limits_ = limits_for(CreateOptions{});
     init_memfd_ = make_init_memfd();
+    native::dev_null();
     zygote_.use_program(init_memfd_.get());
     prepared_.start();
   }
@@ -192,6 +216,7 @@ class NativeProvider final : public SandboxProvider {
   std::shared_ptr<native::SandboxCore> build(const SandboxImage& image, const Filters& filters,
                                              std::stop_token cancellation, bool ahead = false) {
     StepTimer timer("build");
+    check_host_memory();
     auto core = std::make_shared<native::SandboxCore>();
     const std::string name = random_hex(16);
     core->hostname = "mayura-" + name.substr(0, 8);
