@@ -198,11 +198,6 @@ void NativeSandbox::async_remove(const std::string& path, const FileOptions& opt
                          [done = std::move(done)](std::exception_ptr e, std::string) { done(e); });
 }
 
-void NativeSandbox::release() noexcept {
-  if (const auto cleaner = cleaner_.lock()) cleaner->release(core_);
-  else core_->end();
-}
-
 std::string NativeSandbox::url(int port) { return core_->url(port); }
 
 }  // namespace mayura::native

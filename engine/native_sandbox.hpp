@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "cgroups.hpp"
-#include "cleaner.hpp"
 #include "launch.hpp"
 #include "mayura/netfilter/port_forward.hpp"
 #include "mayura/netfilter/sandbox_network.hpp"
@@ -78,11 +77,8 @@ class SandboxCore {
 
 class NativeSandbox final : public SandboxBackend {
  public:
-  // `cleaner` finishes the removal of a released sandbox off the caller's
-  // path, while the provider lives (after it, nothing is left to remove).
-  NativeSandbox(std::shared_ptr<SandboxCore> core, std::weak_ptr<Cleaner> cleaner)
-      : core_(std::move(core)), cleaner_(std::move(cleaner)) {}
-  ~NativeSandbox() override { release(); }
+  explicit NativeSandbox(std::shared_ptr<SandboxCore> core) : core_(std::move(core)) {}
+  ~NativeSandbox() override { core_->end(); }
 
   ExecResult exec(const std::vector<std::string>& argv, const ExecOptions& options) override;
   // On the engine's reactor: no thread of its own.
@@ -99,13 +95,12 @@ class NativeSandbox final : public SandboxBackend {
   std::string url(int port) override;
   std::string workdir() const override { return core_->workdir; }
   void set_network(const Network& network) override { core_->set_network(network); }
-  void release() noexcept override;
+  void release() noexcept override { core_->end(); }
   bool alive() const noexcept override { return core_->alive(); }
 
  private:
   std::string absolute(const std::string& path) const;
   std::shared_ptr<SandboxCore> core_;
-  std::weak_ptr<Cleaner> cleaner_;
   std::atomic<std::uint64_t> next_command_{1};
 };
 

@@ -4,10 +4,12 @@
 # command backend beside a native one, mayurad with 1, 100 and 500 execs at
 # once (threads, memory, latency), a round trip through mayurad from C++ and
 # from Node (the TypeScript provider), importing
-# and first running a 100 MiB image beside GNU tar and bubblewrap, then the
+# and first running a 100 MiB image beside GNU tar and bubblewrap, the costs
+# as idle sandboxes pile up (1 to DENSITY alive) and churn, then the
 # networks' costs in a private world.
-#   sudo ./scripts/bench.sh [ITERATIONS] [DOWNLOAD-MIB]
+#   sudo ./scripts/bench.sh [ITERATIONS] [DOWNLOAD-MIB] [DENSITY]
 set -euo pipefail
+trap 'echo "bench.sh: stopped: \"$BASH_COMMAND\" failed (exit $?, line $LINENO)" >&2' ERR
 here=$(cd "$(dirname "$0")" && pwd)
 "$here/deps.sh"
 log=$(mktemp)
@@ -28,5 +30,8 @@ echo
 "$here/../build/bench/bench_clients" "$here/../build/tools/mayurad" "$here/../clients/typescript/bench/roundtrip.mjs" "${1:-200}"
 echo
 "$here/../build/bench/bench_images" 100 20 "$here/../build/tools/mayura-run"
+echo
+# 10000 alive takes minutes and most of a 24 GiB machine's memory: 1000 unless asked.
+"$here/../build/bench/bench_density" "${3:-1000}" 10000 4
 echo
 exec "$here/../build/bench/bench_network" "${2:-1024}" 1000
