@@ -51,6 +51,9 @@ std::optional<Query> parse_query(std::string_view p) {
     if (len == 0) break;
     if (len > 63) return std::nullopt;  // a compression pointer or a reserved label type
     if (at + len > p.size()) return std::nullopt;
+    // A dot inside a label cannot be told from a label's end once the name
+    // is text: refused, so the name checked is the name asked.
+    if (p.substr(at, len).find('.') != std::string_view::npos) return std::nullopt;
     name_bytes += len + 1;
     if (name_bytes > 254) return std::nullopt;
     if (!q.name.empty()) q.name.push_back('.');

@@ -80,12 +80,32 @@ bool split_authority(std::string_view authority, std::uint16_t default_port, Pro
   }
   r.host = lower(host);
   if (!r.host.empty() && r.host.back() == '.') r.host.pop_back();
+  // One trailing dot is a name's root; more (or a host of dots) is no host.
+  if (r.host.empty() || r.host.back() == '.') return false;
   boost::system::error_code ec;
   boost::asio::ip::make_address(r.host, ec);
+  // Brackets hold an IPv6 address and nothing else.
+  if (authority.front() == '[' && (ec || !boost::asio::ip::make_address(r.host).is_v6())) return false;
   // inet_aton's forms too (a bare number, octal), which some resolvers take
   // as an address rather than a name.
   r.ip_literal = !ec || inet_aton_form(r.host);
   return !r.host.empty();
+}
+
+// RFC 9110's token: what a method and a header name are made of. Anything
+// else (a space before the colon, a bracket) is a name that servers read in
+// different ways, which is how requests are smuggled past a check.
+bool is_token(std::string_view s) {
+  if (s.empty()) return false;
+  return std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::isalnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+  });
+}
+
+// A control byte (a bare CR, a NUL) in a line: some servers end a line at a
+// bare CR, and would read a header the proxy never saw. A tab is text.
+bool has_control(std::string_view line) {
+  return std::any_of(line.begin(), line.end(), [](unsigned char c) { return (c < ' ' && c != '\t') || c == 0x7f; });
 }
 
 bool hop_by_hop(std::string_view name) {
@@ -116,10 +136,15 @@ ProxyParse parse_proxy_request(std::string_view head) {
   const std::string_view target = request_line.substr(sp1 + 1, sp2 - sp1 - 1);
   const std::string_view version = request_line.substr(sp2 + 1);
   if (version != "HTTP/1.1" && version != "HTTP/1.0") return refuse(505, "only HTTP/1.0 and HTTP/1.1 are spoken");
-  if (target.empty() || target.find(' ') != std::string_view::npos) return refuse(400, "a malformed request target");
+  if (!is_token(method)) return refuse(400, "a malformed request method");
+  if (target.empty() || target.find(' ') != std::string_view::npos || has_control(target)) {
+    return refuse(400, "a malformed request target");
+  }
   for (std::size_t i = 1; i < lines.size(); ++i) {
-    if (lines[i].find(':') == std::string_view::npos || lines[i].front() == ' ' || lines[i].front() == '\t') {
-      return refuse(400, "a malformed header line");  // folded lines too: they hide headers
+    // Folded lines are refused too (their name is no token): they hide headers.
+    const auto colon = lines[i].find(':');
+    if (colon == std::string_view::npos || !is_token(lines[i].substr(0, colon)) || has_control(lines[i])) {
+      return refuse(400, "a malformed header line");
     }
   }
 

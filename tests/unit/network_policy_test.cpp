@@ -174,6 +174,14 @@ TEST(DnsMessage, AQueryIsParsed) {
   EXPECT_EQ(q->question_end, p.size());
 }
 
+// Found by the dns_query fuzzer: a label holding a dot ("a.b" as one label)
+// read as text is the name a.b, which is not what was asked.
+TEST(DnsMessage, ALabelHoldingADotIsNoQuery) {
+  std::string p = query_bytes("example.com", dns::kTypeA);
+  p[12 + 1 + 3] = '.';  // "exa.ple" as one label
+  EXPECT_FALSE(dns::parse_query(p));
+}
+
 TEST(DnsMessage, AnAnswerIsWhatAResolverReads) {
   const std::string p = query_bytes("registry.npmjs.org", dns::kTypeA);
   const auto q = dns::parse_query(p);
