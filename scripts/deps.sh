@@ -3,7 +3,9 @@
 # Installs nothing when everything is there already.
 #   deps.sh        to build, run and benchmark
 #   deps.sh vm     also what the test VMs need (tests/vm): QEMU and Debian
-#                  12's own kernel
+#                  12's own kernel, and what the fuzzers need
+#   deps.sh fuzz   also what the fuzzers need (scripts/fuzz.sh): clang and
+#                  its libFuzzer and sanitizer runtimes
 set -euo pipefail
 
 packages=(
@@ -31,6 +33,9 @@ packages=(
 # A Node that carries its own npm (NodeSource's) must not get Debian's, which
 # would replace it.
 command -v npm >/dev/null 2>&1 || packages+=(npm)
+if [ "${1:-}" = vm ] || [ "${1:-}" = fuzz ]; then
+  packages+=(clang libclang-rt-dev)
+fi
 if [ "${1:-}" = vm ]; then
   # the VMs of tests/vm: QEMU, Debian 12's own kernel (6.1) and its modules,
   # and what makes their initramfs and disk

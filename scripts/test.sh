@@ -5,7 +5,8 @@
 # depend on the kind of host again in VMs of Debian 12's kernel,
 # one per cgroup layout (pure cgroup2 in the root cgroup, delegated and in a
 # login session, and v1 only); then builds with ASan and UBSan and runs every
-# test under them.
+# test under them; then replays every fuzzer's corpus and fuzzes each for a
+# little while (scripts/fuzz.sh).
 #   sudo ./scripts/test.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,3 +37,6 @@ echo "== tests under ASan + UBSan"
 # "invalid vptr" when it cannot open a pipe). It runs in the plain build.
 (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest -j"$(($(nproc) * 2))" --timeout 120 --output-on-failure --no-tests=error -E 'UnifiedCgroupTest|AtTheOpenFileLimit')
+
+echo "== fuzzing (fuzz/): each corpus replayed, then each harness fuzzed for 20 s"
+"$here/fuzz.sh" 20

@@ -1,0 +1,61 @@
+// The engine's own wire format (engine/protocol.hpp): what the in-sandbox
+// init and helpers read from the engine, and the listings they send back,
+// which a sandbox's processes may forge. Properties: decoding never reads
+// past the bytes; what decodes re-encodes, and that encoding decodes to the
+// same encoding again.
+// Input: one byte choosing the message, then the message.
+
+#include "fuzz.hpp"
+#include "protocol.hpp"
+
+namespace protocol = mayura::protocol;
+
+namespace {
+
+template <typename Message>
+void round_trip(const std::string& bytes) {
+  Message m;
+  if (!protocol::decode(bytes, m)) return;
+  const std::string once = protocol::encode(m);
+  Message again;
+  FUZZ_CHECK(protocol::decode(once, again));
+  FUZZ_CHECK(protocol::encode(again) == once);
+}
+
+void file_round_trip(const std::string& bytes) {
+  protocol::FileRequest f;
+  if (!protocol::decode(bytes, f)) return;
+  const protocol::Request kind = protocol::kind_of(bytes);
+  const std::string once = protocol::encode(kind, f);
+  protocol::FileRequest again;
+  FUZZ_CHECK(protocol::decode(once, again));
+  FUZZ_CHECK(protocol::encode(kind, again) == once);
+}
+
+void listing_round_trip(const std::string& bytes) {
+  std::vector<protocol::ListEntry> entries;
+  if (!protocol::decode_listing(bytes, entries)) return;
+  std::string once;
+  for (const auto& e : entries) once += protocol::encode(e);
+  std::vector<protocol::ListEntry> again;
+  FUZZ_CHECK(protocol::decode_listing(once, again));
+  FUZZ_CHECK(again.size() == entries.size());
+  std::string twice;
+  for (const auto& e : again) twice += protocol::encode(e);
+  FUZZ_CHECK(twice == once);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  const std::string bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
+  switch (data[0] % 4) {
+    case 0: round_trip<protocol::Config>(bytes); break;
+    case 1: round_trip<protocol::Exec>(bytes); break;
+    case 2: file_round_trip(bytes); break;
+    default: listing_round_trip(bytes); break;
+  }
+  (void)protocol::kind_of(bytes);
+  return 0;
+}

@@ -1,0 +1,54 @@
+// The JSON bodies mayurad takes from its clients (service/wire.hpp): a
+// create, an exec request, a network; and those the remote provider takes
+// back from a mayurad (results, entries, features, errors). Properties:
+// anything malformed is SandboxError(INVALID_INPUT); what parses, written
+// out again, parses to the same JSON.
+// Input: one byte choosing the shape, then the body.
+
+#include "fuzz.hpp"
+#include "mayura/errors.hpp"
+#include "wire.hpp"
+
+namespace service = mayura::service;
+using service::json;
+
+namespace {
+
+template <typename Parse, typename Write>
+void round_trip(const json& body, Parse parse, Write write) {
+  json once;
+  try {
+    once = write(parse(body));
+  } catch (const mayura::SandboxError& e) {
+    FUZZ_CHECK(e.reason() == mayura::Reason::INVALID_INPUT);
+    return;
+  }
+  const json twice = write(parse(once));
+  FUZZ_CHECK(twice == once);
+  (void)service::dump(once);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  json body;
+  try {
+    body = service::parse_body(mayura::fuzz::bytes(data + 1, size - 1), "the request");
+  } catch (const mayura::SandboxError& e) {
+    FUZZ_CHECK(e.reason() == mayura::Reason::INVALID_INPUT);
+    return 0;
+  }
+  switch (data[0] % 6) {
+    case 0: round_trip(body, service::create_from, service::create_json); break;
+    case 1:
+      round_trip(body, service::exec_request_from,
+                 [](const service::ExecRequest& r) { return service::exec_request_json(r.argv, r.options); });
+      break;
+    case 2: round_trip(body, service::network_from, service::network_json); break;
+    case 3: round_trip(body, service::features_from, service::features_json); break;
+    case 4: round_trip(body, service::exec_result_from, service::exec_result_json); break;
+    default: round_trip(body, service::file_entry_from, service::file_entry_json); break;
+  }
+  return 0;
+}
