@@ -1,0 +1,215 @@
+// mayurad's request path without its sockets: raw bytes read as HTTP/1.1
+// requests by Beast's parser with the server's limits, then routed as the
+// server routes them (routes.hpp), against a provider whose sandboxes live
+// in memory (files in a map; exec is never run). Properties: no reply but
+// a real status; every JSON reply is JSON; every failure names a reason the
+// remote provider knows; nothing throws out of the routes.
+// Input: byte 0 picks the client (an admin or not), the rest is requests;
+// "@ID" in a request stands for the id of the sandbox made last (ids are
+// random, and a fuzzer could never guess one).
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/http.hpp>
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "fuzz.hpp"
+#include "mayura/errors.hpp"
+#include "mayura/provider.hpp"
+#include "mayura/sandboxes.hpp"
+#include "metrics.hpp"
+#include "registry.hpp"
+#include "routes.hpp"
+#include "wire.hpp"
+
+namespace http = boost::beast::http;
+using namespace mayura;
+
+namespace {
+
+class MemoryBackend final : public SandboxBackend {
+ public:
+  ExecResult exec(const std::vector<std::string>&, const ExecOptions&) override {
+    throw SandboxError(Reason::UNSUPPORTED, "the fuzzer's sandboxes run nothing");
+  }
+  std::string read_file(const std::string& path, const ReadOptions&) override {
+    std::lock_guard lock(mutex_);
+    const auto it = files_.find(path);
+    if (it == files_.end()) throw SandboxError(Reason::NOT_FOUND, "no such file: " + path);
+    return it->second;
+  }
+  void write_file(const std::string& path, std::string_view data, const FileOptions&) override {
+    std::lock_guard lock(mutex_);
+    files_[path] = std::string(data);
+  }
+  std::vector<FileEntry> list(const std::string&, const FileOptions&) override {
+    std::lock_guard lock(mutex_);
+    std::vector<FileEntry> out;
+    for (const auto& [path, data] : files_) {
+      FileEntry e;
+      e.name = path.substr(path.rfind('/') + 1);
+      if (e.name.empty()) continue;
+      e.size = data.size();
+      out.push_back(std::move(e));
+    }
+    return out;
+  }
+  void remove(const std::string& path, const FileOptions&) override {
+    std::lock_guard lock(mutex_);
+    if (files_.erase(path) == 0) throw SandboxError(Reason::NOT_FOUND, "no such file: " + path);
+  }
+  std::string url(int port) override { return "http://127.0.0.1:" + std::to_string(port); }
+  void release() noexcept override { alive_ = false; }
+  bool alive() const noexcept override { return alive_; }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::string> files_;
+  bool alive_ = true;
+};
+
+class MemoryProvider final : public SandboxProvider {
+ public:
+  std::string id() const override { return "memory"; }
+  Features features() const override {
+    Features f;
+    f.stdin = true;
+    f.network = {NetworkKind::none};
+    return f;
+  }
+  std::string workdir() const override { return "/work"; }
+  std::int64_t max_lifetime_ms() const override { return 60'000; }
+  std::unique_ptr<SandboxBackend> create(const CreateOptions&, std::stop_token) override {
+    return std::make_unique<MemoryBackend>();
+  }
+};
+
+struct Service {
+  Sandboxes sandboxes;
+  service::Registry registry{4};
+  service::Metrics metrics;
+  service::Routes routes;
+  Service()
+      : sandboxes(create_sandboxes(std::make_shared<MemoryProvider>(), options())),
+        routes(sandboxes, service::ServiceInfo{"memory", 60'000, {NetworkKind::none}}, registry, metrics, 64 * 1024,
+               1 << 20) {}
+  static SandboxesOptions options() {
+    SandboxesOptions o;
+    o.max_sandboxes = 8;
+    o.max_lifetime_ms = 60'000;
+    return o;
+  }
+};
+
+// MAYURA_FUZZ_VERBOSE=1 shows each request's reply, to see what a corpus reaches.
+void check_reply(const service::Reply& reply) {
+  static const bool verbose = std::getenv("MAYURA_FUZZ_VERBOSE") != nullptr;
+  if (verbose) std::fprintf(stderr, "%u %s\n", reply.status, reply.body.substr(0, 160).c_str());
+  FUZZ_CHECK(reply.status >= 200 && reply.status <= 599);
+  if (reply.content_type == "application/json" && !reply.body.empty()) {
+    const auto body = nlohmann::json::parse(reply.body, nullptr, false);
+    FUZZ_CHECK(!body.is_discarded());
+    if (reply.status >= 400) {
+      FUZZ_CHECK(body.is_object() && body.contains("reason") && body["reason"].is_string());
+      FUZZ_CHECK(service::reason_from_name(body["reason"].get<std::string>()).has_value());
+    }
+  }
+}
+
+service::Reply run_file_call(service::Routes& routes, const service::FileCall& call, const std::string& body) {
+  std::exception_ptr error;
+  std::string data;
+  std::vector<FileEntry> entries;
+  try {
+    switch (call.kind) {
+      case service::FileCall::Kind::read: data = call.sandbox.read_file(call.path, call.read); break;
+      case service::FileCall::Kind::write: call.sandbox.write_file(call.path, body); break;
+      case service::FileCall::Kind::remove: call.sandbox.remove(call.path); break;
+      case service::FileCall::Kind::list: entries = call.sandbox.list(call.path); break;
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  return routes.file_reply(call, error, std::move(data), std::move(entries));
+}
+
+// One request as the server serves it; false when the connection would end.
+bool serve_one(Service& s, std::string& rest, std::string& last_id, const service::Client& client) {
+  for (std::size_t at; !last_id.empty() && (at = rest.find("@ID")) != std::string::npos;) rest.replace(at, 3, last_id);
+  std::string_view input = rest;
+  const auto done_with_input = [&] { rest.erase(0, rest.size() - input.size()); };
+  http::request_parser<http::string_body> parser;
+  parser.eager(false);
+  parser.header_limit(16 * 1024);
+  parser.body_limit(1 << 20);
+  boost::system::error_code ec;
+  auto feed = [&](auto done) {
+    while (!done()) {
+      const std::size_t used = parser.put(boost::asio::buffer(input.data(), input.size()), ec);
+      input.remove_prefix(used);
+      if (ec == http::error::need_more) {
+        // No more to come: what is there is all the request has.
+        if (input.empty() || used == 0) {
+          parser.put_eof(ec);
+          return !ec && done();
+        }
+        ec = {};
+        continue;
+      }
+      if (ec) return false;
+      if (used == 0 && !done()) return false;
+    }
+    return true;
+  };
+  const bool header = feed([&] { return parser.is_header_done(); });
+  done_with_input();
+  if (!header) return false;
+  const auto method = parser.get().method();
+  const std::string target(parser.get().target());
+  const std::size_t limit = s.routes.body_limit(method, target);
+  if (parser.content_length() && *parser.content_length() > limit) return false;
+  parser.body_limit(limit);
+  parser.eager(true);
+  input = rest;
+  const bool whole = feed([&] { return parser.is_done(); });
+  done_with_input();
+  if (!whole) return false;
+  auto req = parser.release();
+
+  if (const auto id = s.routes.exec_id(req.method(), req.target())) {
+    try {
+      (void)s.routes.exec_target(*id, req.body(), client);
+    } catch (const SandboxError&) {
+    }
+    return req.keep_alive();
+  }
+  if (s.routes.is_run(req.method(), req.target())) return req.keep_alive();
+  if (auto call = s.routes.file_call(req.method(), req.target(), client)) {
+    check_reply(call->index() == 1 ? std::get<1>(*call) : run_file_call(s.routes, std::get<0>(*call), req.body()));
+    return req.keep_alive();
+  }
+  const service::Reply reply = s.routes.handle(req.method(), req.target(), req.body(), client);
+  check_reply(reply);
+  if (reply.status == 201) {
+    const auto made = nlohmann::json::parse(reply.body, nullptr, false);
+    if (made.is_object() && made.contains("id") && made["id"].is_string()) last_id = made["id"].get<std::string>();
+  }
+  return req.keep_alive();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  Service s;
+  const service::Client client{data[0] & 1 ? "uid:0" : "uid:1000", (data[0] & 1) != 0};
+  std::string rest(mayura::fuzz::bytes(data + 1, size - 1));
+  std::string last_id;
+  for (int n = 0; n < 32 && !rest.empty(); ++n) {
+    if (!serve_one(s, rest, last_id, client)) break;
+  }
+  s.sandboxes.close();
+  return 0;
+}
