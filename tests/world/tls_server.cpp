@@ -61,13 +61,15 @@ TlsServer::TlsServer(int netns, const std::string& directory, std::uint16_t port
   server_.emplace(std::vector<std::string>{"openssl", "s_server", "-4", "-accept", std::to_string(port), "-cert", cert,
                                            "-key", key, "-www"},
                   log, netns);
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  // 30 s, as for the certificate: under the VMs' emulated cpu, on a loaded
+  // two-core host, s_server has been seen to take over 5 s to listen.
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
   while (!accepts(netns, port)) {
     if (const auto ended = server_->wait_for(0ms)) {
       throw std::runtime_error("openssl s_server " + describe_status(*ended) + ": " + read_file(log));
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      throw std::runtime_error("openssl s_server did not accept on " + std::to_string(port) + " within 5 s: " +
+      throw std::runtime_error("openssl s_server did not accept on " + std::to_string(port) + " within 30 s: " +
                                read_file(log));
     }
     std::this_thread::sleep_for(20ms);

@@ -1,0 +1,160 @@
+// A sandbox that fights back: its own processes work against what the
+// engine is doing to it (ending it, listing and reading its files), and the
+// engine's work still ends, in bounded time, exactly, with nothing left.
+
+#include <chrono>
+#include <future>
+#include <set>
+#include <thread>
+
+#include "../support/output_event.hpp"
+#include "attack.hpp"
+
+namespace mayura::testing {
+namespace {
+
+using FightBackTest = AttackTest;
+using Clock = std::chrono::steady_clock;
+
+// Ends `sandbox` and says how long release() took.
+std::chrono::milliseconds timed_release(const Sandbox& sandbox) {
+  const auto start = Clock::now();
+  sandbox.release();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+}
+
+// Waits (up to 10 s) until at least `n` of the sandbox's processes exist.
+bool wait_for_processes(const NativeOptions& options, std::size_t n) {
+  for (int i = 0; i < 1000; ++i) {
+    if (processes_in_range(options).size() >= n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST_F(FightBackTest, ReleaseEndsAForkBombAtItsPidsBoundWithinASecond) {
+  CreateOptions o;
+  o.pids = 64;
+  auto bomb = create(o);
+  install_probe(bomb);
+  OutputEvent out;
+  ExecOptions eo;
+  eo.timeout_ms = 60000;
+  eo.on_stdout = out.sink();
+  auto bombing = std::async(std::launch::async, [&] { return bomb.exec({"/workspace/probe", "forkbomb"}, eo); });
+  ASSERT_TRUE(out.wait_for("fork=EAGAIN\n")) << out.seen();  // at its bound, every process forking
+  const auto took = timed_release(bomb);
+  RecordProperty("release_ms", static_cast<int>(took.count()));
+  EXPECT_LT(took.count(), 1000) << "release took " << took.count() << " ms";
+  // the exec ends with the sandbox, and not by its own timeout
+  ASSERT_EQ(bombing.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  try {
+    const ExecResult r = bombing.get();
+    EXPECT_FALSE(r.timed_out);
+  } catch (const SandboxError& e) {
+    EXPECT_EQ(e.reason(), Reason::GONE) << e.what();
+  }
+  EXPECT_TRUE(processes_able_to_run(options()).empty());
+}
+
+// No pids bound: processes multiply as fast as one shell can fork (not
+// exponentially, so the host's own limits stay far away), and release
+// still ends every one of them at once.
+TEST_F(FightBackTest, ReleaseEndsAForkLoopWithNoPidsBoundWithinASecond) {
+  auto sandbox = create();
+  ExecOptions eo;
+  eo.timeout_ms = 60000;
+  auto looping = std::async(std::launch::async, [&] {
+    return sandbox.exec({"sh", "-c", "while :; do sleep 600 & done"}, eo);
+  });
+  ASSERT_TRUE(wait_for_processes(options(), 300)) << processes_in_range(options()).size() << " processes";
+  const auto took = timed_release(sandbox);
+  RecordProperty("release_ms", static_cast<int>(took.count()));
+  RecordProperty("processes", static_cast<int>(processes_in_range(options()).size()));
+  EXPECT_LT(took.count(), 1000) << "release took " << took.count() << " ms";
+  ASSERT_EQ(looping.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  try {
+    (void)looping.get();
+  } catch (const SandboxError& e) {
+    EXPECT_EQ(e.reason(), Reason::GONE) << e.what();
+  }
+  EXPECT_TRUE(processes_able_to_run(options()).empty());
+}
+
+// Names the sandbox's processes make, which no caller would: bytes that are
+// no UTF-8, a newline, a name of 255 bytes (the most a file system takes).
+TEST_F(FightBackTest, NamesThatAreNoTextHoldANewlineOrAreTheLongestComeBackExactly) {
+  auto sandbox = create();
+  const std::string latin1 = "caf\xe9";
+  const std::string broken = "\xff\xfe\x80";
+  const std::string newline = "two\nlines";
+  const std::string longest(255, 'n');
+  sh(sandbox, "mkdir /workspace/odd && cd /workspace/odd && printf a > \"$(printf 'caf\\351')\" && "
+              "printf b > \"$(printf '\\377\\376\\200')\" && printf c > \"$(printf 'two\\nlines')\" && "
+              "printf d > " + longest);
+  std::set<std::string> names;
+  for (const auto& e : sandbox.list("/workspace/odd")) names.insert(e.name);
+  EXPECT_EQ(names, (std::set<std::string>{latin1, broken, newline, longest}));
+  EXPECT_EQ(sandbox.read_file("/workspace/odd/" + latin1), "a");
+  EXPECT_EQ(sandbox.read_file("/workspace/odd/" + broken), "b");
+  EXPECT_EQ(sandbox.read_file("/workspace/odd/" + newline), "c");
+  EXPECT_EQ(sandbox.read_file("/workspace/odd/" + longest), "d");
+  // and the other way: the engine writes such names, the sandbox sees them
+  sandbox.write_file("/workspace/odd/" + broken + "2", "e");
+  EXPECT_EQ(sh(sandbox, "cat /workspace/odd/\"$(printf '\\377\\376\\200')\"2"), "e");
+  // one byte more than a name may have is refused, and makes nothing
+  try {
+    sandbox.write_file("/workspace/odd/" + longest + "n", "f");
+    ADD_FAILURE() << "a 256-byte name was written";
+  } catch (const SandboxError& e) {
+    EXPECT_NE(e.reason(), Reason::INTERNAL) << e.what();
+  }
+  EXPECT_EQ(sandbox.list("/workspace/odd").size(), 5u);
+}
+
+// While the engine reads and writes a file over and over, the sandbox swaps
+// it for a FIFO, a symlink to a file outside the workspace, a directory and
+// a file again, as fast as it can. Every call answers (no hang on the FIFO),
+// with the file's bytes or a clear error, and never what the symlink names.
+TEST_F(FightBackTest, AFileSwappedWhileReadAndWrittenNeverHangsNorFollowsALink) {
+  auto sandbox = create();
+  sh(sandbox, "printf secret > /tmp/secret && printf data > /workspace/f");
+  ExecOptions eo;
+  eo.timeout_ms = 60000;
+  auto swapping = std::async(std::launch::async, [&] {
+    return sandbox.exec({"sh", "-c",
+                         "cd /workspace; while :; do rm -rf f; mkfifo f; rm -f f; ln -s /tmp/secret f; rm -f f; "
+                         "mkdir f; rmdir f; printf data > f; done"},
+                        eo);
+  });
+  std::size_t read = 0, refused = 0;
+  for (int i = 0; i < 300; ++i) {
+    try {
+      const std::string got = sandbox.read_file("/workspace/f");
+      EXPECT_TRUE(got == "data" || got.empty()) << "read " << got;
+      ++read;
+    } catch (const SandboxError& e) {
+      EXPECT_NE(e.reason(), Reason::INTERNAL) << e.what();
+      ++refused;
+    }
+    try {
+      sandbox.write_file("/workspace/f", "data");
+    } catch (const SandboxError& e) {
+      EXPECT_NE(e.reason(), Reason::INTERNAL) << e.what();
+    }
+  }
+  RecordProperty("read", static_cast<int>(read));
+  RecordProperty("refused", static_cast<int>(refused));
+  EXPECT_EQ(read + refused, 300u);
+  // the link was never written through
+  EXPECT_EQ(sh(sandbox, "cat /tmp/secret"), "secret");
+  sandbox.release();
+  ASSERT_EQ(swapping.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  try {
+    (void)swapping.get();
+  } catch (const SandboxError&) {
+  }
+}
+
+}  // namespace
+}  // namespace mayura::testing
