@@ -38,6 +38,8 @@ for h in "${harnesses[@]}"; do
   [ -x "$bin" ] || { echo "fuzz.sh: no harness '$h' (the names are fuzz/corpus/*)" >&2; exit 2; }
   work=$dir/corpus/$h
   artifacts=$dir/crashes/$h
+  # Emptied first, so whatever is in it after the run is this run's finding.
+  rm -rf "$artifacts"
   mkdir -p "$work" "$artifacts"
   log=$dir/$h.log
   echo "== $h: replay fuzz/corpus/$h, then fuzz for ${seconds}s"
@@ -51,7 +53,7 @@ for h in "${harnesses[@]}"; do
     report+=("$(printf '%-16s %6ss %12s execs %6s inputs in its corpus, nothing found' "$h" "$seconds" "${execs:-?}" "$units")")
   else
     failed+=("$h")
-    found=$(find "$artifacts" -type f -newer "$log" -o -type f -name 'crash-*' | head -1)
+    found=$(find "$artifacts" -type f | head -1)
     report+=("$(printf '%-16s FAILED: %s' "$h" "${found:-see $log}")")
     tail -40 "$log" >&2
     if [ -n "$found" ]; then
