@@ -184,30 +184,84 @@ std::int64_t do_list(const protocol::FileRequest& r, int out, int& error) {
   return count;
 }
 
-// rm -r that never follows a symlink out of the tree it removes.
+// Removes every entry of `dir` that is not a directory, and names one
+// that is, if any is left (in `subdirectory`).
+int remove_files_of(int dir, std::string& subdirectory) {
+  subdirectory.clear();
+  const int copy = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return errno;
+  DIR* listing = ::fdopendir(copy);
+  if (!listing) {
+    const int error = errno;
+    ::close(copy);
+    return error;
+  }
+  int error = 0;
+  while (const dirent* e = ::readdir(listing)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    struct stat st {};
+    if (::fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // removed meanwhile
+    if (S_ISDIR(st.st_mode)) {
+      subdirectory = e->d_name;
+      break;
+    }
+    if (::unlinkat(dir, e->d_name, 0) != 0 && errno != ENOENT) {
+      error = errno;
+      break;
+    }
+  }
+  ::closedir(listing);
+  return error;
+}
+
+bool same_file(int fd, const struct stat& expected) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && st.st_dev == expected.st_dev && st.st_ino == expected.st_ino;
+}
+
+// rm -r that never follows a symlink out of the tree it removes, and holds
+// three descriptors however deep the tree is (a tree 10,000 directories
+// deep must go, not fail on the descriptor limit): it walks down to a
+// directory with none below, empties and removes it, and climbs back by
+// "..", checked to be the directory it came from (a sandbox that moves its
+// directories meanwhile gets ENOTEMPTY, and nothing outside the tree goes).
 int remove_tree(int parent, const char* name) {
   struct stat st {};
   if (::fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return errno;
   if (!S_ISDIR(st.st_mode)) return ::unlinkat(parent, name, 0) == 0 ? 0 : errno;
-  const int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return errno;
-  DIR* dir = ::fdopendir(fd);
-  if (!dir) {
-    ::close(fd);
-    return errno;
+  struct Level {
+    std::string name;
+    struct stat st;
+  };
+  std::vector<Level> below{{name, st}};  // the directories from the tree's top down to `dir`
+  UniqueFd dir(::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) return errno;
+  if (!same_file(dir.get(), st)) return ENOTEMPTY;
+  std::string subdirectory;
+  for (;;) {
+    if (const int error = remove_files_of(dir.get(), subdirectory)) return error;
+    if (!subdirectory.empty()) {
+      UniqueFd child(::openat(dir.get(), subdirectory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!child) {
+        if (errno == ENOENT) continue;  // removed meanwhile
+        return errno;
+      }
+      struct stat child_st {};
+      if (::fstat(child.get(), &child_st) != 0) return errno;
+      below.push_back({subdirectory, child_st});
+      dir = std::move(child);
+      continue;
+    }
+    // `dir` is empty: remove it from the directory above
+    const std::string done = std::move(below.back().name);
+    below.pop_back();
+    if (below.empty()) return ::unlinkat(parent, done.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : errno;
+    UniqueFd up(::openat(dir.get(), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!up) return errno;
+    if (!same_file(up.get(), below.back().st)) return ENOTEMPTY;
+    if (::unlinkat(up.get(), done.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) return errno;
+    dir = std::move(up);
   }
-  std::vector<std::string> names;
-  while (const dirent* e = ::readdir(dir)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
-  }
-  int error = 0;
-  for (const auto& child : names) {
-    const int e = remove_tree(::dirfd(dir), child.c_str());
-    if (e && e != ENOENT && !error) error = e;
-  }
-  ::closedir(dir);
-  if (error) return error;
-  return ::unlinkat(parent, name, AT_REMOVEDIR) == 0 ? 0 : errno;
 }
 
 std::int64_t do_remove(const protocol::FileRequest& r, int& error) {
