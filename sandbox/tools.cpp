@@ -105,23 +105,50 @@ Tool read_tool(const ToolMaker& maker, const SandboxToolsOptions& o) {
       });
 }
 
-Tool list_tool(const ToolMaker& maker) {
-  return maker.make("list", ToolEffect::read, "List a directory in the sandbox (default: the working directory).",
+// One listing entry for the model. A name that is no UTF-8 comes as text
+// with U+FFFD for the bytes that are not, and exactly, as base64.
+json list_entry(const FileEntry& e) {
+  json entry = {{"name", tool_json::valid_utf8(e.name)},
+                {"type", file_type_name(e.type)},
+                {"size", e.size},
+                {"mode", e.mode},
+                {"mtimeMs", e.mtime_ms}};
+  if (!tool_json::is_valid_utf8(e.name)) entry["nameBase64"] = tool_json::base64(e.name);
+  return entry;
+}
+
+// A directory of a million entries is a listing no model can read: the
+// entries stop once their JSON would pass max_output_bytes, and the answer
+// says so and how many there are.
+Tool list_tool(const ToolMaker& maker, const SandboxToolsOptions& o) {
+  return maker.make("list", ToolEffect::read,
+                    "List a directory in the sandbox (default: the working directory). A long listing stops after " +
+                        std::to_string(o.max_output_bytes) + " bytes (truncated: true, total: the number of entries).",
                     object_schema({{"path", string_property("the directory's path; default '.'")}}, {}),
-                    [](const ToolMaker::SandboxOf& sandbox, const json& in, const RunContext& run) {
+                    [o](const ToolMaker::SandboxOf& sandbox, const json& in, const RunContext& run) {
                       const Input input(in, {"path"});
                       const std::string path = input.optional_string("path").value_or(".");
                       FileOptions f;
                       f.cancellation = run.cancellation;
+                      const std::vector<FileEntry> listing = sandbox().list(path, f);
                       json entries = json::array();
-                      for (const FileEntry& e : sandbox().list(path, f)) {
-                        entries.push_back({{"name", tool_json::valid_utf8(e.name)},
-                                           {"type", file_type_name(e.type)},
-                                           {"size", e.size},
-                                           {"mode", e.mode},
-                                           {"mtimeMs", e.mtime_ms}});
+                      std::size_t bytes = 1;  // "[]" and a comma after all but the last
+                      bool truncated = false;
+                      for (const FileEntry& e : listing) {
+                        json entry = list_entry(e);
+                        bytes += entry.dump().size() + 1;
+                        if (bytes > o.max_output_bytes) {
+                          truncated = true;
+                          break;
+                        }
+                        entries.push_back(std::move(entry));
                       }
-                      return json{{"path", tool_json::valid_utf8(path)}, {"entries", std::move(entries)}};
+                      json out = {{"path", tool_json::valid_utf8(path)}, {"entries", std::move(entries)}};
+                      if (truncated) {
+                        out["truncated"] = true;
+                        out["total"] = listing.size();
+                      }
+                      return out;
                     });
 }
 
@@ -249,7 +276,7 @@ std::vector<Tool> sandbox_tools(SandboxSource source, const SandboxToolsOptions&
   std::vector<Tool> tools;
   if (options.read) {
     tools.push_back(read_tool(maker, options));
-    tools.push_back(list_tool(maker));
+    tools.push_back(list_tool(maker, options));
     tools.push_back(url_tool(maker));
   }
   if (options.exec) tools.push_back(exec_tool(maker, options));

@@ -144,6 +144,34 @@ TEST_F(ToolsTest, ExecOutputIsClippedInTheMiddleAndAlwaysValidText) {
   EXPECT_FALSE(r.dump().empty());  // serializes
 }
 
+// Names a sandbox makes that are no text come to the model as text (U+FFFD
+// for each bad byte) and exactly (nameBase64); a listing longer than the
+// output bound stops there and says how long it was.
+TEST_F(ToolsTest, ListingsAreValidTextExactAndBounded) {
+  SandboxToolsOptions o;
+  o.name = "workspace";
+  o.max_output_bytes = 4096;
+  provider->state->listing = {FileEntry{"caf\xe9", FileType::file, 1, 0644, 0},
+                              FileEntry{"two\nlines", FileType::file, 1, 0644, 0},
+                              FileEntry{std::string(255, 'n'), FileType::directory, 0, 0755, 0}};
+  json r = find(sandbox_tools(sandbox, o), "workspace.list").call(json::object(), granted({"list"}));
+  ASSERT_EQ(r["entries"].size(), 3u);  // sorted by name's bytes
+  EXPECT_EQ(r["entries"][0]["name"], "caf\xEF\xBF\xBD");
+  EXPECT_EQ(r["entries"][0]["nameBase64"], "Y2Fm6Q==");
+  EXPECT_EQ(r["entries"][1]["name"], std::string(255, 'n'));
+  EXPECT_EQ(r["entries"][2]["name"], "two\nlines");
+  EXPECT_FALSE(r["entries"][2].contains("nameBase64"));
+  EXPECT_FALSE(r.contains("truncated"));
+  EXPECT_FALSE(r.dump().empty());  // serializes
+
+  provider->state->listing.assign(10000, FileEntry{"some-file-name", FileType::file, 1, 0644, 0});
+  r = find(sandbox_tools(sandbox, o), "workspace.list").call(json::object(), granted({"list"}));
+  EXPECT_EQ(r["truncated"], true);
+  EXPECT_EQ(r["total"], 10000);
+  EXPECT_GT(r["entries"].size(), 10u);
+  EXPECT_LE(r["entries"].dump().size(), 4096u);
+}
+
 TEST_F(ToolsTest, EachCommandIsChargedToTheRunsBudget) {
   SandboxToolsOptions o;
   o.name = "workspace";
