@@ -1,5 +1,6 @@
 #include "attack.hpp"
 
+#include <fstream>
 #include <sstream>
 
 namespace mayura::testing {
@@ -36,5 +37,19 @@ std::map<std::string, std::string> probe(const Sandbox& sandbox, const std::vect
                             << "\nstderr: " << r.stderr;
   return parse_results(r.stdout);
 }
+
+namespace {
+long status_mib(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1)) / 1024;
+  }
+  return -1;
+}
+}  // namespace
+
+long memory_mib() { return status_mib("VmRSS"); }
+long peak_memory_mib() { return status_mib("VmHWM"); }
+void reset_peak_memory() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 }  // namespace mayura::testing

@@ -23,6 +23,13 @@ std::map<std::string, std::string> parse_results(const std::string& out);
 std::map<std::string, std::string> probe(const Sandbox& sandbox, const std::vector<std::string>& args,
                                          ExecOptions options = {});
 
+// The test process's resident memory (it holds the engine) from
+// /proc/self/status, in MiB: now (VmRSS) and at its peak (VmHWM) since the
+// last reset_peak_memory().
+long memory_mib();
+long peak_memory_mib();
+void reset_peak_memory();
+
 // The host's Sandboxes fixture, named for the attack suite.
 using AttackTest = NativeTest;
 

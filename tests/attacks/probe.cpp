@@ -468,13 +468,17 @@ int cmd_fill(char** argv) {
   return 0;
 }
 
-// files DIR N: create N empty files
-int cmd_files(char** argv) {
+// files DIR N [NAMELEN]: create N empty files, each name padded with 'x'
+// to NAMELEN bytes (at least its number's)
+int cmd_files(int argc, char** argv) {
   ::mkdir(argv[0], 0755);
   const int n = std::atoi(argv[1]);
+  const std::size_t length = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 0;
+  const int dir = ::open(argv[0], O_RDONLY | O_DIRECTORY);
   for (int i = 0; i < n; ++i) {
-    const std::string p = std::string(argv[0]) + "/f" + std::to_string(i);
-    int fd = ::open(p.c_str(), O_WRONLY | O_CREAT, 0644);
+    std::string name = "f" + std::to_string(i);
+    if (name.size() < length) name.append(length - name.size(), 'x');
+    int fd = ::openat(dir, name.c_str(), O_WRONLY | O_CREAT, 0644);
     if (fd < 0) {
       std::printf("files=%s\ncreated=%d\n", err_name(errno).c_str(), i);
       return 0;
@@ -482,6 +486,25 @@ int cmd_files(char** argv) {
     ::close(fd);
   }
   std::printf("files=ok\ncreated=%d\n", n);
+  return 0;
+}
+
+// deep DIR N: DIR/d/d/.../d, N directories below DIR, made relative to
+// each other (the whole path is far longer than PATH_MAX)
+int cmd_deep(char** argv) {
+  ::mkdir(argv[0], 0755);
+  int dir = ::open(argv[0], O_RDONLY | O_DIRECTORY);
+  const int n = std::atoi(argv[1]);
+  for (int i = 0; i < n; ++i) {
+    if (::mkdirat(dir, "d", 0755) != 0) {
+      std::printf("deep=%s\nlevels=%d\n", err_name(errno).c_str(), i);
+      return 0;
+    }
+    const int next = ::openat(dir, "d", O_RDONLY | O_DIRECTORY);
+    ::close(dir);
+    dir = next;
+  }
+  std::printf("deep=ok\nlevels=%d\n", n);
   return 0;
 }
 
@@ -625,7 +648,8 @@ int main(int argc, char** argv) {
   if (c == "kill" && n >= 2) return cmd_kill(a);
   if (c == "net") return cmd_net();
   if (c == "fill" && n >= 2) return cmd_fill(a);
-  if (c == "files" && n >= 2) return cmd_files(a);
+  if (c == "files" && n >= 2) return cmd_files(n, a);
+  if (c == "deep" && n >= 2) return cmd_deep(a);
   if (c == "busy" && n >= 2) return cmd_busy(a);
   if (c == "busy-until" && n >= 2) return cmd_busy_until(a);
   if (c == "mem") return cmd_mem(n, a);

@@ -350,8 +350,10 @@ inline void binary_large_and_nested_files(const Sandbox& s) {
 
 inline void listing_and_removal(const Sandbox& s) {
   sh(s, "mkdir -p d/sub && echo hi > d/f && ln -s f d/link && mkfifo d/fifo && chmod 640 d/f");
+  // names a sandbox's processes make and no caller would: bytes that are no
+  // UTF-8 and the longest name a file system takes among them
   const std::vector<std::string> awkward = {"with space", "new\nline", "quote'\"", "\xc3\xbcnicode \xe2\x9c\x93", ".hidden",
-                                            "-dash", "*"};
+                                            "-dash", "*", "caf\xe9", "\xff\xfe\x80", std::string(255, 'n')};
   for (const auto& name : awkward) s.write_file("d/" + name, name);
   const auto entries = s.list("d");
   std::vector<std::string> names;
