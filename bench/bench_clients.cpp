@@ -22,7 +22,6 @@
 
 namespace {
 
-
 using mayura::bench::measure;
 using mayura::bench::Stats;
 

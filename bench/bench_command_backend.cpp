@@ -126,8 +126,8 @@ int main(int argc, char** argv) {
       direct.push_back(ms_of([&] { failed |= provider->last_native.exec({"true"}).exit_code != 0; }));
     }
     const double calls = static_cast<double>(provider->last_transport->calls - calls_before) / n;
-    std::printf("command backend (%-7s) %9.3f   (%.1f transport calls each)   native exec %9.3f   ratio %.2f%s\n", t.name,
-                median(command), calls, median(direct), median(command) / median(direct),
+    std::printf("command backend (%-7s) %9.3f   (%.1f transport calls each)   native exec %9.3f   ratio %.2f%s\n",
+                t.name, median(command), calls, median(direct), median(command) / median(direct),
                 failed ? "   (some exec failed)" : "");
     sandboxes.close();
   }

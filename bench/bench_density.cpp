@@ -53,7 +53,8 @@ long kib(const char* file, const std::string& key) {
 }
 
 // Where host memory goes, per sandbox: the fields of /proc/meminfo that grow.
-const char* const kParts[] = {"AnonPages", "Shmem", "KernelStack", "PageTables", "SUnreclaim", "SReclaimable", "Percpu"};
+const char* const kParts[] = {"AnonPages",  "Shmem",        "KernelStack", "PageTables",
+                              "SUnreclaim", "SReclaimable", "Percpu"};
 
 int open_fds() {
   int n = 0;
@@ -107,7 +108,8 @@ int main(int argc, char** argv) {
       try {
         alive.push_back(sandboxes.create(create));
       } catch (const mayura::SandboxError& e) {
-        std::printf("create %zu failed: %s: %s\n", alive.size() + 1, std::string(mayura::reason_name(e.reason())).c_str(), e.what());
+        std::printf("create %zu failed: %s: %s\n", alive.size() + 1,
+                    std::string(mayura::reason_name(e.reason())).c_str(), e.what());
         stopped = true;
         break;
       }
@@ -120,8 +122,8 @@ int main(int argc, char** argv) {
     const double fds = static_cast<double>(open_fds() - fds_before) / n;
     const double rss = static_cast<double>(kib("/proc/self/status", "VmRSS")) / 1024.0;
     // The last 100 creates at this level (all of them below 100).
-    std::vector<double> recent(creates.end() - std::min<std::ptrdiff_t>(100, static_cast<std::ptrdiff_t>(creates.size())),
-                               creates.end());
+    std::vector<double> recent(
+        creates.end() - std::min<std::ptrdiff_t>(100, static_cast<std::ptrdiff_t>(creates.size())), creates.end());
     std::vector<double> execs;
     for (int i = 0; i < 300; ++i) {
       auto& s = alive[std::uniform_int_distribution<std::size_t>(0, alive.size() - 1)(rng)];
@@ -139,8 +141,8 @@ int main(int argc, char** argv) {
       alive.push_back(sandboxes.create(create));
     }
     std::printf("%8d %10.3f %10.3f %10.3f %10.3f %10.3f %12.3f %10.2f %10.1f\n", n, percentile(recent, 0.5),
-                percentile(recent, 0.95), percentile(execs, 0.5), percentile(execs, 0.99), percentile(releases, 0.5), mib,
-                fds, rss);
+                percentile(recent, 0.95), percentile(execs, 0.5), percentile(execs, 0.99), percentile(releases, 0.5),
+                mib, fds, rss);
     std::printf("%8s of which (KiB/sandbox):", "");
     for (std::size_t i = 0; i < std::size(kParts); ++i) {
       std::printf(" %s %.0f", kParts[i], static_cast<double>(kib("/proc/meminfo", kParts[i]) - parts_before[i]) / n);
@@ -175,11 +177,12 @@ int main(int argc, char** argv) {
     }
     for (auto& w : workers) w.join();
     const double seconds = ms_since(start) / 1000.0;
-    std::printf("churn: %d create + exec + release over %d threads in %.1f s: %.0f per second, %d failed, engine RSS "
-                "%+.1f MiB (%.1f MiB at the start of the run)\n",
-                churn, threads, seconds, churn / seconds, failed.load(),
-                static_cast<double>(kib("/proc/self/status", "VmRSS") - rss_start) / 1024.0,
-                static_cast<double>(rss_before) / 1024.0);
+    std::printf(
+        "churn: %d create + exec + release over %d threads in %.1f s: %.0f per second, %d failed, engine RSS "
+        "%+.1f MiB (%.1f MiB at the start of the run)\n",
+        churn, threads, seconds, churn / seconds, failed.load(),
+        static_cast<double>(kib("/proc/self/status", "VmRSS") - rss_start) / 1024.0,
+        static_cast<double>(rss_before) / 1024.0);
   }
   return 0;
 }

@@ -77,8 +77,8 @@ int main(int argc, char** argv) {
   auto gz = spec;
   gz.compression = img::Compression::gzip;
   img::write_oci_archive(oci, gz, "bench:oci");
-  std::printf("image: %zu MiB of files over %zu layers; docker-save archive %.1f MiB, OCI gzip archive %.1f MiB\n\n", mib,
-              spec.layers.size(), static_cast<double>(fs::file_size(docker)) / (1 << 20),
+  std::printf("image: %zu MiB of files over %zu layers; docker-save archive %.1f MiB, OCI gzip archive %.1f MiB\n\n",
+              mib, spec.layers.size(), static_cast<double>(fs::file_size(docker)) / (1 << 20),
               static_cast<double>(fs::file_size(oci)) / (1 << 20));
 
   const std::string store_dir = work + "/store";
@@ -146,7 +146,8 @@ int main(int argc, char** argv) {
   std::printf("%-62s %8.2f s\n", "(d) anchor: GNU tar -xzpf of the gzip layers", tar_gzip);
   std::printf("%-62s %8.1f ms\n", "(e) first create + exec true + release (cold caches)", first_run * 1000);
   std::printf("%-62s %8.1f ms\n", "(f) next ones, median", next[next.size() / 2] * 1000);
-  std::printf("%-62s %8.1f ms\n", "(g) anchor: bwrap true on the unpacked root, median", bwrap[bwrap.size() / 2] * 1000);
+  std::printf("%-62s %8.1f ms\n", "(g) anchor: bwrap true on the unpacked root, median",
+              bwrap[bwrap.size() / 2] * 1000);
   if (argc > 3) {
     const std::string cli_store = work + "/cli-store";
     ::setenv("MAYURA_IMAGE_STORE", cli_store.c_str(), 1);

@@ -77,7 +77,8 @@ std::string in_sandbox(const mayura::Sandbox& s, const std::string& script) {
   mayura::ExecOptions o;
   o.timeout_ms = 600000;
   const mayura::ExecResult r = s.exec({"/bin/sh", "-c", script}, o);
-  if (r.exit_code != 0) std::fprintf(stderr, "failed (%d): %s\n%s", r.exit_code.value_or(-1), script.c_str(), r.stderr.c_str());
+  if (r.exit_code != 0)
+    std::fprintf(stderr, "failed (%d): %s\n%s", r.exit_code.value_or(-1), script.c_str(), r.stderr.c_str());
   return r.stdout;
 }
 
@@ -85,7 +86,8 @@ std::string in_sandbox(const mayura::Sandbox& s, const std::string& script) {
 double engine_cpu_seconds() {
   rusage u{};
   ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 double number(const std::string& text) { return std::atof(text.c_str()); }
@@ -145,7 +147,8 @@ int main(int argc, char** argv) {
   const double transparent =
       median3([&] { return number(in_sandbox(listed, curl + "--noproxy '*' http://allowed.test/bytes/" + bytes)); });
   const double cpu_per_gib = (engine_cpu_seconds() - cpu_before) / (3.0 * mib / 1024.0);
-  const double proxied = median3([&] { return number(in_sandbox(listed, curl + "http://allowed.test/bytes/" + bytes)); });
+  const double proxied =
+      median3([&] { return number(in_sandbox(listed, curl + "http://allowed.test/bytes/" + bytes)); });
   std::printf("  %-52s %10.0f\n", "(i) from the host", host / 1e6);
   std::printf("  %-52s %10.0f\n", "(ii) sandbox, network all (veth + NAT)", all / 1e6);
   std::printf("  %-52s %10.0f\n", "(iii) sandbox, allowlist, transparent proxy", transparent / 1e6);
@@ -166,7 +169,8 @@ int main(int argc, char** argv) {
 
   const std::string n = std::to_string(connections);
   std::printf("\nconnections per second (%s sequential HTTP/1.0 requests), median of 3\n", n.c_str());
-  const double c_host = median3([&] { return number(shell_out("python3 " + host_dir + "/connect.py 203.0.113.10 80 " + n)); });
+  const double c_host =
+      median3([&] { return number(shell_out("python3 " + host_dir + "/connect.py 203.0.113.10 80 " + n)); });
   const double c_all = median3([&] { return number(in_sandbox(open, "python3 connect.py 203.0.113.10 80 " + n)); });
   const double c_proxy = median3([&] { return number(in_sandbox(listed, "python3 connect.py allowed.test 80 " + n)); });
   std::printf("  %-52s %10.0f\n", "(i) from the host", c_host);
@@ -174,10 +178,13 @@ int main(int argc, char** argv) {
   std::printf("  %-52s %10.0f\n", "(iii) sandbox, allowlist, transparent proxy", c_proxy);
 
   std::printf("\nDNS answer time (%s queries), microseconds: median p95\n", n.c_str());
-  std::printf("  %-52s %s", "the world's DNS, from the host", shell_out("python3 " + host_dir + "/dns.py " +
-                                                                          mayura::testing::World::kDnsAddress + " allowed.test " + n).c_str());
-  std::printf("  %-52s %s", "allowlist sandbox, an allowed name", in_sandbox(listed, "python3 dns.py 198.18.0.1 allowed.test " + n).c_str());
-  std::printf("  %-52s %s", "allowlist sandbox, a refused name", in_sandbox(listed, "python3 dns.py 198.18.0.1 other.test " + n).c_str());
+  std::printf("  %-52s %s", "the world's DNS, from the host",
+              shell_out("python3 " + host_dir + "/dns.py " + mayura::testing::World::kDnsAddress + " allowed.test " + n)
+                  .c_str());
+  std::printf("  %-52s %s", "allowlist sandbox, an allowed name",
+              in_sandbox(listed, "python3 dns.py 198.18.0.1 allowed.test " + n).c_str());
+  std::printf("  %-52s %s", "allowlist sandbox, a refused name",
+              in_sandbox(listed, "python3 dns.py 198.18.0.1 other.test " + n).c_str());
   std::printf("  %-52s %s", "network all sandbox (passed on to the world's DNS)",
               in_sandbox(open, "python3 dns.py 198.18.0.1 allowed.test " + n).c_str());
   shell_out("rm -rf " + host_dir);

@@ -39,15 +39,12 @@ extern char** environ;
 
 namespace {
 
-
 using mayura::bench::measure;
 using mayura::bench::Stats;
 
 bool run(const std::vector<std::string>& argv) { return mayura::bench::run_quietly(argv); }
 
-bool have(const char* program) {
-  return run({"sh", "-c", std::string("command -v ") + program + " >/dev/null"});
-}
+bool have(const char* program) { return run({"sh", "-c", std::string("command -v ") + program + " >/dev/null"}); }
 
 void row(const char* name, const Stats& s) { std::printf("%-58s %9.3f %9.3f\n", name, s.median_ms, s.p95_ms); }
 
@@ -120,7 +117,8 @@ int main(int argc, char** argv) {
 
   Stats c{};
   auto bwrap_once = [] {
-    return run({"bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", "/bin/true"});
+    return run(
+        {"bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", "/bin/true"});
   };
   if (have("bwrap") && bwrap_once()) {
     c = measure(n, bwrap_once);
@@ -171,7 +169,8 @@ int main(int argc, char** argv) {
               c.median_ms > 0 ? a.median_ms / c.median_ms : 0.0, c.median_ms > 0 ? a0.median_ms / c.median_ms : 0.0,
               d.median_ms / e.median_ms);
   if (c.median_ms > 0) {
-    std::printf("\n                 b/c = %.2f   b1/c = %.2f (aim <= 0.50)", b.median_ms / c.median_ms, b1.median_ms / c.median_ms);
+    std::printf("\n                 b/c = %.2f   b1/c = %.2f (aim <= 0.50)", b.median_ms / c.median_ms,
+                b1.median_ms / c.median_ms);
   }
   if (f.median_ms > 0) std::printf("   a/f = %.2f", a.median_ms / f.median_ms);
   std::printf("\nlimits: h - g = %+.3f ms per create (h/g = %.2f)", h.median_ms - g.median_ms,

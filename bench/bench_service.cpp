@@ -33,19 +33,25 @@ int main(int argc, char** argv) {
   }
   load::run_execs(daemon.socket(), daemon.pid(), ids, 10, R"(["true"])");  // warm
   std::printf("%u cores; daemon idle: %zu threads, %zu KiB RSS; each exec sleeps %.1f s\n",
-              std::thread::hardware_concurrency(), load::threads_of(daemon.pid()), load::rss_kib_of(daemon.pid()), sleep_s);
+              std::thread::hardware_concurrency(), load::threads_of(daemon.pid()), load::rss_kib_of(daemon.pid()),
+              sleep_s);
   std::printf("%-12s %8s %10s %14s %14s %14s %8s\n", "execs", "threads", "RSS KiB", "added p50 ms", "added p99 ms",
               "added max ms", "ok");
   char sleep_arg[32];
   std::snprintf(sleep_arg, sizeof sleep_arg, "%g", sleep_s);
   for (int n : {1, 100, 500}) {
-    const auto out = load::run_execs(daemon.socket(), daemon.pid(), ids, n, std::string(R"(["sleep", ")") + sleep_arg + "\"]");
+    const auto out =
+        load::run_execs(daemon.socket(), daemon.pid(), ids, n, std::string(R"(["sleep", ")") + sleep_arg + "\"]");
     std::vector<double> added = out.seconds;
     for (double& s : added) s = (s - sleep_s) * 1000;
     std::sort(added.begin(), added.end());
-    const auto at = [&](double q) { return added.empty() ? 0.0 : added[std::min(added.size() - 1, static_cast<std::size_t>(q * static_cast<double>(added.size())))]; };
-    std::printf("%-12d %8zu %10zu %14.1f %14.1f %14.1f %5d/%d\n", n, out.peak_threads, out.peak_rss_kib, at(0.5), at(0.99),
-                added.empty() ? 0.0 : added.back(), out.succeeded, n);
+    const auto at = [&](double q) {
+      return added.empty()
+                 ? 0.0
+                 : added[std::min(added.size() - 1, static_cast<std::size_t>(q * static_cast<double>(added.size())))];
+    };
+    std::printf("%-12d %8zu %10zu %14.1f %14.1f %14.1f %5d/%d\n", n, out.peak_threads, out.peak_rss_kib, at(0.5),
+                at(0.99), added.empty() ? 0.0 : added.back(), out.succeeded, n);
   }
   return 0;
 }

@@ -63,7 +63,8 @@ int act_as_user(uid_t uid, gid_t gid) {
   ::syscall(SYS_setfsgid, gid);
   ::syscall(SYS_setfsuid, uid);
   // setfs*id report the old id, never an error: ask again to be sure.
-  if (static_cast<uid_t>(::syscall(SYS_setfsuid, -1)) != uid || static_cast<gid_t>(::syscall(SYS_setfsgid, -1)) != gid) {
+  if (static_cast<uid_t>(::syscall(SYS_setfsuid, -1)) != uid ||
+      static_cast<gid_t>(::syscall(SYS_setfsgid, -1)) != gid) {
     errno = EPERM;
     return -1;
   }

@@ -16,7 +16,7 @@ constexpr const char* kCgroupRoot = "/sys/fs/cgroup";
 constexpr const char* kUnified = "/sys/fs/cgroup/unified";
 
 struct Mount {
-  std::string root;         // of the hierarchy, as this process sees it
+  std::string root;  // of the hierarchy, as this process sees it
   std::string mount_point;
   std::string fstype;
   std::string super_options;
@@ -106,7 +106,8 @@ Host detect(const Probe& probe) {
   place(host.cpu, "cpu");
   place(host.pids, "pids");
   for (const auto& m : mounts) {
-    if ((m.fstype == "cgroup" || m.fstype == "cgroup2") && has_option(m.super_options, "favordynmods")) host.favor_dynmods = true;
+    if ((m.fstype == "cgroup" || m.fstype == "cgroup2") && has_option(m.super_options, "favordynmods"))
+      host.favor_dynmods = true;
   }
   // memory.swap.max comes with the memory controller on cgroup2
   if (host.memory.v2) host.swap_limit = true;
@@ -141,7 +142,9 @@ std::string Host::describe() const {
   line += layout_name(layout);
   switch (layout) {
     case Layout::unified: line += " (cgroup2 at " + v2 + ")"; break;
-    case Layout::hybrid: line += " (cgroup2 at " + v2 + " tracks and kills; limits on cgroup v1 where cgroup2 lacks them)"; break;
+    case Layout::hybrid:
+      line += " (cgroup2 at " + v2 + " tracks and kills; limits on cgroup v1 where cgroup2 lacks them)";
+      break;
     case Layout::legacy: line += " (cgroup v1 only; the engine mounts a cgroup2 of its own to track and kill)"; break;
   }
   auto where = [](const Controller& c) -> std::string {
@@ -159,9 +162,10 @@ std::string Host::describe() const {
   line += "; enforces " + (enforced.empty() ? std::string("no limit") : enforced);
   if (!missing.empty()) line += "; cannot enforce " + missing;
   if (moves_on_create() && !favor_dynmods) {
-    line += "\ncgroup moves: each create moves its init by a write to cgroup.procs, which after a quiet spell waits "
-            "for an RCU grace period (about 10 ms) while no cgroup hierarchy is mounted with favordynmods (see the "
-            "README's host tuning)";
+    line +=
+        "\ncgroup moves: each create moves its init by a write to cgroup.procs, which after a quiet spell waits "
+        "for an RCU grace period (about 10 ms) while no cgroup hierarchy is mounted with favordynmods (see the "
+        "README's host tuning)";
   }
   return line;
 }

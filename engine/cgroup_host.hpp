@@ -57,10 +57,10 @@ struct Host {
 // What detection looks at, so that every kind of host can be tested from a
 // description of it.
 struct Probe {
-  std::string mountinfo;                                     // /proc/self/mountinfo
-  std::function<std::int64_t(const std::string&)> fs_type;   // statfs f_type; 0 if none
-  std::function<bool(const std::string&)> exists;            // a file exists
-  std::function<std::string(const std::string&)> read;       // a small file's contents
+  std::string mountinfo;                                    // /proc/self/mountinfo
+  std::function<std::int64_t(const std::string&)> fs_type;  // statfs f_type; 0 if none
+  std::function<bool(const std::string&)> exists;           // a file exists
+  std::function<std::string(const std::string&)> read;      // a small file's contents
 };
 
 Host detect(const Probe& probe);

@@ -18,9 +18,9 @@
 namespace mayura::cgroups {
 
 struct Limits {
-  std::optional<double> cpus;                // none: every cpu
-  std::optional<std::uint64_t> memory_bytes; // none: no bound; swap is never allowed
-  std::optional<std::uint64_t> pids;         // none: no bound
+  std::optional<double> cpus;                 // none: every cpu
+  std::optional<std::uint64_t> memory_bytes;  // none: no bound; swap is never allowed
+  std::optional<std::uint64_t> pids;          // none: no bound
   bool operator==(const Limits&) const = default;
 };
 

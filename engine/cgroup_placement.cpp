@@ -88,8 +88,8 @@ Placement plan_placement(const std::string& mount, const std::string& own, const
   } else if (own.empty()) {
     p.how = "sandboxes under " + p.root + " (the engine runs in the root cgroup)";
   } else {
-    p.how = "sandboxes under " + p.root + " (the top of the hierarchy; the engine's cgroup " + own +
-            " is not delegated)";
+    p.how =
+        "sandboxes under " + p.root + " (the top of the hierarchy; the engine's cgroup " + own + " is not delegated)";
   }
   if (!p.home.empty()) p.how += "; the engine's processes in " + p.home + "/" + kEngineLeaf;
   return p;

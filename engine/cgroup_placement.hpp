@@ -27,7 +27,7 @@ struct Placement {
   // A cgroup that must hold no process of its own once the engine is placed
   // (its processes go to <home>/engine); empty if there is none.
   std::string home;
-  std::string how;   // one line for `mayura-run doctor`
+  std::string how;  // one line for `mayura-run doctor`
 };
 
 // Decides the placement from what the host shows. `mount`: the cgroup2 mount

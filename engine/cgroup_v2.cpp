@@ -25,11 +25,13 @@ std::string or_max(const std::optional<std::uint64_t>& v) { return v ? std::to_s
 
 }  // namespace
 
-Host enable_v2_controllers(const Host& host, const std::string& mount, const std::string& root, const std::string& home) {
+Host enable_v2_controllers(const Host& host, const std::string& mount, const std::string& root,
+                           const std::string& home) {
   Host usable = host;
   // Every cgroup from the mount down to the root, each a parent of the next.
   std::vector<std::string> chain;
-  for (std::string dir = root; dir.size() >= mount.size() && dir.rfind(mount, 0) == 0; dir = dir.substr(0, dir.rfind('/'))) {
+  for (std::string dir = root; dir.size() >= mount.size() && dir.rfind(mount, 0) == 0;
+       dir = dir.substr(0, dir.rfind('/'))) {
     chain.insert(chain.begin(), dir);
     if (dir == mount) break;
   }

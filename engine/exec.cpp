@@ -119,7 +119,6 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     arm_timer();
   }
 
-
   asio::posix::stream_descriptor& stream(OutputStream from) { return from == OutputStream::out ? out_ : err_; }
   bool& open(OutputStream from) { return from == OutputStream::out ? out_open_ : err_open_; }
 
@@ -159,9 +158,10 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   }
 
   void watch_stdin() {
-    in_.async_wait(asio::posix::descriptor_base::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->feed_stdin();
-    });
+    in_.async_wait(asio::posix::descriptor_base::wait_write,
+                   [self = shared_from_this()](const boost::system::error_code& ec) {
+                     if (!ec) self->feed_stdin();
+                   });
   }
 
   void feed_stdin() {
@@ -185,9 +185,10 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   }
 
   void watch_status() {
-    status_.async_wait(asio::posix::descriptor_base::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->read_statuses();
-    });
+    status_.async_wait(asio::posix::descriptor_base::wait_read,
+                       [self = shared_from_this()](const boost::system::error_code& ec) {
+                         if (!ec) self->read_statuses();
+                       });
   }
 
   void read_statuses() {
@@ -238,7 +239,8 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
                                        "allow setgroups, setresuid, setresgid, capset, prctl, chdir and execve): ") +
                                std::strerror(e));
       }
-      if (step == protocol::SpawnStep::clone || step == protocol::SpawnStep::setup) fail_step("starting the command", e);
+      if (step == protocol::SpawnStep::clone || step == protocol::SpawnStep::setup)
+        fail_step("starting the command", e);
     } catch (...) {
       failure_ = std::current_exception();
       finish();
@@ -405,7 +407,7 @@ ExecResult run_command(std::shared_ptr<SandboxCore> core, std::string cgroup_nam
   // it needs once it returns.
   if (options.on_output) {
     options.on_output = [paced = std::move(options.on_output)](OutputStream from, std::string_view chunk,
-                                                                std::function<void()> more) {
+                                                               std::function<void()> more) {
       paced(from, chunk, [] {});
       more();
     };

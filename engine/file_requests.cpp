@@ -125,16 +125,19 @@ class FileCall : public std::enable_shared_from_this<FileCall> {
   void arm_timer() {
     timer_.expires_after(std::chrono::milliseconds(kFileTimeoutMs));
     timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->fail(std::make_exception_ptr(SandboxError(Reason::INTERNAL, "the sandbox did not finish a file request in time")));
+      if (!ec)
+        self->fail(std::make_exception_ptr(
+            SandboxError(Reason::INTERNAL, "the sandbox did not finish a file request in time")));
     });
   }
 
   // Everything the helper sends, up to its end (more than the limit fails).
   void receive() {
     arm_timer();
-    data_.async_wait(asio::posix::descriptor_base::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->on_data();
-    });
+    data_.async_wait(asio::posix::descriptor_base::wait_read,
+                     [self = shared_from_this()](const boost::system::error_code& ec) {
+                       if (!ec) self->on_data();
+                     });
   }
 
   void on_data() {
@@ -155,7 +158,8 @@ class FileCall : public std::enable_shared_from_this<FileCall> {
       // exactly that size from a larger one)
       const std::size_t limit = op_.kind == protocol::Request::read ? op_.max_bytes + 1 : op_.max_bytes;
       if (received_.size() + static_cast<std::size_t>(n) > limit) {
-        return fail(std::make_exception_ptr(SandboxError(Reason::LIMIT_REACHED, "the answer is larger than the limit")));
+        return fail(
+            std::make_exception_ptr(SandboxError(Reason::LIMIT_REACHED, "the answer is larger than the limit")));
       }
       received_.append(buf, static_cast<std::size_t>(n));
     }
@@ -171,9 +175,10 @@ class FileCall : public std::enable_shared_from_this<FileCall> {
       return arm_timer();  // for the answer
     }
     arm_timer();
-    data_.async_wait(asio::posix::descriptor_base::wait_write, [self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->on_writable();
-    });
+    data_.async_wait(asio::posix::descriptor_base::wait_write,
+                     [self = shared_from_this()](const boost::system::error_code& ec) {
+                       if (!ec) self->on_writable();
+                     });
   }
 
   void on_writable() {
@@ -192,9 +197,10 @@ class FileCall : public std::enable_shared_from_this<FileCall> {
     if (watching_status_) return;
     watching_status_ = true;
     if (!data_.is_open()) arm_timer();
-    status_.async_wait(asio::posix::descriptor_base::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->on_status();
-    });
+    status_.async_wait(asio::posix::descriptor_base::wait_read,
+                       [self = shared_from_this()](const boost::system::error_code& ec) {
+                         if (!ec) self->on_status();
+                       });
   }
 
   // The helper's answer; a failure becomes the SandboxError for the call.
@@ -283,7 +289,8 @@ FileType type_of(std::uint32_t type) {
 
 void start_file_call(std::shared_ptr<SandboxCore> core, FileOp op, std::stop_token cancellation,
                      const asio::any_io_executor& executor, FileDone done) {
-  std::make_shared<FileCall>(std::move(core), std::move(op), std::move(cancellation), executor, std::move(done))->start();
+  std::make_shared<FileCall>(std::move(core), std::move(op), std::move(cancellation), executor, std::move(done))
+      ->start();
 }
 
 std::string run_file_call(std::shared_ptr<SandboxCore> core, FileOp op, std::stop_token cancellation) {
@@ -301,7 +308,8 @@ std::string run_file_call(std::shared_ptr<SandboxCore> core, FileOp op, std::sto
 }
 
 FileOp read_op(const std::string& absolute, const std::string& path, const ReadOptions& options) {
-  return {protocol::Request::read, absolute, path, "cannot read", options.max_bytes.value_or(std::size_t{64} << 20), {}};
+  return {
+      protocol::Request::read, absolute, path, "cannot read", options.max_bytes.value_or(std::size_t{64} << 20), {}};
 }
 FileOp write_op(const std::string& absolute, const std::string& path, std::string data) {
   return {protocol::Request::write, absolute, path, "cannot write", 0, std::move(data)};
@@ -315,7 +323,8 @@ FileOp remove_op(const std::string& absolute, const std::string& path) {
 
 std::vector<FileEntry> decode_list(const std::string& bytes) {
   std::vector<protocol::ListEntry> raw;
-  if (!protocol::decode_listing(bytes, raw)) throw SandboxError(Reason::INTERNAL, "the sandbox sent a malformed listing");
+  if (!protocol::decode_listing(bytes, raw))
+    throw SandboxError(Reason::INTERNAL, "the sandbox sent a malformed listing");
   std::vector<FileEntry> entries;
   entries.reserve(raw.size());
   for (auto& e : raw) entries.push_back(FileEntry{std::move(e.name), type_of(e.type), e.size, e.mode, e.mtime_ms});

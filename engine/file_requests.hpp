@@ -23,9 +23,9 @@ struct FileOp {
   protocol::Request kind;
   std::string absolute;
   std::string path;
-  const char* what;  // "cannot read", for messages
+  const char* what;           // "cannot read", for messages
   std::size_t max_bytes = 0;  // of what a read or list takes
-  std::string data;  // what a write writes
+  std::string data;           // what a write writes
 };
 FileOp read_op(const std::string& absolute, const std::string& path, const ReadOptions& options);
 FileOp write_op(const std::string& absolute, const std::string& path, std::string data);

@@ -26,14 +26,17 @@ std::vector<UniqueFd> idmapped_layers(int proc, const rootfs::Plan& plan) {
       start = end == std::string::npos ? op.data.size() : end + 1;
       if (dir.empty()) continue;
       UniqueFd tree(::open_tree(AT_FDCWD, dir.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
-      if (!tree) fail_step("opening the image's layer " + dir, errno, errno == ENOENT ? Reason::INVALID_CONFIG : Reason::INTERNAL);
+      if (!tree)
+        fail_step("opening the image's layer " + dir, errno,
+                  errno == ENOENT ? Reason::INVALID_CONFIG : Reason::INTERNAL);
       mount_attr attr{};
       attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
       attr.userns_fd = static_cast<__u64>(userns.get());
       attr.propagation = MS_PRIVATE;
       if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) {
-        fail_step("mounting the image's layer with the sandbox's ids (the store's file system must support idmapped mounts)",
-                  errno, errno == EINVAL ? Reason::UNSUPPORTED : Reason::INTERNAL);
+        fail_step(
+            "mounting the image's layer with the sandbox's ids (the store's file system must support idmapped mounts)",
+            errno, errno == EINVAL ? Reason::UNSUPPORTED : Reason::INTERNAL);
       }
       layers.push_back(std::move(tree));
     }

@@ -2,22 +2,17 @@
 
 #include "mayura/errors.hpp"
 
-
 namespace mayura {
 namespace {
 
 [[noreturn]] void rethrow(const rootfs::ImageError& e) {
   using Kind = rootfs::ImageError::Kind;
   switch (e.kind()) {
-    case Kind::not_found:
-      throw SandboxError(Reason::NOT_FOUND, e.what());
+    case Kind::not_found: throw SandboxError(Reason::NOT_FOUND, e.what());
     case Kind::bad_input:
-    case Kind::bad_archive:
-      throw SandboxError(Reason::INVALID_INPUT, e.what());
-    case Kind::unsupported:
-      throw SandboxError(Reason::UNSUPPORTED, e.what());
-    case Kind::store:
-      break;
+    case Kind::bad_archive: throw SandboxError(Reason::INVALID_INPUT, e.what());
+    case Kind::unsupported: throw SandboxError(Reason::UNSUPPORTED, e.what());
+    case Kind::store: break;
   }
   throw SandboxError(Reason::INTERNAL, e.what());
 }

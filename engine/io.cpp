@@ -45,9 +45,7 @@ long write_no_sigpipe(int fd, const char* data, std::size_t size) noexcept {
   return n;
 }
 
-UniqueFd make_eventfd() {
-  return UniqueFd(check_sys(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), "making an eventfd"));
-}
+UniqueFd make_eventfd() { return UniqueFd(check_sys(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), "making an eventfd")); }
 
 void signal_eventfd(int fd) noexcept {
   const std::uint64_t one = 1;

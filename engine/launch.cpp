@@ -153,17 +153,21 @@ namespace {
 [[noreturn]] void fail_clone(int error) {
   const char* step = "cloning the sandbox's init";
   if (error == EAGAIN) {
-    throw SandboxError(Reason::LIMIT_REACHED, std::string("the host's process limit (kernel.pid_max, kernel.threads-max "
-                                                          "or RLIMIT_NPROC) is reached: ") + step + ": " + std::strerror(error));
+    throw SandboxError(Reason::LIMIT_REACHED,
+                       std::string("the host's process limit (kernel.pid_max, kernel.threads-max "
+                                   "or RLIMIT_NPROC) is reached: ") +
+                           step + ": " + std::strerror(error));
   }
-  if (error == ENOMEM) throw SandboxError(Reason::LIMIT_REACHED, std::string("the host's memory is exhausted: ") + step);
+  if (error == ENOMEM)
+    throw SandboxError(Reason::LIMIT_REACHED, std::string("the host's memory is exhausted: ") + step);
   if (error == ENOSPC) {
     std::ifstream max("/proc/sys/user/max_user_namespaces");
     long allowed = 0;
     if (max >> allowed && allowed > 0) {
       throw SandboxError(Reason::LIMIT_REACHED, std::string("a host namespace limit (user.max_user_namespaces, "
                                                             "user.max_pid_namespaces, user.max_mnt_namespaces, ...) is "
-                                                            "reached: ") + step + ": " + std::strerror(error));
+                                                            "reached: ") +
+                                                    step + ": " + std::strerror(error));
     }
   }
   fail_step(step, error, error == EPERM || error == ENOSPC ? Reason::UNSUPPORTED : Reason::INTERNAL);
@@ -318,7 +322,8 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
     if (n < 0 && errno == EINTR) continue;
     if (n == sizeof status && status.kind == protocol::Status::ready) {
       if (tracing()) {
-        std::fprintf(stderr, "mayura-trace init   root built, ready (inside)   %8lld us\n", static_cast<long long>(status.extra));
+        std::fprintf(stderr, "mayura-trace init   root built, ready (inside)   %8lld us\n",
+                     static_cast<long long>(status.extra));
       }
       break;
     }

@@ -68,12 +68,15 @@ void check_options(const NativeOptions& o) {
       o.workdir == "/proc" || o.workdir == "/dev" || o.workdir == "/tmp" || o.workdir.find("..") != std::string::npos) {
     invalid("workdir must be one directory below / (like /workspace)");
   }
-  if (o.uid == 0 || o.gid == 0 || o.uid >= 65536 || o.gid >= 65536) invalid("the sandbox user must be a non-root id below 65536");
-  if (o.id_slots == 0 || static_cast<std::uint64_t>(o.id_base) + static_cast<std::uint64_t>(o.id_slots) * 65536 > 0xFFFFFFFEull ||
+  if (o.uid == 0 || o.gid == 0 || o.uid >= 65536 || o.gid >= 65536)
+    invalid("the sandbox user must be a non-root id below 65536");
+  if (o.id_slots == 0 ||
+      static_cast<std::uint64_t>(o.id_base) + static_cast<std::uint64_t>(o.id_slots) * 65536 > 0xFFFFFFFEull ||
       o.id_base < 65536) {
     invalid("id_base and id_slots must give ranges above host id 65535 and below 2^32-1");
   }
-  if (o.workdir_mib == 0 || o.tmp_mib == 0 || o.shm_mib == 0 || o.tmpfs_inodes == 0) invalid("tmpfs sizes must be positive");
+  if (o.workdir_mib == 0 || o.tmp_mib == 0 || o.shm_mib == 0 || o.tmpfs_inodes == 0)
+    invalid("tmpfs sizes must be positive");
   if (o.state_dir.empty() || o.state_dir.front() != '/') invalid("state_dir must be an absolute path");
   if (!(o.default_cpus >= 0 && o.default_cpus <= 1024)) invalid("default_cpus must be between 0 (every cpu) and 1024");
   if (o.default_memory_mib != 0 && (o.default_memory_mib < kMinMemoryMib || o.default_memory_mib > (1ll << 30))) {
@@ -168,7 +171,8 @@ class NativeProvider final : public SandboxProvider {
   std::unique_ptr<SandboxBackend> create(const CreateOptions& options, std::stop_token cancellation) override {
     StepTimer timer("create");
     // Everything that can be wrong with the input is found before anything is made.
-    if (options.network.kind == NetworkKind::allowlist) netfilter::Allowlist{options.network.allow};  // throws on a bad pattern
+    if (options.network.kind == NetworkKind::allowlist)
+      netfilter::Allowlist{options.network.allow};  // throws on a bad pattern
     const cgroups::Limits limits = limits_for(options);
     const Filters filters = seccomp_for(options);
     SandboxImage image = resolve_sandbox_image(options, options_);
@@ -312,8 +316,8 @@ class NativeProvider final : public SandboxProvider {
   // wins over the one before.
   std::map<std::string, std::string> base_env(const CreateOptions& options, const SandboxImage& image,
                                               const std::string& hostname, const std::string& workdir) const {
-    const std::string user = image.uid ? (image.user_name.empty() ? std::to_string(*image.uid) : image.user_name)
-                                       : std::string("sandbox");
+    const std::string user =
+        image.uid ? (image.user_name.empty() ? std::to_string(*image.uid) : image.user_name) : std::string("sandbox");
     std::map<std::string, std::string> env = {
         {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
         {"HOME", workdir},
@@ -350,16 +354,17 @@ class NativeProvider final : public SandboxProvider {
   // starts with the first network that needs it, and a host table a dead
   // engine left is removed before the first link of network all.
   netfilter::IoThread io_;
-  netfilter::NetworkContext network_{io_.context(), egress_options(options_),
-                                     netfilter::HostLinkOptions{options_.all_network_pool, options_.state_dir + "/" + records::kNetworkLock}};
+  netfilter::NetworkContext network_{
+      io_.context(), egress_options(options_),
+      netfilter::HostLinkOptions{options_.all_network_pool, options_.state_dir + "/" + records::kNetworkLock}};
   Zygote zygote_;
   native::LifetimeReaper reaper_;
   // Last: its thread uses everything above, and stops first.
   native::PreparedPool prepared_{options_.prepared, [this](std::stop_token stop) {
-    SandboxImage host;
-    host.image = rootfs::Image{"host", "/", true, {}};
-    return build(host, default_seccomp_, std::move(stop), true);
-  }};
+                                   SandboxImage host;
+                                   host.image = rootfs::Image{"host", "/", true, {}};
+                                   return build(host, default_seccomp_, std::move(stop), true);
+                                 }};
 };
 
 }  // namespace

@@ -86,7 +86,8 @@ std::string SandboxCore::url(int port) {
     std::lock_guard lock(mutex_);  // end() clears the ports under it
     if (!ending_.load()) {
       const auto it = ports.find(port);
-      if (it == ports.end()) throw SandboxError(Reason::INVALID_INPUT, "port " + std::to_string(port) + " is not published");
+      if (it == ports.end())
+        throw SandboxError(Reason::INVALID_INPUT, "port " + std::to_string(port) + " is not published");
       host_port = it->second->host_port();
     }
   }
@@ -115,7 +116,8 @@ void SandboxCore::set_network(const Network& next) {
         if (!netns) {
           netns.reset(::open(("/proc/" + std::to_string(init.pid()) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
           if (!netns) {
-            if (errno != ENOENT && errno != ESRCH && errno != EINVAL) fail_step("opening the sandbox's network namespace", errno);
+            if (errno != ENOENT && errno != ESRCH && errno != EINVAL)
+              fail_step("opening the sandbox's network namespace", errno);
             // the init has died: the sandbox is over
           }
         }

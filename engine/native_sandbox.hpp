@@ -34,7 +34,7 @@ class SandboxCore {
   std::map<int, std::unique_ptr<netfilter::PortForwarder>> ports;
   std::string hostname;
   std::string workdir;
-  UniqueFd image_hold;  // a stored image's shared lock: its layers stay while the sandbox runs
+  UniqueFd image_hold;                          // a stored image's shared lock: its layers stay while the sandbox runs
   std::map<std::string, std::string> base_env;  // every command's, before the exec's own
   // What the sandbox's namespace reaches: none while null. Set at create,
   // before the sandbox is handed out; changed by set_network under
@@ -69,9 +69,9 @@ class SandboxCore {
   [[noreturn]] void gone_once_ended();
 
  private:
-  mutable std::mutex mutex_;         // held by a send, and by end() while it removes
+  mutable std::mutex mutex_;          // held by a send, and by end() while it removes
   mutable std::mutex network_mutex_;  // held while the network changes or goes
-  std::atomic<bool> ending_{false};  // set as an end() starts
+  std::atomic<bool> ending_{false};   // set as an end() starts
   std::atomic<bool> finished_{false};
 };
 

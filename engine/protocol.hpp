@@ -69,8 +69,8 @@ enum class SpawnStep : std::int64_t { exec = 0, clone = 1, cwd = 2, setup = 3, l
 struct Status {
   enum Kind : std::uint32_t { setup_failed = 1, ready = 2, started = 3, spawn_failed = 4, exited = 5, done = 6 };
   std::uint32_t kind = 0;
-  std::int32_t value = 0;   // errno, wait status, or the setup step
-  std::int64_t extra = 0;   // errno of a failed step, a pid, a byte count
+  std::int32_t value = 0;  // errno, wait status, or the setup step
+  std::int64_t extra = 0;  // errno of a failed step, a pid, a byte count
   std::int64_t pad = 0;
 };
 static_assert(sizeof(Status) == 24);

@@ -21,7 +21,8 @@ std::string engines_dir(const std::string& state_dir) { return state_dir + "/eng
 
 void make_dirs(const std::string& state_dir) {
   for (const std::string& dir : {state_dir, slots_dir(state_dir), engines_dir(state_dir)}) {
-    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) fail_step("making the state directory " + dir, errno, Reason::UNSUPPORTED);
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+      fail_step("making the state directory " + dir, errno, Reason::UNSUPPORTED);
   }
 }
 
@@ -73,7 +74,8 @@ bool name_file(int fd, const std::string& path) {
 
 // The classic lock-file check: the locked file is still the one at the path.
 bool still_at(int fd, const std::string& path) {
-  struct stat held {}, now {};
+  struct stat held {
+  }, now{};
   return ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
          held.st_dev == now.st_dev;
 }
@@ -173,8 +175,8 @@ SlotLease EngineLock::claim(const cgroups::Places& places, const std::string& cg
     lease.slot_ = slot;
     return lease;
   }
-  throw SandboxError(Reason::LIMIT_REACHED, "every sandbox id range of this host is in use (id_slots " +
-                                                std::to_string(slots) + ")");
+  throw SandboxError(Reason::LIMIT_REACHED,
+                     "every sandbox id range of this host is in use (id_slots " + std::to_string(slots) + ")");
 }
 
 void EngineLock::give_back(std::uint32_t slot) noexcept {

@@ -47,8 +47,8 @@ std::string normalized(const std::string& path) {
 void set_user(SandboxImage& out, std::pair<std::uint32_t, std::uint32_t> ids, const std::string& user,
               const std::string& image) {
   if (ids.first >= kIdsInside || ids.second >= kIdsInside) {
-    throw SandboxError(Reason::INVALID_CONFIG, "image '" + image + "' would run as " + user +
-                                                   ", an id above the 65535 a sandbox maps");
+    throw SandboxError(Reason::INVALID_CONFIG,
+                       "image '" + image + "' would run as " + user + ", an id above the 65535 a sandbox maps");
   }
   out.uid = ids.first;
   out.gid = ids.second;
@@ -94,7 +94,8 @@ SandboxImage from_store(const rootfs::ImageReference& ref, rootfs::StoredImage s
     out.workdir = create.workdir;  // checked by the caller
   } else if (working_dir != "/" && working_dir != options.workdir) {
     if (!usable_dir(working_dir)) {
-      throw SandboxError(Reason::INVALID_CONFIG, "image '" + ref.str() + "' has a WorkingDir that cannot be a working directory");
+      throw SandboxError(Reason::INVALID_CONFIG,
+                         "image '" + ref.str() + "' has a WorkingDir that cannot be a working directory");
     }
     out.workdir = working_dir;
   }
@@ -147,8 +148,8 @@ SandboxImage resolve_sandbox_image(const CreateOptions& create, const NativeOpti
     out.image = rootfs::resolve_image(image, options.image_dir);
   } catch (const rootfs::ImageError& e) {
     if (!store_said.empty()) {
-      throw SandboxError(Reason::INVALID_CONFIG, store_said + " (nor in " + options.image_dir +
-                                                     "); import it with `mayura-run image import`");
+      throw SandboxError(Reason::INVALID_CONFIG,
+                         store_said + " (nor in " + options.image_dir + "); import it with `mayura-run image import`");
     }
     throw SandboxError(Reason::INVALID_CONFIG, e.what());
   }
@@ -160,8 +161,9 @@ SandboxImage resolve_sandbox_image(const CreateOptions& create, const NativeOpti
   }
   if (!create.workdir.empty()) {
     if (create.workdir.find('/', 1) != std::string::npos) {
-      throw SandboxError(Reason::INVALID_CONFIG, "workdir " + create.workdir +
-                                                     " is below the top level, which only an image from the store allows");
+      throw SandboxError(
+          Reason::INVALID_CONFIG,
+          "workdir " + create.workdir + " is below the top level, which only an image from the store allows");
     }
     // The host image's own directories stay the host's, read-only.
     for (const char* own : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {

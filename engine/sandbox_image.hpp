@@ -17,12 +17,12 @@ namespace mayura {
 
 struct SandboxImage {
   rootfs::Image image;
-  std::string workdir;                       // empty: the engine's
-  std::optional<std::uint32_t> uid;         // the image's User, when it names one
+  std::string workdir;               // empty: the engine's
+  std::optional<std::uint32_t> uid;  // the image's User, when it names one
   std::optional<std::uint32_t> gid;
-  std::string user_name;                     // for USER and LOGNAME, when known
-  std::map<std::string, std::string> env;   // the image's Env
-  UniqueFd hold;                             // a shared lock of the stored image
+  std::string user_name;                   // for USER and LOGNAME, when known
+  std::map<std::string, std::string> env;  // the image's Env
+  UniqueFd hold;                           // a shared lock of the stored image
 };
 
 // The create's image: "host" (or empty), an absolute directory, NAME[:TAG]

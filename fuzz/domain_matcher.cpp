@@ -40,7 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::uint16_t port = 443;
   if (const auto nl2 = name.find('\n'); nl2 != std::string_view::npos) {
     const std::string_view p = name.substr(nl2 + 1);
-    if (p.size() >= 2) port = static_cast<std::uint16_t>(static_cast<unsigned char>(p[0]) << 8 | static_cast<unsigned char>(p[1]));
+    if (p.size() >= 2)
+      port = static_cast<std::uint16_t>(static_cast<unsigned char>(p[0]) << 8 | static_cast<unsigned char>(p[1]));
     name = name.substr(0, nl2);
   }
 

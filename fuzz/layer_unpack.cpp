@@ -46,8 +46,10 @@ struct Scratch {
 void remove_tree(const fs::path& root) {
   std::error_code ec;
   fs::permissions(root, fs::perms::owner_all, fs::perm_options::add, ec);
-  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_directory(ec) && !it->is_symlink(ec)) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_directory(ec) && !it->is_symlink(ec))
+      fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
   }
   fs::remove_all(root, ec);
   FUZZ_CHECK(!fs::exists(fs::symlink_status(root)));
@@ -55,7 +57,8 @@ void remove_tree(const fs::path& root) {
 
 void check_inside(const fs::path& root) {
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
     struct stat st {};
     FUZZ_CHECK(::lstat(it->path().c_str(), &st) == 0);
     FUZZ_CHECK((st.st_mode & (S_ISUID | S_ISGID)) == 0 || S_ISDIR(st.st_mode));

@@ -43,10 +43,10 @@ AddressClass classify_v4(std::uint32_t a) {
       in(a, v4(100, 64, 0, 0), 10)) {
     return AddressClass::private_range;
   }
-  if (in(a, v4(240, 0, 0, 0), 4) ||          // reserved, and the broadcast address
-      in(a, v4(192, 0, 0, 0), 24) ||          // IETF protocol assignments
+  if (in(a, v4(240, 0, 0, 0), 4) ||   // reserved, and the broadcast address
+      in(a, v4(192, 0, 0, 0), 24) ||  // IETF protocol assignments
       in(a, v4(192, 0, 2, 0), 24) || in(a, v4(198, 51, 100, 0), 24) || in(a, v4(203, 0, 113, 0), 24) ||
-      in(a, v4(198, 18, 0, 0), 15)) {         // documentation, benchmarking
+      in(a, v4(198, 18, 0, 0), 15)) {  // documentation, benchmarking
     return AddressClass::reserved;
   }
   return AddressClass::global;
@@ -79,10 +79,11 @@ AddressClass classify_v6(const address_v6& a) {
   if (a == aws || a == gcp) return AddressClass::metadata;
   // Local NAT64 (64:ff9b:1::/48) and Teredo (2001::/32) carry an IPv4
   // address in forms not worth decoding: refused whole.
-  if (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4] == 0x00 && b[5] == 0x01) return AddressClass::reserved;
+  if (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4] == 0x00 && b[5] == 0x01)
+    return AddressClass::reserved;
   if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x00 && b[3] == 0x00) return AddressClass::reserved;
   if (a.is_multicast()) return AddressClass::multicast;
-  if (a.is_link_local()) return AddressClass::link_local;                             // fe80::/10
+  if (a.is_link_local()) return AddressClass::link_local;                              // fe80::/10
   if ((b[0] & 0xfe) == 0xfc || a.is_site_local()) return AddressClass::private_range;  // fc00::/7, fec0::/10
   if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8) return AddressClass::reserved;  // documentation
   return AddressClass::global;
@@ -112,13 +113,15 @@ namespace {
 
 // An IPv4 address mapped into IPv6 as itself, so both spellings compare equal.
 address plain(const address& x) {
-  if (x.is_v6() && x.to_v6().is_v4_mapped()) return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, x.to_v6());
+  if (x.is_v6() && x.to_v6().is_v4_mapped())
+    return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, x.to_v6());
   return x;
 }
 
 bool is_host_address(const address& a, const std::vector<address>& host_addresses) {
   const address target = plain(a);
-  return std::any_of(host_addresses.begin(), host_addresses.end(), [&](const address& h) { return plain(h) == target; });
+  return std::any_of(host_addresses.begin(), host_addresses.end(),
+                     [&](const address& h) { return plain(h) == target; });
 }
 
 }  // namespace
@@ -140,7 +143,9 @@ bool Prefix::contains(const address& candidate) const {
 }
 
 Prefix parse_prefix(const std::string& text) {
-  const auto bad = [&] { return SandboxError(Reason::INVALID_CONFIG, "'" + text + "' is not an address range like 203.0.113.0/24"); };
+  const auto bad = [&] {
+    return SandboxError(Reason::INVALID_CONFIG, "'" + text + "' is not an address range like 203.0.113.0/24");
+  };
   const auto slash = text.find('/');
   if (slash == std::string::npos || slash + 1 == text.size() || text.size() - slash > 4) throw bad();
   boost::system::error_code ec;
@@ -163,8 +168,9 @@ bool may_connect(const address& a, bool allow_private, const std::vector<address
 bool may_connect(const address& a, const EgressRules& rules, const std::vector<address>& host_addresses) {
   if (std::any_of(rules.never.begin(), rules.never.end(), [&](const Prefix& p) { return p.contains(a); })) return false;
   const AddressClass c = classify(a);
-  const bool opened = (c == AddressClass::private_range || c == AddressClass::reserved) &&
-                      std::any_of(rules.also_public.begin(), rules.also_public.end(), [&](const Prefix& p) { return p.contains(a); });
+  const bool opened =
+      (c == AddressClass::private_range || c == AddressClass::reserved) &&
+      std::any_of(rules.also_public.begin(), rules.also_public.end(), [&](const Prefix& p) { return p.contains(a); });
   if (c != AddressClass::global && !opened && !(rules.allow_private && c == AddressClass::private_range)) return false;
   return !is_host_address(a, host_addresses);
 }

@@ -23,10 +23,8 @@ struct Range {
 // Ranges whose addresses cannot be a point-to-point pair, or that the
 // table's own rules single out (link-local is where metadata services live).
 constexpr std::array kUnusable{
-    Range{0x00000000, 8, "\"this network\" (0.0.0.0/8)"},
-    Range{0x7f000000, 8, "loopback (127.0.0.0/8)"},
-    Range{0xa9fe0000, 16, "link-local (169.254.0.0/16)"},
-    Range{0xe0000000, 4, "multicast (224.0.0.0/4)"},
+    Range{0x00000000, 8, "\"this network\" (0.0.0.0/8)"}, Range{0x7f000000, 8, "loopback (127.0.0.0/8)"},
+    Range{0xa9fe0000, 16, "link-local (169.254.0.0/16)"}, Range{0xe0000000, 4, "multicast (224.0.0.0/4)"},
     Range{0xf0000000, 4, "reserved (240.0.0.0/4)"},
 };
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 namespace mayura::netfilter {
 
 Allowlist::Allowlist(const std::vector<std::string>& patterns) {

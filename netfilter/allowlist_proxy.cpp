@@ -46,7 +46,8 @@ struct Destination {
 };
 
 tcp::acceptor listen_in(asio::io_context& io, int netns, std::uint16_t port) {
-  const int fd = bound_socket_in(netns, SOCK_STREAM, kServiceAddress, port, "the proxy on port " + std::to_string(port));
+  const int fd =
+      bound_socket_in(netns, SOCK_STREAM, kServiceAddress, port, "the proxy on port " + std::to_string(port));
   tcp::acceptor acceptor(io);
   boost::system::error_code ec;
   acceptor.assign(tcp::v4(), fd, ec);
@@ -55,7 +56,9 @@ tcp::acceptor listen_in(asio::io_context& io, int netns, std::uint16_t port) {
     throw SandboxError(Reason::INTERNAL, "serving the proxy's socket: " + ec.message());
   }
   acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) throw SandboxError(Reason::INTERNAL, "listening on the sandbox's proxy port " + std::to_string(port) + ": " + ec.message());
+  if (ec)
+    throw SandboxError(Reason::INTERNAL,
+                       "listening on the sandbox's proxy port " + std::to_string(port) + ": " + ec.message());
   return acceptor;
 }
 
@@ -76,8 +79,9 @@ std::string status_response(int status, const std::string& text) {
                        : status == 505 ? "HTTP Version Not Supported"
                                        : "Error";
   const std::string body = "mayura: " + text + "\n";
-  return "HTTP/1.1 " + std::to_string(status) + " " + phrase + "\r\nContent-Type: text/plain\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  return "HTTP/1.1 " + std::to_string(status) + " " + phrase +
+         "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n\r\n" + body;
 }
 
 }  // namespace
@@ -132,17 +136,19 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
   void serve_transparent(tcp::socket client, std::shared_ptr<Ticket> ticket) {
     const auto original = original_destination(client);
     std::optional<std::string> name;
-    if (original && original->address().is_v4()) name = policy->addresses().name_of(original->address().to_v4().to_uint());
+    if (original && original->address().is_v4())
+      name = policy->addresses().name_of(original->address().to_v4().to_uint());
     if (!name || !allowed(*name, original->port())) {
       refused.fetch_add(1);
       return reset(client);
     }
     auto shared_client = std::make_shared<tcp::socket>(std::move(client));
-    open(Destination{*name, original->port()}, [shared_client, ticket](std::optional<tcp::socket> upstream, const std::string&,
-                                                                          const std::shared_ptr<State>& self, const Destination& d) {
-      if (!upstream) return reset(*shared_client);
-      self->join(std::move(*shared_client), std::move(*upstream), d, {}, ticket);
-    });
+    open(Destination{*name, original->port()},
+         [shared_client, ticket](std::optional<tcp::socket> upstream, const std::string&,
+                                 const std::shared_ptr<State>& self, const Destination& d) {
+           if (!upstream) return reset(*shared_client);
+           self->join(std::move(*shared_client), std::move(*upstream), d, {}, ticket);
+         });
   }
 
   void serve_http(tcp::socket client, std::shared_ptr<Ticket> ticket) {
@@ -167,21 +173,22 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
   };
 
   void read_head(const std::shared_ptr<HttpClient>& conn) {
-    conn->socket.async_read_some(asio::buffer(conn->chunk), [self = shared_from_this(), conn](
-                                                                 const boost::system::error_code& ec, std::size_t n) {
-      if (ec) {
-        conn->timer.cancel();
-        return;
-      }
-      conn->data.append(conn->chunk.data(), n);
-      const auto end = proxy_head_end(conn->data);
-      if (!end) {
-        if (conn->data.size() > kMaxProxyHead) return self->answer(conn, 431, "the request head is too large");
-        return self->read_head(conn);
-      }
-      conn->timer.cancel();
-      self->route(conn, conn->data.substr(0, *end), conn->data.substr(*end));
-    });
+    conn->socket.async_read_some(asio::buffer(conn->chunk),
+                                 [self = shared_from_this(), conn](const boost::system::error_code& ec, std::size_t n) {
+                                   if (ec) {
+                                     conn->timer.cancel();
+                                     return;
+                                   }
+                                   conn->data.append(conn->chunk.data(), n);
+                                   const auto end = proxy_head_end(conn->data);
+                                   if (!end) {
+                                     if (conn->data.size() > kMaxProxyHead)
+                                       return self->answer(conn, 431, "the request head is too large");
+                                     return self->read_head(conn);
+                                   }
+                                   conn->timer.cancel();
+                                   self->route(conn, conn->data.substr(0, *end), conn->data.substr(*end));
+                                 });
   }
 
   void route(const std::shared_ptr<HttpClient>& conn, const std::string& head, std::string rest) {
@@ -197,10 +204,11 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
     std::string upstream_head = r.tunnel ? rest : r.upstream_head + rest;
     const bool tunnel = r.tunnel;
     open(Destination{r.host, r.port}, [conn, tunnel, upstream_head = std::move(upstream_head)](
-                                           std::optional<tcp::socket> upstream, const std::string& why,
-                                           const std::shared_ptr<State>& self, const Destination& d) mutable {
+                                          std::optional<tcp::socket> upstream, const std::string& why,
+                                          const std::shared_ptr<State>& self, const Destination& d) mutable {
       if (!upstream) return self->answer(conn, 502, d.name + ": " + why);
-      if (!tunnel) return self->join(std::move(conn->socket), std::move(*upstream), d, std::move(upstream_head), conn->ticket);
+      if (!tunnel)
+        return self->join(std::move(conn->socket), std::move(*upstream), d, std::move(upstream_head), conn->ticket);
       auto established = std::make_shared<std::string>("HTTP/1.1 200 Connection established\r\n\r\n");
       auto shared_upstream = std::make_shared<tcp::socket>(std::move(*upstream));
       asio::async_write(conn->socket, asio::buffer(*established),
@@ -231,14 +239,15 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
       return then(std::nullopt, "too many connections are being opened at once", shared_from_this(), d);
     }
     pending.fetch_add(1);
-    egress.connect(io, d.name, d.port, [self = shared_from_this(), d, then = std::move(then)](
-                                           std::optional<tcp::socket> upstream, const std::string& why) mutable {
-      self->pending.fetch_sub(1);
-      // The policy may have changed, or the proxy stopped, while it resolved.
-      if (self->stopped || !self->allowed(d.name, d.port)) upstream.reset();
-      if (!upstream) self->refused.fetch_add(1);
-      then(std::move(upstream), self->stopped ? "the sandbox's network changed" : why, self, d);
-    });
+    egress.connect(io, d.name, d.port,
+                   [self = shared_from_this(), d, then = std::move(then)](std::optional<tcp::socket> upstream,
+                                                                          const std::string& why) mutable {
+                     self->pending.fetch_sub(1);
+                     // The policy may have changed, or the proxy stopped, while it resolved.
+                     if (self->stopped || !self->allowed(d.name, d.port)) upstream.reset();
+                     if (!upstream) self->refused.fetch_add(1);
+                     then(std::move(upstream), self->stopped ? "the sandbox's network changed" : why, self, d);
+                   });
   }
 
   void join(tcp::socket client, tcp::socket upstream, const Destination& d, std::string head,
@@ -274,10 +283,10 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
   std::shared_ptr<AllowlistPolicy> policy;
   Egress& egress;
   SpliceSet<Destination> splices;
-  std::atomic<std::size_t> open_count{0};  // connections holding a ticket
-  std::atomic<std::size_t> pending{0};  // being opened upstream
+  std::atomic<std::size_t> open_count{0};      // connections holding a ticket
+  std::atomic<std::size_t> pending{0};         // being opened upstream
   std::list<std::weak_ptr<HttpClient>> heads;  // request heads being read; only on the io thread
-  bool stopped = false;                 // only on the io thread
+  bool stopped = false;                        // only on the io thread
   std::atomic<std::uint64_t> allowed_count{0};
   std::atomic<std::uint64_t> refused{0};
 };

@@ -20,22 +20,24 @@ struct DnsForwarder::State : std::enable_shared_from_this<DnsForwarder::State> {
   State(asio::io_context& context, udp::socket s, Egress& e) : io(context), socket(std::move(s)), egress(e) {}
 
   void receive() {
-    socket.async_receive_from(asio::buffer(packet), sender, [self = shared_from_this()](const boost::system::error_code& ec,
-                                                                                         std::size_t n) {
-      if (ec == asio::error::operation_aborted || !self->socket.is_open()) return;
-      if (!ec && n >= 12 && self->outstanding < kMaxOutstanding) self->forward(std::string(self->packet.data(), n));
-      self->receive();
-    });
+    socket.async_receive_from(asio::buffer(packet), sender,
+                              [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+                                if (ec == asio::error::operation_aborted || !self->socket.is_open()) return;
+                                if (!ec && n >= 12 && self->outstanding < kMaxOutstanding)
+                                  self->forward(std::string(self->packet.data(), n));
+                                self->receive();
+                              });
   }
 
   void forward(std::string query) {
     ++outstanding;
-    egress.forward_dns(io, std::move(query), [self = shared_from_this(), to = sender](std::optional<std::string> answer) {
-      --self->outstanding;
-      if (!answer || !self->socket.is_open()) return;
-      boost::system::error_code ignored;
-      self->socket.send_to(asio::buffer(*answer), to, 0, ignored);
-    });
+    egress.forward_dns(io, std::move(query),
+                       [self = shared_from_this(), to = sender](std::optional<std::string> answer) {
+                         --self->outstanding;
+                         if (!answer || !self->socket.is_open()) return;
+                         boost::system::error_code ignored;
+                         self->socket.send_to(asio::buffer(*answer), to, 0, ignored);
+                       });
   }
 
   asio::io_context& io;

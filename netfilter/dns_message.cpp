@@ -23,7 +23,8 @@ void put32(std::string& out, std::uint32_t v) {
 // is the authority here), RD copied, RA clear (nothing recursive happens).
 void header(std::string& out, std::uint16_t id, bool rd, Rcode rcode, std::uint16_t qd, std::uint16_t an) {
   put16(out, id);
-  const std::uint16_t flags = static_cast<std::uint16_t>(0x8000 | 0x0400 | (rd ? 0x0100 : 0) | static_cast<std::uint8_t>(rcode));
+  const std::uint16_t flags =
+      static_cast<std::uint16_t>(0x8000 | 0x0400 | (rd ? 0x0100 : 0) | static_cast<std::uint8_t>(rcode));
   put16(out, flags);
   put16(out, qd);
   put16(out, an);
@@ -38,7 +39,7 @@ std::optional<Query> parse_query(std::string_view p) {
   Query q;
   q.id = u16(p, 0);
   const std::uint16_t flags = u16(p, 2);
-  if (flags & 0x8000) return std::nullopt;           // a response, not a query
+  if (flags & 0x8000) return std::nullopt;              // a response, not a query
   if (((flags >> 11) & 0xf) != 0) return std::nullopt;  // opcode: only standard queries
   q.recursion_desired = flags & 0x0100;
   if (u16(p, 4) != 1 || u16(p, 6) != 0 || u16(p, 8) != 0) return std::nullopt;  // one question, no answers

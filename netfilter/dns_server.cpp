@@ -19,7 +19,8 @@ constexpr std::uint32_t kTtl = 60;
 }  // namespace
 
 struct DnsServer::State : std::enable_shared_from_this<DnsServer::State> {
-  State(asio::io_context& context, udp::socket s, Resolve r) : io(context), socket(std::move(s)), resolve(std::move(r)) {}
+  State(asio::io_context& context, udp::socket s, Resolve r)
+      : io(context), socket(std::move(s)), resolve(std::move(r)) {}
 
   void receive() {
     socket.async_receive_from(asio::buffer(packet), sender,
@@ -43,7 +44,7 @@ struct DnsServer::State : std::enable_shared_from_this<DnsServer::State> {
     } else {
       reply = dns::error(query_packet, query, dns::Rcode::name_error);
     }
-    answered.fetch_add(1);  // before the send: whoever reads the answer sees it counted
+    answered.fetch_add(1);              // before the send: whoever reads the answer sees it counted
     boost::system::error_code ignored;  // a full socket buffer drops the answer; the client asks again
     socket.send_to(asio::buffer(reply), sender, 0, ignored);
   }
@@ -57,7 +58,8 @@ struct DnsServer::State : std::enable_shared_from_this<DnsServer::State> {
 };
 
 DnsServer::DnsServer(asio::io_context& io, int netns, std::uint32_t address, std::uint16_t port, Resolve resolve)
-    : state_(std::make_shared<State>(io, bound_udp_socket_in(io, netns, address, port, "the DNS server"), std::move(resolve))) {
+    : state_(std::make_shared<State>(io, bound_udp_socket_in(io, netns, address, port, "the DNS server"),
+                                     std::move(resolve))) {
   asio::post(io, [s = state_] { s->receive(); });
 }
 

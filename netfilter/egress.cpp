@@ -115,7 +115,8 @@ void Egress::connect(asio::io_context& io, const std::string& name, std::uint16_
   });
 }
 
-void Egress::forward_dns(asio::io_context& io, std::string query, std::function<void(std::optional<std::string>)> done) {
+void Egress::forward_dns(asio::io_context& io, std::string query,
+                         std::function<void(std::optional<std::string>)> done) {
   asio::post(lookups_, [this, &io, query = std::move(query), done = std::move(done)]() mutable {
     auto answer = upstream_.forward(query);
     asio::post(io, [answer = std::move(answer), done = std::move(done)]() mutable { done(std::move(answer)); });

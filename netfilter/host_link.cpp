@@ -24,8 +24,8 @@ class NetnsFd {
  public:
   NetnsFd() : fd_(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) {
     if (fd_ < 0) {
-      throw SandboxError(Reason::INTERNAL, std::string("opening the engine's network namespace: ") +
-                                               std::strerror(errno));
+      throw SandboxError(Reason::INTERNAL,
+                         std::string("opening the engine's network namespace: ") + std::strerror(errno));
     }
   }
   ~NetnsFd() { ::close(fd_); }
@@ -39,9 +39,7 @@ class NetnsFd {
 
 // The link is IPv4 only. The table is IPv4's, so an IPv6 address on the host
 // end (even link-local) would be a way to the host's services around it.
-void turn_off_ipv6(const std::string& link) {
-  set_proc_sys("/proc/sys/net/ipv6/conf/" + link + "/disable_ipv6", "1");
-}
+void turn_off_ipv6(const std::string& link) { set_proc_sys("/proc/sys/net/ipv6/conf/" + link + "/disable_ipv6", "1"); }
 
 }  // namespace
 

@@ -52,24 +52,40 @@ std::string nat_table_rules(const AddressPool& pool) {
          // addresses: refused at once rather than left to time out.
          "  chain input {\n"
          "    type filter hook input priority filter - 1; policy accept;\n"
-         "    iifname \"" + p + "*\" goto refuse\n"
+         "    iifname \"" +
+         p +
+         "*\" goto refuse\n"
          "  }\n"
          "  chain forward {\n"
          "    type filter hook forward priority filter - 1; policy accept;\n"
          // A sandbox cannot change its links (its namespace is the host
          // user namespace's), but a raw socket could still forge a source:
          // only its own address, on its own link, goes anywhere.
-         "    iifname \"" + p + "*\" ip saddr != " + pool_text + " drop\n"
-         "    iifname \"" + p + "*\" fib saddr . iif oif missing drop\n"
-         "    iifname \"" + p + "*\" oifname \"" + p + "*\" goto refuse\n"
+         "    iifname \"" +
+         p + "*\" ip saddr != " + pool_text +
+         " drop\n"
+         "    iifname \"" +
+         p +
+         "*\" fib saddr . iif oif missing drop\n"
+         "    iifname \"" +
+         p + "*\" oifname \"" + p +
+         "*\" goto refuse\n"
          // Cloud metadata services hand out the host's credentials.
-         "    iifname \"" + p + "*\" ip daddr { 169.254.0.0/16, 100.100.100.200, 192.0.0.192, 168.63.129.16 } goto refuse\n"
+         "    iifname \"" +
+         p +
+         "*\" ip daddr { 169.254.0.0/16, 100.100.100.200, 192.0.0.192, 168.63.129.16 } goto refuse\n"
          // A host service published by DNAT (Docker's -p, a NodePort) is
          // forwarded, not input: it is the host's all the same.
-         "    iifname \"" + p + "*\" ct status dnat goto refuse\n"
+         "    iifname \"" +
+         p +
+         "*\" ct status dnat goto refuse\n"
          // Nothing outside opens a connection into a sandbox.
-         "    oifname \"" + p + "*\" ct state established,related accept\n"
-         "    oifname \"" + p + "*\" drop\n"
+         "    oifname \"" +
+         p +
+         "*\" ct state established,related accept\n"
+         "    oifname \"" +
+         p +
+         "*\" drop\n"
          "  }\n"
          "  chain refuse {\n"
          "    meta l4proto tcp reject with tcp reset\n"
@@ -78,7 +94,9 @@ std::string nat_table_rules(const AddressPool& pool) {
          "  chain postrouting {\n"
          "    type nat hook postrouting priority srcnat; policy accept;\n"
          // postrouting knows no input interface: the pool stands for it.
-         "    ip saddr " + pool_text + " oifname != \"" + p + "*\" masquerade\n"
+         "    ip saddr " +
+         pool_text + " oifname != \"" + p +
+         "*\" masquerade\n"
          "  }\n"
          "}\n";
 }

@@ -71,7 +71,8 @@ int bound_socket_in(int netns, int type, std::uint32_t address, std::uint16_t po
   const int fd = socket_in(netns, AF_INET, type | SOCK_NONBLOCK);
   if (fd < 0) throw SandboxError(Reason::INTERNAL, "making " + what + "'s socket: " + std::strerror(errno));
   const int on = 1;
-  if (type == SOCK_STREAM) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // past TIME_WAIT of a previous one
+  if (type == SOCK_STREAM)
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // past TIME_WAIT of a previous one
   sockaddr_in where{};
   where.sin_family = AF_INET;
   where.sin_port = htons(port);
@@ -102,12 +103,20 @@ void run_and_wait(asio::io_context& io, const std::function<void()>& work) {
   auto done = std::make_shared<std::promise<void>>();
   auto future = done->get_future();
   auto once = std::make_shared<std::once_flag>();
-  asio::post(io, [work, done, once] { std::call_once(*once, [&] { work(); done->set_value(); }); });
+  asio::post(io, [work, done, once] {
+    std::call_once(*once, [&] {
+      work();
+      done->set_value();
+    });
+  });
   // Only a stopped io_context (its thread gone) lets the work run here: a
   // busy one still runs the service's handlers, which must never race it.
   while (future.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
     if (io.stopped()) {
-      std::call_once(*once, [&] { work(); done->set_value(); });
+      std::call_once(*once, [&] {
+        work();
+        done->set_value();
+      });
       return;
     }
   }

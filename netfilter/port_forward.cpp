@@ -21,7 +21,8 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 struct PortForwarder::State : std::enable_shared_from_this<PortForwarder::State> {
-  State(asio::io_context& context, int ns, std::uint16_t target) : io(context), acceptor(context), netns(ns), port(target) {}
+  State(asio::io_context& context, int ns, std::uint16_t target)
+      : io(context), acceptor(context), netns(ns), port(target) {}
   ~State() {
     if (netns >= 0) ::close(netns);
   }
@@ -55,7 +56,8 @@ struct PortForwarder::State : std::enable_shared_from_this<PortForwarder::State>
     pending->second.async_connect(tcp::endpoint(asio::ip::address_v4::loopback(), port),
                                   [self = shared_from_this(), pending](const boost::system::error_code& cec) {
                                     if (cec) return reset(pending->first);  // nothing listens inside
-                                    auto splice = std::make_shared<Splice>(std::move(pending->first), std::move(pending->second));
+                                    auto splice =
+                                        std::make_shared<Splice>(std::move(pending->first), std::move(pending->second));
                                     if (self->splices.add(splice, 0)) splice->start();
                                   });
   }

@@ -15,11 +15,11 @@ namespace {
 // transparent listener; the engine's own /24 is left alone. The table lives
 // in the sandbox's namespace, which the sandbox cannot change.
 const std::string kRedirect = std::string(
-    "table ip mayura {\n"
-    "  chain output {\n"
-    "    type nat hook output priority -100; policy accept;\n"
-    "    ip daddr 198.18.0.0/15 ip daddr != 198.18.0.0/24 meta l4proto tcp dnat to ") + kServiceAddressText + ":" +
-    std::to_string(kTransparentPort) + "\n  }\n}\n";
+                                  "table ip mayura {\n"
+                                  "  chain output {\n"
+                                  "    type nat hook output priority -100; policy accept;\n"
+                                  "    ip daddr 198.18.0.0/15 ip daddr != 198.18.0.0/24 meta l4proto tcp dnat to ") +
+                              kServiceAddressText + ":" + std::to_string(kTransparentPort) + "\n  }\n}\n";
 
 }  // namespace
 
@@ -39,10 +39,11 @@ struct SandboxNetwork::Allowlisted {
     const NftResult r = run_nft(netns, "add table ip mayura\ndelete table ip mayura\n" + kRedirect);
     if (!r.ok) throw SandboxError(Reason::INTERNAL, "adding the allowlist's nftables rule: " + r.error);
     try {
-      dns.emplace(context.io, netns, kServiceAddress, kDnsPort, [p = policy](const std::string& name) -> std::optional<std::uint32_t> {
-        if (!p->allowlist()->allows_name(name)) return std::nullopt;
-        return p->addresses().address_of(normalize_domain(name));
-      });
+      dns.emplace(context.io, netns, kServiceAddress, kDnsPort,
+                  [p = policy](const std::string& name) -> std::optional<std::uint32_t> {
+                    if (!p->allowlist()->allows_name(name)) return std::nullopt;
+                    return p->addresses().address_of(normalize_domain(name));
+                  });
       proxy = std::make_unique<AllowlistProxy>(context.io, netns, policy, context.egress());
     } catch (...) {
       remove_rule();
@@ -114,7 +115,7 @@ std::map<std::string, std::string> SandboxNetwork::env() const {
   if (kind_ != NetworkKind::allowlist) return {};
   const std::string url = proxy_url();
   const std::string local = "localhost,127.0.0.1,::1";
-  return {{"HTTP_PROXY", url}, {"http_proxy", url}, {"HTTPS_PROXY", url},
+  return {{"HTTP_PROXY", url},  {"http_proxy", url}, {"HTTPS_PROXY", url},
           {"https_proxy", url}, {"NO_PROXY", local}, {"no_proxy", local}};
 }
 

@@ -42,11 +42,12 @@ void Splice::start(std::string head) {
   if (head_.empty()) {
     pump(a_, b_, ab_);
   } else {
-    asio::async_write(b_, asio::buffer(head_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
-      if (ec) return self->cut();
-      self->head_.clear();
-      self->pump(self->a_, self->b_, self->ab_);
-    });
+    asio::async_write(b_, asio::buffer(head_),
+                      [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+                        if (ec) return self->cut();
+                        self->head_.clear();
+                        self->pump(self->a_, self->b_, self->ab_);
+                      });
   }
   pump(b_, a_, ba_);
 }
@@ -64,31 +65,35 @@ void Splice::pump(tcp::socket& from, tcp::socket& to, Direction& d) {
   // waits for each side to be ready.
   for (;;) {
     if (d.in_pipe > 0) {
-      const ssize_t n = ::splice(d.pipe[0], nullptr, to.native_handle(), nullptr, d.in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      const ssize_t n =
+          ::splice(d.pipe[0], nullptr, to.native_handle(), nullptr, d.in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (n > 0) {
         d.in_pipe -= static_cast<std::size_t>(n);
         continue;
       }
       if (n < 0 && errno == EAGAIN) {
-        to.async_wait(tcp::socket::wait_write, [self = shared_from_this(), &from, &to, &d](const boost::system::error_code& ec) {
-          if (ec) return self->cut();
-          self->pump(from, to, d);
-        });
+        to.async_wait(tcp::socket::wait_write,
+                      [self = shared_from_this(), &from, &to, &d](const boost::system::error_code& ec) {
+                        if (ec) return self->cut();
+                        self->pump(from, to, d);
+                      });
         return;
       }
       return cut();
     }
-    const ssize_t n = ::splice(from.native_handle(), nullptr, d.pipe[1], nullptr, kPipeBytes, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    const ssize_t n =
+        ::splice(from.native_handle(), nullptr, d.pipe[1], nullptr, kPipeBytes, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     if (n > 0) {
       d.in_pipe = static_cast<std::size_t>(n);
       continue;
     }
     if (n == 0) return end_of(to);
     if (errno == EAGAIN) {
-      from.async_wait(tcp::socket::wait_read, [self = shared_from_this(), &from, &to, &d](const boost::system::error_code& ec) {
-        if (ec) return self->cut();
-        self->pump(from, to, d);
-      });
+      from.async_wait(tcp::socket::wait_read,
+                      [self = shared_from_this(), &from, &to, &d](const boost::system::error_code& ec) {
+                        if (ec) return self->cut();
+                        self->pump(from, to, d);
+                      });
       return;
     }
     return cut();
@@ -96,15 +101,16 @@ void Splice::pump(tcp::socket& from, tcp::socket& to, Direction& d) {
 }
 
 void Splice::copy(tcp::socket& from, tcp::socket& to, Direction& d) {
-  from.async_read_some(asio::buffer(d.buffer), [self = shared_from_this(), &from, &to, &d](const boost::system::error_code& ec,
-                                                                                           std::size_t n) {
-    if (ec == asio::error::eof) return self->end_of(to);
-    if (ec) return self->cut();
-    asio::async_write(to, asio::buffer(d.buffer, n), [self, &from, &to, &d](const boost::system::error_code& wec, std::size_t) {
-      if (wec) return self->cut();
-      self->copy(from, to, d);
-    });
-  });
+  from.async_read_some(asio::buffer(d.buffer),
+                       [self = shared_from_this(), &from, &to, &d](const boost::system::error_code& ec, std::size_t n) {
+                         if (ec == asio::error::eof) return self->end_of(to);
+                         if (ec) return self->cut();
+                         asio::async_write(to, asio::buffer(d.buffer, n),
+                                           [self, &from, &to, &d](const boost::system::error_code& wec, std::size_t) {
+                                             if (wec) return self->cut();
+                                             self->copy(from, to, d);
+                                           });
+                       });
 }
 
 // The other side sees the end, and may still answer.

@@ -72,10 +72,11 @@ void add_entry(Plan& plan, const std::string& host_path, const std::string& dst)
 }
 
 constexpr std::array kProcMasks = {
-    "kcore", "keys", "key-users", "kallsyms", "timer_list", "timer_stats", "sched_debug", "latency_stats",
-    "interrupts", "kmsg", "kpagecount", "kpageflags", "kpagecgroup", "sysrq-trigger", "acpi", "asound",
-    "scsi", "firmware", "driver", "dma", "iomem", "ioports", "modules", "vmallocinfo", "slabinfo",
-    "pagetypeinfo", "buddyinfo", "zoneinfo", "mtrr", "config.gz", "lockdep", "lock_stat",
+    "kcore",         "keys",       "key-users",   "kallsyms",   "timer_list",   "timer_stats", "sched_debug",
+    "latency_stats", "interrupts", "kmsg",        "kpagecount", "kpageflags",   "kpagecgroup", "sysrq-trigger",
+    "acpi",          "asound",     "scsi",        "firmware",   "driver",       "dma",         "iomem",
+    "ioports",       "modules",    "vmallocinfo", "slabinfo",   "pagetypeinfo", "buddyinfo",   "zoneinfo",
+    "mtrr",          "config.gz",  "lockdep",     "lock_stat",
 };
 constexpr std::array kProcReadOnly = {"sys", "bus", "fs", "irq", "tty", "sysvipc"};
 
@@ -113,13 +114,16 @@ void add_common(Plan& plan, const RootOptions& o) {
 // The image entry a workdir replaces: "/workspace" -> "workspace"; a deeper
 // one ("/usr/src/app") replaces none, its tmpfs goes over the image's directory.
 std::string top_level_of(const std::string& path) {
-  const std::string rest = path.substr(path.find_first_not_of('/') == std::string::npos ? path.size() : path.find_first_not_of('/'));
+  const std::string rest =
+      path.substr(path.find_first_not_of('/') == std::string::npos ? path.size() : path.find_first_not_of('/'));
   return rest.find('/') == std::string::npos ? rest : std::string();
 }
 
 std::string passwd_for(const RootOptions& o) {
   return "root:x:0:0:root:/root:/bin/sh\n"
-         "sandbox:x:" + std::to_string(o.uid) + ":" + std::to_string(o.gid) + ":sandbox:" + o.workdir + ":/bin/sh\n"
+         "sandbox:x:" +
+         std::to_string(o.uid) + ":" + std::to_string(o.gid) + ":sandbox:" + o.workdir +
+         ":/bin/sh\n"
          "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
 }
 
@@ -135,10 +139,15 @@ std::string hosts_for(const RootOptions& o) {
 // not listed is protected by its own permissions: the sandbox user is no host
 // user and in no host group, so it reads only what every host user may read.
 constexpr std::array kHostEtcMasks = {
-    "shadow", "shadow-", "gshadow", "gshadow-", "sudoers", "sudoers.d", "ssh", "ssl/private",
-    "security/opasswd", "machine-id", "credstore", "credstore.encrypted", "subuid", "subgid",
-    "subuid-", "subgid-", "passwd-", "group-", "krb5.keytab", "wireguard", "NetworkManager/system-connections",
-    "letsencrypt", "docker", "containerd", "kubernetes", "mayura",
+    "shadow",      "shadow-",     "gshadow",
+    "gshadow-",    "sudoers",     "sudoers.d",
+    "ssh",         "ssl/private", "security/opasswd",
+    "machine-id",  "credstore",   "credstore.encrypted",
+    "subuid",      "subgid",      "subuid-",
+    "subgid-",     "passwd-",     "group-",
+    "krb5.keytab", "wireguard",   "NetworkManager/system-connections",
+    "letsencrypt", "docker",      "containerd",
+    "kubernetes",  "mayura",
 };
 
 }  // namespace
@@ -147,18 +156,20 @@ Image resolve_image(const std::string& image, const std::string& image_dir) {
   if (image.empty() || image == "host") return Image{"host", "/", true, {}};
   if (image.front() == '/') {
     // The host's whole root is never an image: `host` is its safe form.
-    if (image.find_first_not_of('/') == std::string::npos) throw ImageError("image / is the host itself; use host", ImageError::Kind::bad_input);
+    if (image.find_first_not_of('/') == std::string::npos)
+      throw ImageError("image / is the host itself; use host", ImageError::Kind::bad_input);
     if (!is_dir(image)) throw ImageError("image directory " + image + " does not exist", ImageError::Kind::not_found);
     if (!is_dir(image + "/bin") && !is_dir(image + "/usr")) {
-      throw ImageError("image directory " + image + " holds no root file system (no bin or usr)", ImageError::Kind::bad_input);
+      throw ImageError("image directory " + image + " holds no root file system (no bin or usr)",
+                       ImageError::Kind::bad_input);
     }
     return Image{image, image, false, {}};
   }
-  const bool name_ok = image.size() <= 255 && image.find("..") == std::string::npos &&
-                       std::all_of(image.begin(), image.end(), [](char c) {
-                         return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
-                                c == ':';
-                       });
+  const bool name_ok =
+      image.size() <= 255 && image.find("..") == std::string::npos &&
+      std::all_of(image.begin(), image.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == ':';
+      });
   if (!name_ok) throw ImageError("image name '" + image.substr(0, 64) + "' is malformed", ImageError::Kind::bad_input);
   for (const std::string& candidate : {image_dir + "/" + image + "/rootfs", image_dir + "/" + image}) {
     if (is_dir(candidate) && (is_dir(candidate + "/bin") || is_dir(candidate + "/usr"))) {
@@ -195,8 +206,8 @@ Plan plan_for(const Image& image, const RootOptions& o) {
     std::vector<std::string> names;
     while (const dirent* e = ::readdir(dir.get())) {
       const std::string name = e->d_name;
-      if (name == "." || name == ".." || name.rfind(".mayura", 0) == 0 || name == "dev" || name == "proc" || name == "sys" || name == "tmp" ||
-          name == "run" || name == workdir_name) {
+      if (name == "." || name == ".." || name.rfind(".mayura", 0) == 0 || name == "dev" || name == "proc" ||
+          name == "sys" || name == "tmp" || name == "run" || name == workdir_name) {
         continue;
       }
       names.push_back(name);

@@ -216,8 +216,8 @@ int mount_image(int root, const Op& op, std::vector<Fd>& layers) {
   Fd merged;
   if (::mkdirat(scaffold.get(), "merged", 0700) == 0) {
     Fd merged_at = subdir("merged", O_PATH);
-    if (merged_at &&
-        mount_fs("overlay", merged_at.get(), MS_RDONLY | MS_NOSUID | MS_NODEV, "lowerdir=" + lower + ",userxattr") == 0) {
+    if (merged_at && mount_fs("overlay", merged_at.get(), MS_RDONLY | MS_NOSUID | MS_NODEV,
+                              "lowerdir=" + lower + ",userxattr") == 0) {
       merged = subdir("merged", O_RDONLY);
       result = merged ? bind_entries(root, merged.get(), op.src) : -1;
     }
@@ -291,8 +291,7 @@ int run_op(int root, const Op& op, std::size_t index, Fd& source) {
       if (!target) return -1;
       return attach(source.get(), target.get());
     }
-    case OpKind::mkdir:
-      return ensure_dir(root, op.dst, op.mode) ? 0 : -1;
+    case OpKind::mkdir: return ensure_dir(root, op.dst, op.mode) ? 0 : -1;
     case OpKind::symlink: {
       Fd parent = ensure_dir(root, parent_of(op.dst), 0755);
       if (!parent) return -1;
@@ -331,7 +330,8 @@ int run_op(int root, const Op& op, std::size_t index, Fd& source) {
       if (!target) return -1;
       // Read-only: ptys are made through /dev/ptmx all the same, and no writable
       // mount may carry devices.
-      return mount_fs("devpts", target.get(), MS_RDONLY | MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5");
+      return mount_fs("devpts", target.get(), MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+                      "newinstance,ptmxmode=0666,mode=0620,gid=5");
     }
     case OpKind::read_only: {
       Fd target(openat2_in_root(root, relative(op.dst), O_PATH));
@@ -347,9 +347,11 @@ int run_op(int root, const Op& op, std::size_t index, Fd& source) {
       struct stat st {};
       if (::fstat(target.get(), &st) != 0) return -1;
       if (op.kind == OpKind::mask && S_ISDIR(st.st_mode)) {
-        return mount_fs("tmpfs", target.get(), MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,nr_inodes=1,mode=0555");
+        return mount_fs("tmpfs", target.get(), MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                        "size=0,nr_inodes=1,mode=0555");
       }
-      if (op.kind == OpKind::override_file && !S_ISREG(st.st_mode)) return (op.flags & kOptional) ? 0 : (errno = EINVAL, -1);
+      if (op.kind == OpKind::override_file && !S_ISREG(st.st_mode))
+        return (op.flags & kOptional) ? 0 : (errno = EINVAL, -1);
       const std::string staged = ".mayura-stage-" + std::to_string(index);
       Fd tree = staged_file(root, staged, op.kind == OpKind::mask ? std::string() : op.data,
                             op.kind == OpKind::mask ? 0444 : op.mode);
@@ -360,8 +362,7 @@ int run_op(int root, const Op& op, std::size_t index, Fd& source) {
       errno = saved;
       return attached;
     }
-    case OpKind::image_layers:
-      break;  // build() runs it: it needs the layers
+    case OpKind::image_layers: break;  // build() runs it: it needs the layers
   }
   errno = EINVAL;
   return -1;
@@ -385,7 +386,8 @@ BuildResult clone_sources(const Plan& plan, std::vector<UniqueFd>& trees) {
     if (op.kind != OpKind::bind) continue;
     // No symlink at the last step: an image entry swapped for a link after
     // the plan was made must not bind what the link names.
-    Fd tree(::open_tree(AT_FDCWD, op.src.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW));
+    Fd tree(::open_tree(AT_FDCWD, op.src.c_str(),
+                        OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW));
     if (!tree) {
       if (errno == ENOENT && (op.flags & kOptional)) continue;
       return {false, static_cast<std::uint32_t>(i), errno};

@@ -13,7 +13,8 @@ constexpr std::int8_t kBad = -1;
 constexpr std::array<std::int8_t, 256> make_values() {
   std::array<std::int8_t, 256> v{};
   for (auto& x : v) x = kBad;
-  for (std::size_t i = 0; i < kAlphabet.size(); ++i) v[static_cast<unsigned char>(kAlphabet[i])] = static_cast<std::int8_t>(i);
+  for (std::size_t i = 0; i < kAlphabet.size(); ++i)
+    v[static_cast<unsigned char>(kAlphabet[i])] = static_cast<std::int8_t>(i);
   for (char c : {'\n', '\r', ' ', '\t'}) v[static_cast<unsigned char>(c)] = kSkip;
   return v;
 }

@@ -59,15 +59,16 @@ class CommandBackend final : public SandboxBackend {
     std::string data;
     std::optional<std::uint64_t> size;
     for (;;) {
-      const TransportResult r =
-          channel_.run(sandbox_scripts::read_file(path, data.size(), kChunkBytes, max), std::nullopt, options.cancellation);
+      const TransportResult r = channel_.run(sandbox_scripts::read_file(path, data.size(), kChunkBytes, max),
+                                             std::nullopt, options.cancellation);
       if (r.exit_code != 0) throw sandbox_scripts::failure(r.exit_code, "cannot read " + path);
       const auto newline = r.stdout.find('\n');
       if (newline == std::string::npos) throw SandboxError(Reason::INTERNAL, "the sandbox sent a malformed file chunk");
       if (!size) size = parse_size(std::string_view(r.stdout).substr(0, newline));
       const std::string chunk = detail::decode_base64(std::string_view(r.stdout).substr(newline + 1));
       data += chunk;
-      if (data.size() > max) throw SandboxError(Reason::LIMIT_REACHED, "cannot read " + path + ": larger than the limit");
+      if (data.size() > max)
+        throw SandboxError(Reason::LIMIT_REACHED, "cannot read " + path + ": larger than the limit");
       if (chunk.size() < kChunkBytes || data.size() >= *size) return data;
     }
   }
@@ -106,9 +107,7 @@ class CommandBackend final : public SandboxBackend {
     if (r.exit_code != 0) throw sandbox_scripts::failure(r.exit_code, "cannot remove " + path);
   }
 
-  std::string url(int) override {
-    throw SandboxError(Reason::UNSUPPORTED, "provider " + id_ + " serves no ports");
-  }
+  std::string url(int) override { throw SandboxError(Reason::UNSUPPORTED, "provider " + id_ + " serves no ports"); }
 
   void release() noexcept override {
     if (!channel_.close() || !release_) return;

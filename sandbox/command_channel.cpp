@@ -76,9 +76,9 @@ std::vector<Fragment> CommandChannel::upload(std::string_view path, std::string_
   std::size_t at = 0;
   do {
     const std::string_view chunk = data.substr(at, step);
-    fragments.push_back({sandbox_scripts::write_chunk(path, at == 0 ? WriteMode::truncate : WriteMode::append,
-                                                      base64_encode(chunk)),
-                         std::nullopt});
+    fragments.push_back(
+        {sandbox_scripts::write_chunk(path, at == 0 ? WriteMode::truncate : WriteMode::append, base64_encode(chunk)),
+         std::nullopt});
     at += chunk.size();
   } while (at < data.size());
   return fragments;
@@ -86,8 +86,8 @@ std::vector<Fragment> CommandChannel::upload(std::string_view path, std::string_
 
 void CommandChannel::check_fits(const std::string& script) const {
   if (!fits(script)) {
-    throw SandboxError(Reason::INTERNAL, "a command of " + std::to_string(script.size()) +
-                                             " bytes is longer than the transport takes");
+    throw SandboxError(Reason::INTERNAL,
+                       "a command of " + std::to_string(script.size()) + " bytes is longer than the transport takes");
   }
 }
 

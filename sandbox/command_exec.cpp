@@ -216,7 +216,8 @@ class CommandRun {
   // `before`: a script to run first; `ended`: the command was killed, so
   // the directory goes once every byte wanted is read.
   PollAnswer poll(std::stop_token cancellation, std::string_view before = {}, bool ended = false) {
-    const TransportResult r = channel_.run(std::string(before) + poll_script(ended), std::nullopt, std::move(cancellation));
+    const TransportResult r =
+        channel_.run(std::string(before) + poll_script(ended), std::nullopt, std::move(cancellation));
     if (r.exit_code != 0) throw sandbox_scripts::failure(r.exit_code, "cannot follow the command");
     return take(r.stdout);
   }

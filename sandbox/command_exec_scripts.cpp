@@ -31,15 +31,17 @@ echo $? > "$d/status"
 )";
 
 std::string number(std::uint64_t n) {
-  return std::to_string(std::min<std::uint64_t>(n, static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
+  return std::to_string(
+      std::min<std::uint64_t>(n, static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
 }
 
 // The text that writes the wanted part of a stream file in base64, if the
 // file (its size in `size_var`) grew past what was read.
 std::string chunk(std::string_view file, std::string_view size_var, const StreamRequest& r) {
   if (r.length == 0) return "";
-  return "if [ \"$" + std::string(size_var) + "\" -gt " + number(r.offset) + " ]; then tail -c +" + number(r.offset + 1) +
-         " \"$d/" + std::string(file) + "\" 2>/dev/null | head -c " + number(r.length) + " | base64 || exit 9; fi\n";
+  return "if [ \"$" + std::string(size_var) + "\" -gt " + number(r.offset) + " ]; then tail -c +" +
+         number(r.offset + 1) + " \"$d/" + std::string(file) + "\" 2>/dev/null | head -c " + number(r.length) +
+         " | base64 || exit 9; fi\n";
 }
 
 }  // namespace
@@ -48,8 +50,8 @@ std::string directory_of(std::string_view tag) { return "/tmp/.mayura-cmd-" + st
 
 std::string make_directory(std::string_view dir) { return "mkdir -m 700 " + quote(dir) + " || exit 9\n"; }
 
-std::string argument_words(const std::string& cwd, const std::map<std::string, std::string>& env,
-                           std::string_view tag, const std::vector<std::string>& argv) {
+std::string argument_words(const std::string& cwd, const std::map<std::string, std::string>& env, std::string_view tag,
+                           const std::vector<std::string>& argv) {
   std::string words = sandbox_scripts::path_word(cwd.empty() ? "." : cwd);
   const bool through_env = !env.empty() || (!argv.front().empty() && argv.front().front() == '-');
   words += through_env ? " env" : " exec";

@@ -24,8 +24,8 @@ std::string make_directory(std::string_view dir);
 // The arguments of the wrapper, as shell words: the cwd, "env" or "exec"
 // (how the command starts), the environment assignments (MAYURA_TAG last, so
 // a caller's own cannot hide the command from kill), then argv.
-std::string argument_words(const std::string& cwd, const std::map<std::string, std::string>& env,
-                           std::string_view tag, const std::vector<std::string>& argv);
+std::string argument_words(const std::string& cwd, const std::map<std::string, std::string>& env, std::string_view tag,
+                           const std::vector<std::string>& argv);
 // The same, as a file the wrapper sources.
 std::string arguments_file(const std::string& words);
 

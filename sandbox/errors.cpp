@@ -19,8 +19,7 @@ std::string_view reason_name(Reason reason) noexcept {
   return "INTERNAL";
 }
 
-SandboxError::SandboxError(Reason reason, const std::string& message)
-    : std::runtime_error(message), reason_(reason) {}
+SandboxError::SandboxError(Reason reason, const std::string& message) : std::runtime_error(message), reason_(reason) {}
 
 SandboxError sandbox_http_failure(int status) {
   Reason reason = Reason::INTERNAL;

@@ -144,9 +144,11 @@ std::function<void(const std::string&)> SandboxPerRun::on_finally() const {
   return [state = state_](const std::string& run_id) { state->release(run_id); };
 }
 
-std::shared_ptr<SandboxPerRun> sandbox_per_run(Sandboxes sandboxes, std::function<CreateOptions(const RunInfo&)> options) {
+std::shared_ptr<SandboxPerRun> sandbox_per_run(Sandboxes sandboxes,
+                                               std::function<CreateOptions(const RunInfo&)> options) {
   if (!options) throw SandboxError(Reason::INVALID_INPUT, "sandbox_per_run needs a function giving the create options");
-  return std::shared_ptr<SandboxPerRun>(new SandboxPerRun(std::make_shared<SandboxPerRun::State>(std::move(sandboxes), std::move(options))));
+  return std::shared_ptr<SandboxPerRun>(
+      new SandboxPerRun(std::make_shared<SandboxPerRun::State>(std::move(sandboxes), std::move(options))));
 }
 
 }  // namespace mayura

@@ -53,7 +53,9 @@ SandboxError failure(int exit_code, std::string_view what) {
     case kDenied: return SandboxError(Reason::PERMISSION_DENIED, w + ": permission denied");
     case kTooLarge: return SandboxError(Reason::LIMIT_REACHED, w + ": larger than the limit, or no space left");
     case kNotStopped: return SandboxError(Reason::INTERNAL, w + ": its processes could not be stopped");
-    default: return SandboxError(Reason::INTERNAL, w + ": the sandbox's script failed (exit code " + std::to_string(exit_code) + ")");
+    default:
+      return SandboxError(Reason::INTERNAL,
+                          w + ": the sandbox's script failed (exit code " + std::to_string(exit_code) + ")");
   }
 }
 
@@ -176,7 +178,8 @@ std::string kill(std::string_view tag) {
   // one; without -z, tr makes lines of them, a process at a time. A process
   // killed a moment ago may still show its environment: the next round
   // kills it again, later rounds a little apart.
-  return "t=" + quote("MAYURA_TAG=" + std::string(tag)) + "\n" + R"(if printf 'x\0' | grep -qzxF x 2>/dev/null; then z=1; else z=; fi
+  return "t=" + quote("MAYURA_TAG=" + std::string(tag)) + "\n" +
+         R"(if printf 'x\0' | grep -qzxF x 2>/dev/null; then z=1; else z=; fi
 n=0
 while :; do
   if [ -n "$z" ]; then
@@ -210,7 +213,8 @@ template <class T>
 T number(std::string_view field, int base, const char* what) {
   T value{};
   const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value, base);
-  if (field.empty() || error != std::errc{} || end != field.data() + field.size()) malformed(std::string("bad ") + what);
+  if (field.empty() || error != std::errc{} || end != field.data() + field.size())
+    malformed(std::string("bad ") + what);
   return value;
 }
 
@@ -227,7 +231,8 @@ std::int64_t mtime_ms(std::string_view field) {
     number<std::uint64_t>(fraction, 10, "mtime");  // digits only
     for (std::size_t i = 0; i < 3; ++i) millis = millis * 10 + (i < fraction.size() ? fraction[i] - '0' : 0);
   }
-  if (seconds > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() / 1000 - 1)) malformed("mtime out of range");
+  if (seconds > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() / 1000 - 1))
+    malformed("mtime out of range");
   const std::int64_t ms = static_cast<std::int64_t>(seconds) * 1000 + millis;
   return negative ? -ms : ms;
 }
@@ -235,7 +240,8 @@ std::int64_t mtime_ms(std::string_view field) {
 std::string name_from_hex(std::string_view hex) {
   if (hex.empty() || hex.size() % 2 != 0) malformed("bad name");
   std::string name;
-  for (std::size_t i = 0; i < hex.size(); i += 2) name.push_back(static_cast<char>(number<unsigned>(hex.substr(i, 2), 16, "name")));
+  for (std::size_t i = 0; i < hex.size(); i += 2)
+    name.push_back(static_cast<char>(number<unsigned>(hex.substr(i, 2), 16, "name")));
   if (name == "." || name == ".." || name.find('/') != std::string::npos || name.find('\0') != std::string::npos) {
     malformed("bad name");
   }

@@ -48,7 +48,7 @@ struct SandboxState {
   std::string workdir;
   Clock::time_point deadline;
 
-  mutable std::mutex mutex;  // guards backend against release while a call starts
+  mutable std::mutex mutex;                 // guards backend against release while a call starts
   std::shared_ptr<SandboxBackend> backend;  // null once released
 
   std::shared_ptr<SandboxBackend> current() const {
@@ -135,9 +135,11 @@ bool supports(const Features& f, NetworkKind kind) {
 void check_network(const SandboxesOptions& limits, const Features& features, const Network& network) {
   const NetworkKind kind = network.kind;
   if (kind == NetworkKind::allowlist) {
-    if (network.allow.empty()) throw SandboxError(Reason::INVALID_INPUT, "an allowlist network needs at least one domain");
+    if (network.allow.empty())
+      throw SandboxError(Reason::INVALID_INPUT, "an allowlist network needs at least one domain");
     if (network.allow.size() > kMaxAllowedDomains) {
-      throw SandboxError(Reason::INVALID_INPUT, "an allowlist network takes at most " + std::to_string(kMaxAllowedDomains) + " domains");
+      throw SandboxError(Reason::INVALID_INPUT,
+                         "an allowlist network takes at most " + std::to_string(kMaxAllowedDomains) + " domains");
     }
     for (const auto& d : network.allow) check_domain_pattern(d);
   } else if (!network.allow.empty()) {
@@ -159,9 +161,10 @@ void check_network(const SandboxesOptions& limits, const Features& features, con
 // is the provider's to say.
 void check_identity(const std::string& user, const std::string& workdir) {
   if (!user.empty()) {
-    const bool chars_ok = user.size() <= 256 && std::all_of(user.begin(), user.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == ':';
-    });
+    const bool chars_ok =
+        user.size() <= 256 && std::all_of(user.begin(), user.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == ':';
+        });
     const auto colon = user.find(':');
     const bool shape_ok = colon != 0 && colon != user.size() - 1 &&
                           (colon == std::string::npos || user.find(':', colon + 1) == std::string::npos);
@@ -185,7 +188,8 @@ void check_create(const SandboxesOptions& limits, const Features& features, std:
                                                   " is over the maximum of " + std::to_string(limits.max_lifetime_ms));
   }
   if (provider_max > 0 && o.lifetime_ms > provider_max) {
-    throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms is over the provider's maximum of " + std::to_string(provider_max));
+    throw SandboxError(Reason::INVALID_INPUT,
+                       "lifetime_ms is over the provider's maximum of " + std::to_string(provider_max));
   }
   check_network(limits, features, o.network);
   check_identity(o.user, o.workdir);
@@ -200,7 +204,8 @@ void check_create(const SandboxesOptions& limits, const Features& features, std:
   }
   if (o.cpus) {
     if (!features.cpus) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound cpus");
-    if (!std::isfinite(*o.cpus) || *o.cpus <= 0 || *o.cpus > 1024) throw SandboxError(Reason::INVALID_INPUT, "cpus must be positive");
+    if (!std::isfinite(*o.cpus) || *o.cpus <= 0 || *o.cpus > 1024)
+      throw SandboxError(Reason::INVALID_INPUT, "cpus must be positive");
   }
   if (o.memory_mib) {
     if (!features.memory) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound memory");
@@ -269,8 +274,10 @@ void check_exec(const SandboxesState& owner, const std::vector<std::string>& arg
   check_argv(argv);
   if (!options.cwd.empty()) check_path(options.cwd, "cwd");
   check_env(options.env);
-  if (options.timeout_ms && *options.timeout_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "timeout_ms must be positive");
-  if (options.stdin && !owner.features.stdin) throw SandboxError(Reason::INVALID_INPUT, "the provider does not take stdin");
+  if (options.timeout_ms && *options.timeout_ms <= 0)
+    throw SandboxError(Reason::INVALID_INPUT, "timeout_ms must be positive");
+  if (options.stdin && !owner.features.stdin)
+    throw SandboxError(Reason::INVALID_INPUT, "the provider does not take stdin");
   if (options.stdin && options.stdin->size() > owner.options.max_write_bytes) {
     throw SandboxError(Reason::LIMIT_REACHED, "stdin is larger than max_write_bytes");
   }
@@ -298,7 +305,8 @@ std::shared_ptr<SandboxBackend> Sandbox::exec_backend(const std::vector<std::str
 std::shared_ptr<SandboxBackend> Sandbox::read_backend(std::string_view path, const ReadOptions& options,
                                                       std::size_t& limit) const {
   check_path(path);
-  limit = std::min(options.max_bytes.value_or(state().owner->options.max_read_bytes), state().owner->options.max_read_bytes);
+  limit = std::min(options.max_bytes.value_or(state().owner->options.max_read_bytes),
+                   state().owner->options.max_read_bytes);
   throw_if_cancelled(options.cancellation);
   return state().use();
 }
@@ -397,7 +405,9 @@ void Sandbox::start_read_file(std::string path, ReadOptions options, ReadComplet
   options.max_bytes = limit;
   start_on<std::string>(
       backend, "read_file",
-      [path = std::move(path), options](SandboxBackend& b, ReadCompletion finish) { b.async_read_file(path, options, finish); },
+      [path = std::move(path), options](SandboxBackend& b, ReadCompletion finish) {
+        b.async_read_file(path, options, finish);
+      },
       [limit](const std::string& data) { check_read(data, limit); }, std::move(done));
 }
 
@@ -437,7 +447,9 @@ void Sandbox::start_list(std::string path, FileOptions options, ListCompletion d
   }
   start_on<std::vector<FileEntry>>(
       backend, "list",
-      [path = std::move(path), options](SandboxBackend& b, ListCompletion finish) { b.async_list(path, options, finish); },
+      [path = std::move(path), options](SandboxBackend& b, ListCompletion finish) {
+        b.async_list(path, options, finish);
+      },
       [](std::vector<FileEntry>& entries) { check_listing(entries); }, std::move(done));
 }
 
@@ -455,7 +467,9 @@ void Sandbox::start_remove(std::string path, FileOptions options, DoneCompletion
   }
   start_on<>(
       backend, "remove",
-      [path = std::move(path), options](SandboxBackend& b, DoneCompletion finish) { b.async_remove(path, options, finish); },
+      [path = std::move(path), options](SandboxBackend& b, DoneCompletion finish) {
+        b.async_remove(path, options, finish);
+      },
       [] {}, std::move(done));
 }
 
@@ -470,7 +484,9 @@ void Sandbox::start_exec(std::vector<std::string> argv, ExecOptions options, Exe
   options.max_output_bytes = limit;
   start_on<ExecResult>(
       backend, "exec",
-      [argv = std::move(argv), options](SandboxBackend& b, ExecCompletion finish) { b.async_exec(argv, options, finish); },
+      [argv = std::move(argv), options](SandboxBackend& b, ExecCompletion finish) {
+        b.async_exec(argv, options, finish);
+      },
       [limit](ExecResult& result) { result = checked_result(std::move(result), limit); }, std::move(done));
 }
 

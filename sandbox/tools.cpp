@@ -18,7 +18,9 @@ using tool_json::Input;
 json string_property(const std::string& description) { return {{"type", "string"}, {"description", description}}; }
 
 json object_schema(json properties, std::vector<std::string> required) {
-  return {{"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)},
+  return {{"type", "object"},
+          {"properties", std::move(properties)},
+          {"required", std::move(required)},
           {"additionalProperties", false}};
 }
 
@@ -34,8 +36,9 @@ std::string file_type_name(FileType t) {
 
 void check_options(const SandboxToolsOptions& o) {
   const auto bad = [](const std::string& m) { throw SandboxError(Reason::INVALID_INPUT, m); };
-  if (o.name.empty() || o.name.size() > 48 ||
-      !std::all_of(o.name.begin(), o.name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; })) {
+  if (o.name.empty() || o.name.size() > 48 || !std::all_of(o.name.begin(), o.name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+      })) {
     bad("a tools' name is 1 to 48 letters, digits, _ or -");
   }
   if (o.exec_timeout_ms <= 0) bad("exec_timeout_ms must be positive");
@@ -63,9 +66,10 @@ class ToolMaker {
     d.description = std::move(description);
     d.input_schema = std::move(schema);
     d.effect = effect;
-    d.permissions = {"tool:" + d.id, "sandbox:" + options_.name + ":" + verb, "effect:" + std::string(tool_effect_name(effect))};
-    tool.call = [source = source_, permissions = d.permissions, id = d.id, act = std::move(act)](const json& input,
-                                                                                                 const RunContext& run) {
+    d.permissions = {"tool:" + d.id, "sandbox:" + options_.name + ":" + verb,
+                     "effect:" + std::string(tool_effect_name(effect))};
+    tool.call = [source = source_, permissions = d.permissions, id = d.id, act = std::move(act)](
+                    const json& input, const RunContext& run) {
       for (const auto& p : permissions) {
         if (!run.permissions.count(p)) throw SandboxError(Reason::PERMISSION_DENIED, id + " needs the permission " + p);
       }
@@ -84,7 +88,8 @@ Tool read_tool(const ToolMaker& maker, const SandboxToolsOptions& o) {
   return maker.make(
       "read", ToolEffect::read,
       "Read a file in the sandbox. Paths are relative to the working directory, or absolute. Text comes back as is; "
-      "other bytes as base64 (encoding: base64). Files over " + std::to_string(o.max_read_bytes) + " bytes are refused.",
+      "other bytes as base64 (encoding: base64). Files over " +
+          std::to_string(o.max_read_bytes) + " bytes are refused.",
       object_schema({{"path", string_property("the file's path")}}, {"path"}),
       [o](const ToolMaker::SandboxOf& sandbox, const json& in, const RunContext& run) {
         const Input input(in, {"path"});
@@ -166,7 +171,8 @@ Tool url_tool(const ToolMaker& maker) {
 Tool exec_tool(const ToolMaker& maker, const SandboxToolsOptions& o) {
   return maker.make(
       "exec", ToolEffect::write,
-      "Run a shell command (/bin/sh -c) in the sandbox and get its exit code, stdout and stderr. Each stream is cut to " +
+      "Run a shell command (/bin/sh -c) in the sandbox and get its exit code, stdout and stderr. Each stream is cut "
+      "to " +
           std::to_string(o.max_output_bytes) + " bytes (the middle left out). Commands stop after timeoutMs (at most " +
           std::to_string(o.exec_timeout_ms) + ").",
       object_schema({{"command", string_property("the command line, run by /bin/sh -c")},
@@ -200,12 +206,13 @@ Tool exec_tool(const ToolMaker& maker, const SandboxToolsOptions& o) {
         }
         const std::string out = tool_json::valid_utf8(tool_json::clip_middle(r.stdout, o.max_output_bytes));
         const std::string err = tool_json::valid_utf8(tool_json::clip_middle(r.stderr, o.max_output_bytes));
-        return json{{"exitCode", r.exit_code ? json(*r.exit_code) : json(nullptr)},
-                    {"stdout", out},
-                    {"stderr", err},
-                    {"truncated", r.truncated || r.stdout.size() > o.max_output_bytes || r.stderr.size() > o.max_output_bytes},
-                    {"timedOut", r.timed_out},
-                    {"durationMs", r.duration_ms}};
+        return json{
+            {"exitCode", r.exit_code ? json(*r.exit_code) : json(nullptr)},
+            {"stdout", out},
+            {"stderr", err},
+            {"truncated", r.truncated || r.stdout.size() > o.max_output_bytes || r.stderr.size() > o.max_output_bytes},
+            {"timedOut", r.timed_out},
+            {"durationMs", r.duration_ms}};
       });
 }
 
@@ -213,7 +220,8 @@ Tool write_tool(const ToolMaker& maker, const SandboxToolsOptions& o) {
   return maker.make(
       "write", ToolEffect::write,
       "Write a file in the sandbox, replacing it (parent directories are made). content is text, or base64 with "
-      "encoding: base64. At most " + std::to_string(o.max_write_bytes) + " bytes.",
+      "encoding: base64. At most " +
+          std::to_string(o.max_write_bytes) + " bytes.",
       object_schema({{"path", string_property("the file's path")},
                      {"content", string_property("what the file holds")},
                      {"encoding", {{"type", "string"}, {"enum", {"utf8", "base64"}}}}},
@@ -222,11 +230,13 @@ Tool write_tool(const ToolMaker& maker, const SandboxToolsOptions& o) {
         const Input input(in, {"path", "content", "encoding"});
         const std::string path = input.string("path");
         const std::string encoding = input.optional_string("encoding").value_or("utf8");
-        if (encoding != "utf8" && encoding != "base64") throw SandboxError(Reason::INVALID_INPUT, "'encoding' is utf8 or base64");
+        if (encoding != "utf8" && encoding != "base64")
+          throw SandboxError(Reason::INVALID_INPUT, "'encoding' is utf8 or base64");
         const std::string content = input.string("content");
         const std::string data = encoding == "base64" ? tool_json::unbase64(content) : content;
         if (data.size() > o.max_write_bytes) {
-          throw SandboxError(Reason::LIMIT_REACHED, "the content is over " + std::to_string(o.max_write_bytes) + " bytes");
+          throw SandboxError(Reason::LIMIT_REACHED,
+                             "the content is over " + std::to_string(o.max_write_bytes) + " bytes");
         }
         FileOptions f;
         f.cancellation = run.cancellation;

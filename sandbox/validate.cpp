@@ -16,7 +16,6 @@ std::string printable(std::string_view text) {
   return out;
 }
 
-
 [[noreturn]] void invalid(const std::string& message) { throw SandboxError(Reason::INVALID_INPUT, message); }
 
 bool has_nul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
@@ -43,9 +42,8 @@ void check_env(const std::map<std::string, std::string>& env) {
   for (const auto& [key, value] : env) {
     if (key.empty()) invalid("env has an empty variable name");
     const bool leading_ok = std::isalpha(static_cast<unsigned char>(key[0])) || key[0] == '_';
-    const bool rest_ok = std::all_of(key.begin(), key.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-    });
+    const bool rest_ok = std::all_of(key.begin(), key.end(),
+                                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
     if (!leading_ok || !rest_ok) invalid("env variable name '" + printable(key) + "' is not a valid name");
     if (has_nul(value)) invalid("env variable " + key + " has a NUL byte in its value");
     total += key.size() + value.size() + 2;
@@ -88,7 +86,8 @@ std::string normalize_domain(std::string_view name) {
     start = end + 1;
   }
   // No top-level domain is numeric: 10.0.0.1 (or 2130706433) is an address.
-  if (std::all_of(last.begin(), last.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) return {};
+  if (std::all_of(last.begin(), last.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    return {};
   return n;
 }
 
@@ -127,7 +126,8 @@ void check_domain_pattern(std::string_view pattern) { parse_domain_pattern(patte
 void check_labels(const std::map<std::string, std::string>& labels) {
   if (labels.size() > 64) invalid("more than 64 labels");
   for (const auto& [key, value] : labels) {
-    if (key.empty() || key.size() > kMaxLabelBytes || has_nul(key)) invalid("label name is empty, too long or has a NUL byte");
+    if (key.empty() || key.size() > kMaxLabelBytes || has_nul(key))
+      invalid("label name is empty, too long or has a NUL byte");
     if (value.size() > kMaxLabelBytes || has_nul(value)) invalid("label " + key + " is too long or has a NUL byte");
   }
 }

@@ -5,7 +5,8 @@
 #   deps.sh vm     also what the test VMs need (tests/vm): QEMU and Debian
 #                  12's own kernel, and what the fuzzers need
 #   deps.sh fuzz   also what the fuzzers need (scripts/fuzz.sh): clang and
-#                  its libFuzzer and sanitizer runtimes
+#                  its libFuzzer and sanitizer runtimes; and clang's
+#                  static checks (scripts/format.sh, scripts/tidy.sh)
 set -euo pipefail
 
 packages=(
@@ -34,7 +35,7 @@ packages=(
 # would replace it.
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 if [ "${1:-}" = vm ] || [ "${1:-}" = fuzz ]; then
-  packages+=(clang libclang-rt-dev)
+  packages+=(clang libclang-rt-dev clang-format clang-tidy)
 fi
 if [ "${1:-}" = vm ]; then
   # the VMs of tests/vm: QEMU, Debian 12's own kernel (6.1) and its modules,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite from scratch, as root: installs what is needed, builds
-# with warnings as errors and runs every test on this machine; runs the
-# TypeScript provider's tests against its mayurad; runs the suites that
+# The whole test suite from scratch, as root: installs what is needed,
+# checks the format (scripts/format.sh), builds with warnings as errors and
+# runs every test on this machine; runs the TypeScript provider's tests
+# against its mayurad; runs the suites that
 # depend on the kind of host again in VMs of Debian 12's kernel,
 # one per cgroup layout (pure cgroup2 in the root cgroup, delegated and in a
 # login session, and v1 only); then builds with ASan and UBSan and runs every
@@ -16,6 +17,9 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 "$here/deps.sh" vm
+
+echo "== format (.clang-format, over the whole tree)"
+"$here/format.sh"
 
 echo "== build (warnings as errors)"
 "$here/build.sh" "$root/build"

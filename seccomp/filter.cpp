@@ -55,7 +55,8 @@ Program Filter::export_bpf() const {
   while (done < size) {
     ssize_t n = ::pread(mem.fd, out.data() + done, size - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw ProfileError(std::string("reading the exported filter: ") + (n < 0 ? std::strerror(errno) : "short read"));
+    if (n <= 0)
+      throw ProfileError(std::string("reading the exported filter: ") + (n < 0 ? std::strerror(errno) : "short read"));
     done += static_cast<std::size_t>(n);
   }
   check_shape(out);

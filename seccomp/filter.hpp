@@ -45,9 +45,8 @@ void add_rule(Filter& f, std::uint32_t action, int nr, std::initializer_list<scm
 
 // Any of these in clone's flags makes a namespace, which a sandboxed command
 // may not do.
-constexpr std::uint64_t kNamespaceFlags = 0x00020000 /* NEWNS */ | 0x04000000 /* NEWUTS */ |
-                                          0x08000000 /* NEWIPC */ | 0x10000000 /* NEWUSER */ |
-                                          0x20000000 /* NEWPID */ | 0x40000000 /* NEWNET */ |
+constexpr std::uint64_t kNamespaceFlags = 0x00020000 /* NEWNS */ | 0x04000000 /* NEWUTS */ | 0x08000000 /* NEWIPC */ |
+                                          0x10000000 /* NEWUSER */ | 0x20000000 /* NEWPID */ | 0x40000000 /* NEWNET */ |
                                           0x02000000 /* NEWCGROUP */ | 0x00000080 /* NEWTIME */;
 constexpr std::uint32_t kAfVsock = 40;  // named here so no vsock header is needed
 

@@ -92,10 +92,13 @@ std::uint32_t action_of(const std::string& name, std::optional<std::uint64_t> re
 }
 
 scmp_compare op_of(const std::string& name, const std::string& where) {
-  static const std::pair<const char*, scmp_compare> kOps[] = {
-      {"SCMP_CMP_NE", SCMP_CMP_NE}, {"SCMP_CMP_LT", SCMP_CMP_LT}, {"SCMP_CMP_LE", SCMP_CMP_LE},
-      {"SCMP_CMP_EQ", SCMP_CMP_EQ}, {"SCMP_CMP_GE", SCMP_CMP_GE}, {"SCMP_CMP_GT", SCMP_CMP_GT},
-      {"SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ}};
+  static const std::pair<const char*, scmp_compare> kOps[] = {{"SCMP_CMP_NE", SCMP_CMP_NE},
+                                                              {"SCMP_CMP_LT", SCMP_CMP_LT},
+                                                              {"SCMP_CMP_LE", SCMP_CMP_LE},
+                                                              {"SCMP_CMP_EQ", SCMP_CMP_EQ},
+                                                              {"SCMP_CMP_GE", SCMP_CMP_GE},
+                                                              {"SCMP_CMP_GT", SCMP_CMP_GT},
+                                                              {"SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ}};
   for (const auto& [n, op] : kOps)
     if (name == n) return op;
   fail(where, "unknown operator \"" + name + "\"");
@@ -130,7 +133,8 @@ std::optional<std::uint32_t> arch_of(const std::string& name, const Native& n, c
   static constexpr std::string_view kPrefix = "SCMP_ARCH_";
   if (name.rfind(kPrefix, 0) != 0) fail(where, "\"" + name + "\" is not an SCMP_ARCH_ name");
   std::string lower = name.substr(kPrefix.size());
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   std::uint32_t token = seccomp_arch_resolve_name(lower.c_str());
   if (token == 0) return std::nullopt;
   if (std::find(n.compatible.begin(), n.compatible.end(), token) == n.compatible.end()) return std::nullopt;
@@ -185,7 +189,8 @@ struct Compiler {
            const std::string& where) {
     if (++rules > kMaxRules) fail(where, "more than " + std::to_string(kMaxRules) + " rules");
     cost += 1 + 4 * args.size();
-    if (cost > kMaxCost) fail(where, "the profile is too large (more than " + std::to_string(kMaxCost) + " rule blocks)");
+    if (cost > kMaxCost)
+      fail(where, "the profile is too large (more than " + std::to_string(kMaxCost) + " rule blocks)");
     int rc = seccomp_rule_add_array(filter.get(), action, nr, static_cast<unsigned>(args.size()), args.data());
     if (rc == -EEXIST) return;  // the same rule again
     if (rc < 0) fail(where, "libseccomp refused the rule for \"" + name + "\": " + std::strerror(-rc));
@@ -198,7 +203,8 @@ struct Compiler {
     if (const json* v = member(e, "name")) names.push_back(string_at(*v, where + ".name"));
     const json* act = member(e, "action");
     if (!act) fail(where, "missing \"action\"");
-    std::uint32_t action = action_of(string_at(*act, where + ".action"), errno_ret(e, "errnoRet", where), where + ".action");
+    std::uint32_t action =
+        action_of(string_at(*act, where + ".action"), errno_ret(e, "errnoRet", where), where + ".action");
 
     std::vector<scmp_arg_cmp> args;
     if (const json* v = member(e, "args")) {
@@ -216,7 +222,8 @@ struct Compiler {
         if (idx > 5) fail(w + ".index", std::to_string(idx) + " is out of range (a syscall has arguments 0 to 5)");
         const json* two = member(a[i], "valueTwo");
         args.push_back(scmp_arg_cmp{static_cast<unsigned>(idx), op_of(string_at(*op, w + ".op"), w + ".op"),
-                                    value ? uint_at(*value, w + ".value") : 0, two ? uint_at(*two, w + ".valueTwo") : 0});
+                                    value ? uint_at(*value, w + ".value") : 0,
+                                    two ? uint_at(*two, w + ".valueTwo") : 0});
       }
     }
     if (!applies(e, n, where)) return;
@@ -230,7 +237,7 @@ struct Compiler {
 
     for (const std::string& name : names) {
       int nr = seccomp_syscall_resolve_name(name.c_str());
-      if (nr == __NR_SCMP_ERROR) continue;  // unknown to libseccomp: skipped
+      if (nr == __NR_SCMP_ERROR) continue;      // unknown to libseccomp: skipped
       if (nr < 0 && !foreign_arches) continue;  // not on this arch
       if (!repeated) {
         add(nr, action, args, name, where);

@@ -73,7 +73,8 @@ Endpoint parse_endpoint(const std::string& url) {
   if (url.rfind("unix://", 0) == 0 || url.rfind("/", 0) == 0) {
     e.kind = Endpoint::Kind::unix_socket;
     e.path = url.rfind("unix://", 0) == 0 ? url.substr(7) : url;
-    if (e.path.empty() || e.path.front() != '/') throw SandboxError(Reason::INVALID_CONFIG, "a unix:// address needs an absolute path: " + url);
+    if (e.path.empty() || e.path.front() != '/')
+      throw SandboxError(Reason::INVALID_CONFIG, "a unix:// address needs an absolute path: " + url);
     return e;
   }
   if (url.rfind("https://", 0) == 0) {
@@ -86,7 +87,8 @@ Endpoint parse_endpoint(const std::string& url) {
     }
     e.host = rest.substr(0, colon);
     e.port = rest.substr(colon + 1);
-    if (e.host.size() > 2 && e.host.front() == '[' && e.host.back() == ']') e.host = e.host.substr(1, e.host.size() - 2);
+    if (e.host.size() > 2 && e.host.front() == '[' && e.host.back() == ']')
+      e.host = e.host.substr(1, e.host.size() - 2);
     return e;
   }
   if (url.rfind("http://", 0) == 0) {
@@ -118,16 +120,26 @@ HttpAnswer http_call(const Endpoint& e, const HttpCall& call) {
 
   if (e.kind == Endpoint::Kind::unix_socket) {
     unix_socket.emplace(ioc);
-    close_socket = [&] { boost::system::error_code ignored; unix_socket->close(ignored); };
-    half_close = [&] { boost::system::error_code ignored; unix_socket->shutdown(asio::socket_base::shutdown_send, ignored); };
-    asio::co_spawn(ioc, [&]() -> awaitable<void> {
-      auto [ec] = co_await unix_socket->async_connect(asio::local::stream_protocol::endpoint(e.path), asio::as_tuple(use_awaitable));
-      if (ec) {
-        failure = ec;
-        co_return;
-      }
-      co_await exchange(*unix_socket, e, call, answer, failure);
-    }, on_done);
+    close_socket = [&] {
+      boost::system::error_code ignored;
+      unix_socket->close(ignored);
+    };
+    half_close = [&] {
+      boost::system::error_code ignored;
+      unix_socket->shutdown(asio::socket_base::shutdown_send, ignored);
+    };
+    asio::co_spawn(
+        ioc,
+        [&]() -> awaitable<void> {
+          auto [ec] = co_await unix_socket->async_connect(asio::local::stream_protocol::endpoint(e.path),
+                                                          asio::as_tuple(use_awaitable));
+          if (ec) {
+            failure = ec;
+            co_return;
+          }
+          co_await exchange(*unix_socket, e, call, answer, failure);
+        },
+        on_done);
   } else {
 #if !MAYURA_HTTP_TLS
     // The light mayura-run: it hands https:// over to mayura-run-local
@@ -146,27 +158,38 @@ HttpAnswer http_call(const Endpoint& e, const HttpCall& call) {
     // SNI (SSL_set_tlsext_host_name, without the macro's C cast)
     SSL_ctrl(tls_stream->native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
              const_cast<char*>(e.host.c_str()));
-    close_socket = [&] { boost::system::error_code ignored; tls_stream->lowest_layer().close(ignored); };
-    half_close = [&] { boost::system::error_code ignored; tls_stream->lowest_layer().shutdown(asio::socket_base::shutdown_send, ignored); };
-    asio::co_spawn(ioc, [&]() -> awaitable<void> {
-      asio::ip::tcp::resolver resolver(ioc);
-      auto [rec, results] = co_await resolver.async_resolve(e.host, e.port, asio::as_tuple(use_awaitable));
-      if (rec) {
-        failure = rec;
-        co_return;
-      }
-      auto [cec, ep] = co_await asio::async_connect(tls_stream->lowest_layer(), results, asio::as_tuple(use_awaitable));
-      if (cec) {
-        failure = cec;
-        co_return;
-      }
-      auto [hec] = co_await tls_stream->async_handshake(asio::ssl::stream_base::client, asio::as_tuple(use_awaitable));
-      if (hec) {
-        failure = hec;
-        co_return;
-      }
-      co_await exchange(*tls_stream, e, call, answer, failure);
-    }, on_done);
+    close_socket = [&] {
+      boost::system::error_code ignored;
+      tls_stream->lowest_layer().close(ignored);
+    };
+    half_close = [&] {
+      boost::system::error_code ignored;
+      tls_stream->lowest_layer().shutdown(asio::socket_base::shutdown_send, ignored);
+    };
+    asio::co_spawn(
+        ioc,
+        [&]() -> awaitable<void> {
+          asio::ip::tcp::resolver resolver(ioc);
+          auto [rec, results] = co_await resolver.async_resolve(e.host, e.port, asio::as_tuple(use_awaitable));
+          if (rec) {
+            failure = rec;
+            co_return;
+          }
+          auto [cec, ep] =
+              co_await asio::async_connect(tls_stream->lowest_layer(), results, asio::as_tuple(use_awaitable));
+          if (cec) {
+            failure = cec;
+            co_return;
+          }
+          auto [hec] =
+              co_await tls_stream->async_handshake(asio::ssl::stream_base::client, asio::as_tuple(use_awaitable));
+          if (hec) {
+            failure = hec;
+            co_return;
+          }
+          co_await exchange(*tls_stream, e, call, answer, failure);
+        },
+        on_done);
 #endif
   }
 
@@ -182,12 +205,12 @@ HttpAnswer http_call(const Endpoint& e, const HttpCall& call) {
   std::optional<std::stop_callback<std::function<void()>>> on_stop;
   if (call.cancellation.stop_possible()) {
     on_stop.emplace(call.cancellation, std::function<void()>([&] {
-      asio::post(ioc, [&] {
-        answer.cancelled = true;
-        half_close();
-        arm(kCancelGrace, false);
-      });
-    }));
+                      asio::post(ioc, [&] {
+                        answer.cancelled = true;
+                        half_close();
+                        arm(kCancelGrace, false);
+                      });
+                    }));
   }
   ioc.run();
   on_stop.reset();

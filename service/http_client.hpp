@@ -15,11 +15,11 @@ namespace mayura::service {
 
 struct Endpoint {
   enum class Kind { unix_socket, https } kind = Kind::unix_socket;
-  std::string path;  // unix
+  std::string path;        // unix
   std::string host, port;  // https
   std::string token;
   std::string ca_file;  // https: the CA to verify against; empty: the system's
-  std::string text;  // as given, for messages
+  std::string text;     // as given, for messages
 };
 
 // "unix:///run/mayura/mayurad.sock", "/run/mayura/mayurad.sock" or

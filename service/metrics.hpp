@@ -13,8 +13,7 @@ namespace mayura::service {
 // A latency histogram with fixed buckets, in seconds.
 class Histogram {
  public:
-  static constexpr std::array<double, 12> kBounds = {0.001, 0.002, 0.005, 0.01, 0.025, 0.05,
-                                                     0.1,   0.25,  0.5,   1,    5,     30};
+  static constexpr std::array<double, 12> kBounds = {0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30};
   void observe(double seconds) noexcept;
   std::string text(const std::string& name, const std::string& help) const;
 
@@ -27,7 +26,7 @@ struct Metrics {
   std::atomic<std::uint64_t> creates{0};
   std::atomic<std::uint64_t> execs{0};
   std::atomic<std::uint64_t> requests{0};
-  std::atomic<std::uint64_t> connections{0};  // open now
+  std::atomic<std::uint64_t> connections{0};             // open now
   std::array<std::atomic<std::uint64_t>, 9> failures{};  // by Reason
   Histogram create_seconds;
   Histogram exec_seconds;

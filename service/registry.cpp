@@ -11,7 +11,8 @@ bool ended(const Owned& o, std::int64_t now) { return now >= o.expires_at_ms || 
 }  // namespace
 
 std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 Owned Registry::create(const Sandboxes& sandboxes, const CreateOptions& options, const Client& client,

@@ -33,8 +33,10 @@ SandboxError failure_of(const HttpAnswer& answer) {
   try {
     const json body = json::parse(answer.body);
     if (body.is_object() && body.contains("reason") && body.contains("message") && body["message"].is_string() &&
-        body["reason"].is_string() && service::reason_from_name(body["reason"].get<std::string>()) == generic.reason()) {
-      return SandboxError(generic.reason(), "mayurad: " + body["message"].get<std::string>().substr(0, kMaxMessageBytes));
+        body["reason"].is_string() &&
+        service::reason_from_name(body["reason"].get<std::string>()) == generic.reason()) {
+      return SandboxError(generic.reason(),
+                          "mayurad: " + body["message"].get<std::string>().substr(0, kMaxMessageBytes));
     }
   } catch (const std::exception&) {
   }
@@ -102,15 +104,18 @@ ExecResult streamed_exec(const Link& link, std::string target, std::string body,
   std::optional<SandboxError> failed;
   auto line = [&](std::string_view text) {
     const json event = json::parse(text.begin(), text.end(), nullptr, false);
-    if (event.is_discarded() || !event.is_object()) throw SandboxError(Reason::INTERNAL, "a line of mayurad's exec stream is malformed");
+    if (event.is_discarded() || !event.is_object())
+      throw SandboxError(Reason::INTERNAL, "a line of mayurad's exec stream is malformed");
     if (event.contains("stream")) {
       const std::string data = decoded("exec output", [&] { return service::bytes_from(event.at("data"), "data"); });
       const auto& stream = event["stream"];
       if (stream == "stdout" && options.on_stdout) options.on_stdout(data);
       else if (stream == "stderr" && options.on_stderr) options.on_stderr(data);
     } else if (event.contains("reason")) {
-      const auto reason = event["reason"].is_string() ? service::reason_from_name(event["reason"].get<std::string>()) : std::nullopt;
-      const std::string message = event.contains("message") && event["message"].is_string() ? event["message"].get<std::string>() : "";
+      const auto reason =
+          event["reason"].is_string() ? service::reason_from_name(event["reason"].get<std::string>()) : std::nullopt;
+      const std::string message =
+          event.contains("message") && event["message"].is_string() ? event["message"].get<std::string>() : "";
       failed.emplace(reason.value_or(Reason::INTERNAL), "mayurad: " + message.substr(0, kMaxMessageBytes));
     } else {
       result = decoded("exec result", [&] { return service::exec_result_from(event); });
@@ -148,19 +153,21 @@ class RemoteSandbox final : public SandboxBackend {
   }
 
   std::string read_file(const std::string& path, const ReadOptions& options) override {
-    std::string t = options.max_bytes ? target(base_ + "/files", {{"path", path}, {"maxBytes", std::to_string(*options.max_bytes)}})
-                                      : target(base_ + "/files", {{"path", path}});
+    std::string t = options.max_bytes
+                        ? target(base_ + "/files", {{"path", path}, {"maxBytes", std::to_string(*options.max_bytes)}})
+                        : target(base_ + "/files", {{"path", path}});
     HttpAnswer a = checked(link_->call(http_verb::get, t, {}, options.cancellation));
     return std::move(a.body);
   }
 
   void write_file(const std::string& path, std::string_view data, const FileOptions& options) override {
-    checked(link_->call(http_verb::put, target(base_ + "/files", {{"path", path}}), std::string(data), options.cancellation,
-                        "application/octet-stream"));
+    checked(link_->call(http_verb::put, target(base_ + "/files", {{"path", path}}), std::string(data),
+                        options.cancellation, "application/octet-stream"));
   }
 
   std::vector<FileEntry> list(const std::string& path, const FileOptions& options) override {
-    const HttpAnswer a = checked(link_->call(http_verb::get, target(base_ + "/list", {{"path", path}}), {}, options.cancellation));
+    const HttpAnswer a =
+        checked(link_->call(http_verb::get, target(base_ + "/list", {{"path", path}}), {}, options.cancellation));
     const json body = parse_answer(a, "a listing");
     return decoded("listing", [&] {
       std::vector<FileEntry> out;
@@ -182,7 +189,8 @@ class RemoteSandbox final : public SandboxBackend {
   std::string workdir() const override { return workdir_; }
 
   void set_network(const Network& network) override {
-    checked(link_->call(http_verb::put, base_ + "/network", service::dump(json{{"network", service::network_json(network)}})));
+    checked(link_->call(http_verb::put, base_ + "/network",
+                        service::dump(json{{"network", service::network_json(network)}})));
   }
 
   void release() noexcept override {
@@ -245,7 +253,8 @@ class RemoteProvider final : public SandboxProvider {
     if (a.status != 201) throw failure_of(a);
     const json body = parse_answer(a, "a create");
     auto sandbox = decoded("created sandbox", [&] {
-      return std::make_unique<RemoteSandbox>(link_, body.at("id").get<std::string>(), service::bytes_from(body.at("workdir"), "workdir"));
+      return std::make_unique<RemoteSandbox>(link_, body.at("id").get<std::string>(),
+                                             service::bytes_from(body.at("workdir"), "workdir"));
     });
     if (cancellation.stop_requested()) {
       sandbox->release();

@@ -110,7 +110,8 @@ Sandbox Routes::owned(const std::string& id, const Client& client) {
   return o->sandbox;
 }
 
-std::pair<Sandbox, ExecRequest> Routes::exec_target(const std::string& id, const std::string& body, const Client& client) {
+std::pair<Sandbox, ExecRequest> Routes::exec_target(const std::string& id, const std::string& body,
+                                                    const Client& client) {
   auto o = registry_.find(id, client);
   if (!o) throw SandboxError(Reason::GONE, "there is no sandbox " + id.substr(0, 64));
   return {o->sandbox, exec_request_from(parse_body(body, "the exec request"))};
@@ -191,7 +192,8 @@ void Routes::end_run(const Run& run) noexcept {
   runs_changed_.notify_all();
 }
 
-Reply Routes::handle(http::verb method, std::string_view target, const std::string& body, const Client& client) noexcept {
+Reply Routes::handle(http::verb method, std::string_view target, const std::string& body,
+                     const Client& client) noexcept {
   ++metrics_.requests;
   try {
     return dispatch(method, target, body, client);
@@ -229,7 +231,9 @@ std::optional<std::variant<FileCall, Reply>> Routes::file_call(http::verb method
   using V = http::verb;
   FileCall call;
   if (sandbox_resource(t, "files") && (method == V::get || method == V::put || method == V::delete_)) {
-    call.kind = method == V::get ? FileCall::Kind::read : method == V::put ? FileCall::Kind::write : FileCall::Kind::remove;
+    call.kind = method == V::get   ? FileCall::Kind::read
+                : method == V::put ? FileCall::Kind::write
+                                   : FileCall::Kind::remove;
   } else if (sandbox_resource(t, "list") && method == V::get) {
     call.kind = FileCall::Kind::list;
   } else {

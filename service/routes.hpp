@@ -48,8 +48,12 @@ class Routes {
  public:
   Routes(Sandboxes sandboxes, ServiceInfo info, Registry& registry, Metrics& metrics, std::size_t max_json_bytes,
          std::size_t max_file_bytes)
-      : sandboxes_(std::move(sandboxes)), info_(std::move(info)), registry_(registry), metrics_(metrics),
-        max_json_bytes_(max_json_bytes), max_file_bytes_(max_file_bytes) {}
+      : sandboxes_(std::move(sandboxes)),
+        info_(std::move(info)),
+        registry_(registry),
+        metrics_(metrics),
+        max_json_bytes_(max_json_bytes),
+        max_file_bytes_(max_file_bytes) {}
 
   // How large a body the request may have (its head is known).
   std::size_t body_limit(boost::beast::http::verb method, std::string_view target) const;
@@ -64,9 +68,10 @@ class Routes {
   // the call to make, or the reply that refuses it. Nothing for any other
   // request (handle() answers those, a wrong method among them).
   std::optional<std::variant<FileCall, Reply>> file_call(boost::beast::http::verb method, std::string_view target,
-                                                        const Client& client) noexcept;
+                                                         const Client& client) noexcept;
   // The answer to a file call that ended (`error`, or what it read or listed).
-  Reply file_reply(const FileCall& call, std::exception_ptr error, std::string data, std::vector<FileEntry> entries) noexcept;
+  Reply file_reply(const FileCall& call, std::exception_ptr error, std::string data,
+                   std::vector<FileEntry> entries) noexcept;
 
   // For an exec: the client's sandbox and the request; SandboxError (GONE
   // for an id the client does not have) otherwise.
@@ -94,7 +99,8 @@ class Routes {
   const Sandboxes& sandboxes() const { return sandboxes_; }
 
  private:
-  Reply dispatch(boost::beast::http::verb method, std::string_view target, const std::string& body, const Client& client);
+  Reply dispatch(boost::beast::http::verb method, std::string_view target, const std::string& body,
+                 const Client& client);
   // The reply for the failure being handled (a catch block's), counted.
   Reply failure_reply() noexcept;
   Sandbox owned(const std::string& id, const Client& client);

@@ -186,7 +186,8 @@ awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsi
   };
   auto send_line = [&](std::string line) -> awaitable<bool> {
     beast::get_lowest_layer(stream).expires_after(s.options.write_timeout);
-    auto [ec, n] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(line)), asio::as_tuple(use_awaitable));
+    auto [ec, n] =
+        co_await asio::async_write(stream, http::make_chunk(asio::buffer(line)), asio::as_tuple(use_awaitable));
     co_return !ec;
   };
   for (;;) {
@@ -197,7 +198,8 @@ awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsi
     if (event.kind != ExecEvent::done) {
       if (!head) ok = co_await send_head();
       if (!ok) co_return false;
-      const json line = {{"stream", event.kind == ExecEvent::out ? "stdout" : "stderr"}, {"data", bytes_json(event.data)}};
+      const json line = {{"stream", event.kind == ExecEvent::out ? "stdout" : "stderr"},
+                         {"data", bytes_json(event.data)}};
       ok = co_await send_line(event_line(line));
       if (!ok) co_return false;
       continue;
@@ -264,8 +266,8 @@ awaitable<bool> stream_command(Stream& stream, State& s, unsigned version, bool 
                      });
   beast::get_lowest_layer(stream).expires_never();
   bool gone = false;
-  auto outcome =
-      co_await (stream_exec(stream, s, *channel, version, keep_alive, before_last) || stop_when_gone(stream, *stop, gone));
+  auto outcome = co_await (stream_exec(stream, s, *channel, version, keep_alive, before_last) ||
+                           stop_when_gone(stream, *stop, gone));
   channel->close();  // an exec thread still sending is let go
   const bool more = outcome.index() == 0 && std::get<0>(outcome) && !gone;
   co_return more;
@@ -288,8 +290,8 @@ awaitable<bool> serve_exec(Stream& stream, State& s, const Request& req, const s
     co_return more;
   }
   std::function<void()> nothing;
-  const bool more =
-      co_await stream_command(stream, s, req.version(), req.keep_alive(), std::move(sandbox), std::move(request), &nothing);
+  const bool more = co_await stream_command(stream, s, req.version(), req.keep_alive(), std::move(sandbox),
+                                            std::move(request), &nothing);
   co_return more;
 }
 
@@ -375,7 +377,8 @@ std::optional<Client> client_of_token(const State& s, const Request& req) {
   std::optional<Client> found;
   for (const auto& [known, name] : s.tokens) {
     // every token compared in full, so the time says nothing of which matched
-    if (known.size() == token.size() && CRYPTO_memcmp(known.data(), token.data(), token.size()) == 0) found = Client{name, false};
+    if (known.size() == token.size() && CRYPTO_memcmp(known.data(), token.data(), token.size()) == 0)
+      found = Client{name, false};
   }
   return found;
 }
@@ -384,7 +387,10 @@ template <class Stream>
 awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer) {
   struct Count {
     State& s;
-    ~Count() { --s.open_connections; --s.metrics.connections; }
+    ~Count() {
+      --s.open_connections;
+      --s.metrics.connections;
+    }
   } count{*s};
   ++s->metrics.connections;
   beast::flat_buffer buffer;
@@ -399,15 +405,19 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer) {
     parser.body_limit(std::max(s->options.max_json_bytes, s->options.max_file_bytes));
     beast::get_lowest_layer(stream).expires_after(s->options.header_timeout);
     auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(use_awaitable));
-    if (hec == http::error::end_of_stream || hec == beast::error::timeout || hec == asio::error::operation_aborted) break;
+    if (hec == http::error::end_of_stream || hec == beast::error::timeout || hec == asio::error::operation_aborted)
+      break;
     if (hec == http::error::body_limit) {
-      co_await write_reply(stream, *s, error_reply(413, Reason::LIMIT_REACHED, "the request's body is larger than the limit"), 11, false);
+      co_await write_reply(stream, *s,
+                           error_reply(413, Reason::LIMIT_REACHED, "the request's body is larger than the limit"), 11,
+                           false);
       break;
     }
     if (hec) {
       const bool large = hec == http::error::header_limit;
-      co_await write_reply(stream, *s, error_reply(large ? 431 : 400, Reason::INVALID_INPUT,
-                                                   large ? "the request's head is too large" : "the request is malformed HTTP"),
+      co_await write_reply(stream, *s,
+                           error_reply(large ? 431 : 400, Reason::INVALID_INPUT,
+                                       large ? "the request's head is too large" : "the request is malformed HTTP"),
                            11, false);
       break;
     }
@@ -423,7 +433,8 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer) {
       bec = read_ec;
     }
     if (over || bec == http::error::body_limit) {
-      co_await write_reply(stream, *s, error_reply(413, Reason::LIMIT_REACHED, "the request's body is larger than the limit"),
+      co_await write_reply(stream, *s,
+                           error_reply(413, Reason::LIMIT_REACHED, "the request's body is larger than the limit"),
                            parser.get().version(), false);
       break;
     }
@@ -431,7 +442,8 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer) {
     Request req = parser.release();
     std::optional<Client> client = peer ? peer : client_of_token(*s, req);
     if (!client) {
-      more = co_await write_reply(stream, *s, error_reply(401, Reason::PERMISSION_DENIED, "a valid bearer token is needed"),
+      more = co_await write_reply(stream, *s,
+                                  error_reply(401, Reason::PERMISSION_DENIED, "a valid bearer token is needed"),
                                   req.version(), req.keep_alive());
       continue;
     }
@@ -459,9 +471,8 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer) {
       more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
       continue;
     }
-    const Reply reply = co_await offload(s->blocking, [s, &req, &client] {
-      return s->routes.handle(req.method(), req.target(), req.body(), *client);
-    });
+    const Reply reply = co_await offload(
+        s->blocking, [s, &req, &client] { return s->routes.handle(req.method(), req.target(), req.body(), *client); });
     more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
   }
   boost::system::error_code ignored;
@@ -554,7 +565,8 @@ void Server::listen_unix(const std::string& path, mode_t mode, std::optional<gid
   if (group && ::chown(path.c_str(), static_cast<uid_t>(-1), *group) != 0) {
     throw SandboxError(Reason::INVALID_CONFIG, "giving " + path + " its group: " + std::strerror(errno));
   }
-  if (::chmod(path.c_str(), mode) != 0) throw SandboxError(Reason::INVALID_CONFIG, "setting " + path + "'s mode: " + std::strerror(errno));
+  if (::chmod(path.c_str(), mode) != 0)
+    throw SandboxError(Reason::INVALID_CONFIG, "setting " + path + "'s mode: " + std::strerror(errno));
   acceptor->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) listen_failed("listening on " + path, ec);
   s.unix_acceptors.push_back(std::move(acceptor));
@@ -572,7 +584,8 @@ void Server::adopt_unix(int fd) {
     }
     return value;
   };
-  if (option(SO_DOMAIN, "family") != AF_UNIX || option(SO_TYPE, "type") != SOCK_STREAM || !option(SO_ACCEPTCONN, "state")) {
+  if (option(SO_DOMAIN, "family") != AF_UNIX || option(SO_TYPE, "type") != SOCK_STREAM ||
+      !option(SO_ACCEPTCONN, "state")) {
     throw SandboxError(Reason::INVALID_CONFIG, which + " is no listening Unix stream socket");
   }
   // A socket inherited across exec may lack close-on-exec; no process the

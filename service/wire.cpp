@@ -275,8 +275,8 @@ ExecRequest exec_request_from(const json& value) {
   if (const json* v = f.take("env")) r.options.env = byte_map(*v, "env");
   // The limits layer says which timeouts make sense; here only the type.
   if (const json* v = f.take("timeoutMs")) {
-    r.options.timeout_ms = integer(*v, "timeoutMs", std::numeric_limits<std::int64_t>::min(),
-                                   std::numeric_limits<std::int64_t>::max());
+    r.options.timeout_ms =
+        integer(*v, "timeoutMs", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
   }
   if (const json* v = f.take("stdin")) r.options.stdin = bytes_from(*v, "stdin");
   if (const json* v = f.take("maxOutputBytes")) {
@@ -327,12 +327,17 @@ FileEntry file_entry_from(const json& value) {
   if (const json* v = f.take("name")) e.name = bytes_from(*v, "name");
   if (const json* v = f.take("type")) {
     const std::string t = text(*v, "type");
-    e.type = t == "file" ? FileType::file : t == "directory" ? FileType::directory : t == "symlink" ? FileType::symlink : FileType::other;
+    e.type = t == "file"        ? FileType::file
+             : t == "directory" ? FileType::directory
+             : t == "symlink"   ? FileType::symlink
+                                : FileType::other;
   }
-  if (const json* v = f.take("size")) e.size = static_cast<std::uint64_t>(integer(*v, "size", 0, std::numeric_limits<std::int64_t>::max()));
+  if (const json* v = f.take("size"))
+    e.size = static_cast<std::uint64_t>(integer(*v, "size", 0, std::numeric_limits<std::int64_t>::max()));
   if (const json* v = f.take("mode")) e.mode = static_cast<std::uint32_t>(integer(*v, "mode", 0, 07777));
   if (const json* v = f.take("mtimeMs")) {
-    e.mtime_ms = integer(*v, "mtimeMs", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
+    e.mtime_ms =
+        integer(*v, "mtimeMs", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
   }
   f.done();
   return e;
@@ -343,8 +348,9 @@ json error_json(Reason reason, std::string_view message) {
 }
 
 std::optional<Reason> reason_from_name(std::string_view name) noexcept {
-  for (Reason r : {Reason::INVALID_INPUT, Reason::INVALID_CONFIG, Reason::PERMISSION_DENIED, Reason::GONE,
-                   Reason::CANCELLED, Reason::LIMIT_REACHED, Reason::NOT_FOUND, Reason::UNSUPPORTED, Reason::INTERNAL}) {
+  for (Reason r :
+       {Reason::INVALID_INPUT, Reason::INVALID_CONFIG, Reason::PERMISSION_DENIED, Reason::GONE, Reason::CANCELLED,
+        Reason::LIMIT_REACHED, Reason::NOT_FOUND, Reason::UNSUPPORTED, Reason::INTERNAL}) {
     if (reason_name(r) == name) return r;
   }
   return std::nullopt;

@@ -84,14 +84,17 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
       bad(source, "socketMode", "must be an octal mode such as \"0660\"");
     }
     c.socket_mode = static_cast<mode_t>(std::stoul(mode, nullptr, 8));
-    if (c.socket_mode & ~mode_t{0777}) bad(source, "socketMode", "takes permission bits only (no setuid, setgid or sticky bit)");
-    if (c.socket_mode & 0007) bad(source, "socketMode", "must give others no access (use socketGroup for who may call)");
+    if (c.socket_mode & ~mode_t{0777})
+      bad(source, "socketMode", "takes permission bits only (no setuid, setgid or sticky bit)");
+    if (c.socket_mode & 0007)
+      bad(source, "socketMode", "must give others no access (use socketGroup for who may call)");
   }
   if (const json* v = k.take("socketGroup")) {
     c.socket_group = text(k, "socketGroup", *v);
     c.socket_group_given = true;
   }
-  if (const json* v = k.take("maxSandboxes")) c.limits.max_sandboxes = static_cast<std::size_t>(integer(k, "maxSandboxes", *v, 1, 1'000'000));
+  if (const json* v = k.take("maxSandboxes"))
+    c.limits.max_sandboxes = static_cast<std::size_t>(integer(k, "maxSandboxes", *v, 1, 1'000'000));
   if (const json* v = k.take("maxSandboxesPerClient")) {
     c.server.max_sandboxes_per_client = static_cast<std::size_t>(integer(k, "maxSandboxesPerClient", *v, 1, 1'000'000));
   }
@@ -105,14 +108,19 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
       else bad(source, "network", "holds '" + kind.substr(0, 32) + "'; the kinds are none, all and allow");
     }
   }
-  if (const json* v = k.take("maxOutputBytes")) c.limits.max_output_bytes = static_cast<std::size_t>(integer(k, "maxOutputBytes", *v, 1, kBig));
-  if (const json* v = k.take("maxReadBytes")) c.limits.max_read_bytes = static_cast<std::size_t>(integer(k, "maxReadBytes", *v, 1, kBig));
-  if (const json* v = k.take("maxWriteBytes")) c.limits.max_write_bytes = static_cast<std::size_t>(integer(k, "maxWriteBytes", *v, 1, kBig));
+  if (const json* v = k.take("maxOutputBytes"))
+    c.limits.max_output_bytes = static_cast<std::size_t>(integer(k, "maxOutputBytes", *v, 1, kBig));
+  if (const json* v = k.take("maxReadBytes"))
+    c.limits.max_read_bytes = static_cast<std::size_t>(integer(k, "maxReadBytes", *v, 1, kBig));
+  if (const json* v = k.take("maxWriteBytes"))
+    c.limits.max_write_bytes = static_cast<std::size_t>(integer(k, "maxWriteBytes", *v, 1, kBig));
   if (const json* v = k.take("defaultCpus")) {
-    if (!v->is_number() || v->get<double>() < 0 || !std::isfinite(v->get<double>())) bad(source, "defaultCpus", "must be a number, 0 or more");
+    if (!v->is_number() || v->get<double>() < 0 || !std::isfinite(v->get<double>()))
+      bad(source, "defaultCpus", "must be a number, 0 or more");
     c.native.default_cpus = v->get<double>();
   }
-  if (const json* v = k.take("defaultMemoryMiB")) c.native.default_memory_mib = integer(k, "defaultMemoryMiB", *v, 1, kBig);
+  if (const json* v = k.take("defaultMemoryMiB"))
+    c.native.default_memory_mib = integer(k, "defaultMemoryMiB", *v, 1, kBig);
   if (const json* v = k.take("defaultPids")) c.native.default_pids = integer(k, "defaultPids", *v, 1, 1 << 30);
   if (const json* v = k.take("publicRanges")) c.native.public_ranges = strings(k, "publicRanges", *v);
   if (const json* v = k.take("dnsServers")) c.native.dns_servers = strings(k, "dnsServers", *v);
@@ -120,17 +128,24 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
     if (!v->is_boolean()) bad(source, "allowPrivateAddresses", "must be true or false");
     c.native.allow_private_addresses = v->get<bool>();
   }
-  if (const json* v = k.take("prepared")) c.native.prepared = static_cast<std::size_t>(integer(k, "prepared", *v, 0, 64));
-  if (const json* v = k.take("netnsPool")) c.native.netns_pool = static_cast<std::size_t>(integer(k, "netnsPool", *v, 0, 64));
+  if (const json* v = k.take("prepared"))
+    c.native.prepared = static_cast<std::size_t>(integer(k, "prepared", *v, 0, 64));
+  if (const json* v = k.take("netnsPool"))
+    c.native.netns_pool = static_cast<std::size_t>(integer(k, "netnsPool", *v, 0, 64));
   if (const json* v = k.take("stateDir")) c.native.state_dir = text(k, "stateDir", *v);
   if (const json* v = k.take("imageStore")) c.native.image_store = text(k, "imageStore", *v);
   if (const json* v = k.take("imageDir")) c.native.image_dir = text(k, "imageDir", *v);
   if (const json* v = k.take("cgroupRoot")) c.native.cgroup_root = text(k, "cgroupRoot", *v);
-  if (const json* v = k.take("idBase")) c.native.id_base = static_cast<std::uint32_t>(integer(k, "idBase", *v, 65536, 0xf0000000ll));
-  if (const json* v = k.take("idSlots")) c.native.id_slots = static_cast<std::uint32_t>(integer(k, "idSlots", *v, 1, 65535));
-  if (const json* v = k.take("maxConnections")) c.server.max_connections = static_cast<std::size_t>(integer(k, "maxConnections", *v, 1, 1'000'000));
-  if (const json* v = k.take("headerTimeoutMs")) c.server.header_timeout = std::chrono::milliseconds(integer(k, "headerTimeoutMs", *v, 100, 3'600'000));
-  if (const json* v = k.take("bodyTimeoutMs")) c.server.body_timeout = std::chrono::milliseconds(integer(k, "bodyTimeoutMs", *v, 100, 3'600'000));
+  if (const json* v = k.take("idBase"))
+    c.native.id_base = static_cast<std::uint32_t>(integer(k, "idBase", *v, 65536, 0xf0000000ll));
+  if (const json* v = k.take("idSlots"))
+    c.native.id_slots = static_cast<std::uint32_t>(integer(k, "idSlots", *v, 1, 65535));
+  if (const json* v = k.take("maxConnections"))
+    c.server.max_connections = static_cast<std::size_t>(integer(k, "maxConnections", *v, 1, 1'000'000));
+  if (const json* v = k.take("headerTimeoutMs"))
+    c.server.header_timeout = std::chrono::milliseconds(integer(k, "headerTimeoutMs", *v, 100, 3'600'000));
+  if (const json* v = k.take("bodyTimeoutMs"))
+    c.server.body_timeout = std::chrono::milliseconds(integer(k, "bodyTimeoutMs", *v, 100, 3'600'000));
   if (const json* v = k.take("tls")) {
     if (!v->is_object()) bad(source, "tls", "must be an object");
     Keys t(*v, source, "tls.");
@@ -155,7 +170,8 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
       bad(source, "tls.listen", "must be ADDRESS:PORT or [IPv6]:PORT");
     }
     const std::string port = where.substr(colon + 1);
-    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos || std::stoul(port) > 65535) {
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoul(port) > 65535) {
       bad(source, "tls.listen", "must end in a port number");
     }
     l.port = static_cast<unsigned short>(std::stoul(port));
@@ -187,7 +203,9 @@ service::Tokens read_tokens(const std::string& path) {
   }
   ::close(fd);
   if (!ok) throw SandboxError(Reason::INVALID_CONFIG, "the tokens file " + path + " is no regular file under 1 MiB");
-  if (st.st_mode & 0077) throw SandboxError(Reason::INVALID_CONFIG, "the tokens file " + path + " must be readable by its owner only (chmod 600)");
+  if (st.st_mode & 0077)
+    throw SandboxError(Reason::INVALID_CONFIG,
+                       "the tokens file " + path + " must be readable by its owner only (chmod 600)");
   std::istringstream in(content);
   service::Tokens tokens;
   std::string line;
@@ -200,9 +218,11 @@ service::Tokens read_tokens(const std::string& path) {
     std::string name, token, extra;
     words >> name >> token;
     if (name.empty() || token.size() < 16 || (words >> extra)) {
-      throw SandboxError(Reason::INVALID_CONFIG, path + ":" + std::to_string(number) + ": a line is NAME TOKEN, with a token of 16 characters or more");
+      throw SandboxError(Reason::INVALID_CONFIG, path + ":" + std::to_string(number) +
+                                                     ": a line is NAME TOKEN, with a token of 16 characters or more");
     }
-    if (!tokens.emplace(token, name).second) throw SandboxError(Reason::INVALID_CONFIG, path + ":" + std::to_string(number) + ": a token given twice");
+    if (!tokens.emplace(token, name).second)
+      throw SandboxError(Reason::INVALID_CONFIG, path + ":" + std::to_string(number) + ": a token given twice");
   }
   if (tokens.empty()) throw SandboxError(Reason::INVALID_CONFIG, "the tokens file " + path + " holds no token");
   return tokens;

@@ -60,18 +60,21 @@ std::string short_id(const std::string& id) { return id.size() > 19 ? id.substr(
 class Spool {
  public:
   explicit Spool(const std::string& store) {
-    if (::isatty(STDIN_FILENO) == 1) throw SandboxError(Reason::INVALID_INPUT, "import - reads an archive from a pipe, not a terminal");
+    if (::isatty(STDIN_FILENO) == 1)
+      throw SandboxError(Reason::INVALID_INPUT, "import - reads an archive from a pipe, not a terminal");
     const std::string tmp = store + "/tmp";
     std::error_code ec;
     std::filesystem::create_directories(tmp, ec);
     ::chmod(store.c_str(), 0700);
     fd_ = UniqueFd(::open(tmp.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
-    if (!fd_) throw SandboxError(Reason::INTERNAL, "cannot spool standard input in " + tmp + ": " + std::strerror(errno));
+    if (!fd_)
+      throw SandboxError(Reason::INTERNAL, "cannot spool standard input in " + tmp + ": " + std::strerror(errno));
     char buf[1 << 16];
     for (;;) {
       const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw SandboxError(Reason::INVALID_INPUT, std::string("reading standard input: ") + std::strerror(errno));
+      if (n < 0)
+        throw SandboxError(Reason::INVALID_INPUT, std::string("reading standard input: ") + std::strerror(errno));
       if (n == 0) break;
       if (write_all(fd_.get(), buf, static_cast<std::size_t>(n)) != 0) {
         throw SandboxError(Reason::INTERNAL, "cannot spool standard input in " + tmp + ": " + std::strerror(errno));
@@ -104,17 +107,20 @@ int import_image(std::vector<std::string> args) {
     const auto now = std::chrono::steady_clock::now();
     if (now - last < std::chrono::milliseconds(100)) return;
     last = now;
-    const double pct = p.bytes_total ? 100.0 * static_cast<double>(p.bytes_read) / static_cast<double>(p.bytes_total) : 0;
+    const double pct =
+        p.bytes_total ? 100.0 * static_cast<double>(p.bytes_read) / static_cast<double>(p.bytes_total) : 0;
     std::fprintf(stderr, "\rimporting %s: %3.0f%% of %s, %zu/%zu layers", shown.c_str(), pct > 100 ? 100 : pct,
                  mib(p.bytes_total).c_str(), p.layers_done, p.layers_total);
     std::fflush(stderr);
   };
-  const auto result = store.import_archive(args[0], args.size() > 1 ? args[1] : std::string(),
-                                           terminal ? std::function<void(const ImageImportProgress&)>(progress) : nullptr);
+  const auto result =
+      store.import_archive(args[0], args.size() > 1 ? args[1] : std::string(),
+                           terminal ? std::function<void(const ImageImportProgress&)>(progress) : nullptr);
   if (terminal) std::fputs("\r\033[K", stderr);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   for (const auto& [name, id] : result.images) std::printf("%s\t%s\n", name.c_str(), id.c_str());
-  for (const auto& name : result.moved) std::fprintf(stderr, "%s now names this image, not the one it named before\n", name.c_str());
+  for (const auto& name : result.moved)
+    std::fprintf(stderr, "%s now names this image, not the one it named before\n", name.c_str());
   std::fprintf(stderr, "imported in %.1f s: %zu layers unpacked (%s), %zu already in the store\n", seconds,
                result.layers_unpacked, mib(result.bytes_unpacked).c_str(), result.layers_reused);
   return 0;
@@ -144,9 +150,14 @@ int inspect_image(const std::string& name) {
       {"created", image.created},
       {"imported", image.imported},
       {"bytes", image.bytes},
-      {"config", {{"Env", image.env}, {"WorkingDir", image.working_dir}, {"User", image.user},
-                  {"Entrypoint", image.entrypoint}, {"Cmd", image.cmd}, {"ExposedPorts", image.exposed_ports},
-                  {"Labels", image.labels}}},
+      {"config",
+       {{"Env", image.env},
+        {"WorkingDir", image.working_dir},
+        {"User", image.user},
+        {"Entrypoint", image.entrypoint},
+        {"Cmd", image.cmd},
+        {"ExposedPorts", image.exposed_ports},
+        {"Labels", image.labels}}},
       {"layers", layers},
   };
   std::printf("%s\n", out.dump(2).c_str());

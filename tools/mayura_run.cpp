@@ -125,7 +125,8 @@ double parse_number(const std::string& flag, const std::string& value, double ma
 
 std::int64_t parse_count(const std::string& flag, const std::string& value, std::int64_t max, const char* what) {
   const double v = parse_number(flag, value, static_cast<double>(max), what);
-  if (v != static_cast<double>(static_cast<std::int64_t>(v))) usage_error(flag + " takes " + what + ", not '" + value + "'");
+  if (v != static_cast<double>(static_cast<std::int64_t>(v)))
+    usage_error(flag + " takes " + what + ", not '" + value + "'");
   return static_cast<std::int64_t>(v);
 }
 
@@ -263,7 +264,8 @@ std::string read_host_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   // (thrown, not exited on: an engine in this process is up by now, and must
   // be shut down on the way out)
-  if (!in) throw mayura::SandboxError(mayura::Reason::INVALID_INPUT, "cannot read " + path + ": " + std::strerror(errno));
+  if (!in)
+    throw mayura::SandboxError(mayura::Reason::INVALID_INPUT, "cannot read " + path + ": " + std::strerror(errno));
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
@@ -382,7 +384,8 @@ int main(int argc, char** argv) {
   } catch (const mayura::SandboxError& e) {
     if (sandbox) sandbox->release();
     std::string hint;
-    if (!daemon.empty() && e.reason() == mayura::Reason::PERMISSION_DENIED && args.image.find('/') != std::string::npos) {
+    if (!daemon.empty() && e.reason() == mayura::Reason::PERMISSION_DENIED &&
+        args.image.find('/') != std::string::npos) {
       hint = " (a daemon takes images by name only; --local runs a directory image)";
     }
     std::fprintf(stderr, "mayura-run: %s: %s%s\n", std::string(mayura::reason_name(e.reason())).c_str(), e.what(),

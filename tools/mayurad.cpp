@@ -85,7 +85,8 @@ std::optional<int> activation_socket() {
   const int n = sd_listen_fds(1);
   if (n < 0) fail(std::string("reading the sockets systemd passed (LISTEN_FDS): ") + std::strerror(-n), 1);
   if (n == 0) return std::nullopt;
-  if (n > 1) fail("systemd passed " + std::to_string(n) + " sockets; mayurad takes one (the socket unit's one ListenStream)", 1);
+  if (n > 1)
+    fail("systemd passed " + std::to_string(n) + " sockets; mayurad takes one (the socket unit's one ListenStream)", 1);
   const int fd = SD_LISTEN_FDS_START;
   const int unix_stream = sd_is_socket_unix(fd, SOCK_STREAM, 1, nullptr, 0);
   if (unix_stream < 0) fail(std::string("asking what the socket systemd passed is: ") + std::strerror(-unix_stream), 1);
@@ -97,7 +98,8 @@ std::optional<int> activation_socket() {
 std::string bound_path(int fd) {
   sockaddr_un addr{};
   socklen_t len = sizeof addr;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || len <= offsetof(sockaddr_un, sun_path)) return "?";
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || len <= offsetof(sockaddr_un, sun_path))
+    return "?";
   return std::string(addr.sun_path, ::strnlen(addr.sun_path, len - offsetof(sockaddr_un, sun_path)));
 }
 
@@ -122,7 +124,10 @@ int main(int argc, char** argv) {
     if (arg == "--config") config_path = value(), config_given = true;
     else if (arg == "--socket") socket_override = value();
     else if (arg == "--check-config") check_only = true;
-    else if (arg == "--listen") fail("plain TCP is refused: a TCP listener needs TLS and bearer tokens (the config's \"tls\": listen, certificate, key, tokens)");
+    else if (arg == "--listen")
+      fail(
+          "plain TCP is refused: a TCP listener needs TLS and bearer tokens (the config's \"tls\": listen, "
+          "certificate, key, tokens)");
     else if (arg == "--version") return std::puts("mayurad " MAYURA_VERSION), 0;
     else if (arg == "--help" || arg == "-h") return std::fputs(kUsage, stdout), 0;
     else fail("unknown option " + arg + "\n" + kUsage);
@@ -145,7 +150,9 @@ int main(int argc, char** argv) {
     fail("socketGroup " + config.socket_group + " is no group of this host");
   }
   const auto warn_if_no_group = [&] {
-    if (!socket_gid) std::fprintf(stderr, "mayurad: there is no group %s: only root may use %s\n", config.socket_group.c_str(), config.socket.c_str());
+    if (!socket_gid)
+      std::fprintf(stderr, "mayurad: there is no group %s: only root may use %s\n", config.socket_group.c_str(),
+                   config.socket.c_str());
   };
   mayura::service::Tokens tokens;
   try {

@@ -50,7 +50,8 @@ void keep_command_line(char** argv) { command_line = argv; }
 RunEngine choose_engine(bool local) {
   // TLS is mayura-run-local's: a daemon across a network costs more than
   // loading OpenSSL does, a local one less.
-  if (auto address = daemon_address(local); address && address->rfind("https://", 0) != 0) return remote_engine(*address);
+  if (auto address = daemon_address(local); address && address->rfind("https://", 0) != 0)
+    return remote_engine(*address);
   hand_over();
 }
 

@@ -54,7 +54,8 @@ std::string token_from_env() {
   const std::string file = env("MAYURA_TOKEN_FILE");
   if (file.empty()) return {};
   std::ifstream in(file);
-  if (!in) throw SandboxError(Reason::INVALID_INPUT, "MAYURA_TOKEN_FILE " + file + " cannot be read: " + std::strerror(errno));
+  if (!in)
+    throw SandboxError(Reason::INVALID_INPUT, "MAYURA_TOKEN_FILE " + file + " cannot be read: " + std::strerror(errno));
   std::string t(std::istreambuf_iterator<char>(in), {});
   while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
   return t;
@@ -81,33 +82,31 @@ std::optional<std::string> daemon_address(bool local) {
   if (std::string host = env("MAYURA_HOST"); !host.empty()) return host;
   int error = 0;
   switch (probe(kDefaultDaemonSocket, error)) {
-    case Probe::answers:
-      return std::string("unix://") + kDefaultDaemonSocket;
+    case Probe::answers: return std::string("unix://") + kDefaultDaemonSocket;
     case Probe::denied:
       // Falling back would only fail later, further from the cause.
       if (::geteuid() != 0) {
-        throw SandboxError(Reason::PERMISSION_DENIED,
-                           std::string("mayurad's socket ") + kDefaultDaemonSocket + " refuses this user (" +
-                               std::strerror(error) + "): add it to the group mayura, or run with --local as root");
+        throw SandboxError(Reason::PERMISSION_DENIED, std::string("mayurad's socket ") + kDefaultDaemonSocket +
+                                                          " refuses this user (" + std::strerror(error) +
+                                                          "): add it to the group mayura, or run with --local as root");
       }
       break;
-    case Probe::nobody:
-      break;
+    case Probe::nobody: break;
   }
   return std::nullopt;
 }
 
 std::string describe_engine_choice(bool local) {
   if (local) return "runs: an engine in this process (--local)";
-  if (const std::string host = env("MAYURA_HOST"); !host.empty()) return "runs: through mayurad at " + host + " (MAYURA_HOST)";
+  if (const std::string host = env("MAYURA_HOST"); !host.empty())
+    return "runs: through mayurad at " + host + " (MAYURA_HOST)";
   int error = 0;
   switch (probe(kDefaultDaemonSocket, error)) {
-    case Probe::answers:
-      return std::string("runs: through mayurad at unix://") + kDefaultDaemonSocket;
+    case Probe::answers: return std::string("runs: through mayurad at unix://") + kDefaultDaemonSocket;
     case Probe::denied:
-      return std::string("runs: mayurad's socket ") + kDefaultDaemonSocket + " refuses this user: " + std::strerror(error);
-    case Probe::nobody:
-      break;
+      return std::string("runs: mayurad's socket ") + kDefaultDaemonSocket +
+             " refuses this user: " + std::strerror(error);
+    case Probe::nobody: break;
   }
   return std::string("runs: an engine in this process (no mayurad answers at ") + kDefaultDaemonSocket + ")";
 }

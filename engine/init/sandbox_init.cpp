@@ -94,7 +94,8 @@ class Server {
     int error_pipe;  // a failed start's {step, errno}, or nothing once it ran
   };
 
-  Server(Identity who, std::vector<std::string> seccomp, int signals) : who_(who), seccomp_(std::move(seccomp)), signals_(signals) {}
+  Server(Identity who, std::vector<std::string> seccomp, int signals)
+      : who_(who), seccomp_(std::move(seccomp)), signals_(signals) {}
 
   // Whether a command's exec worked is read from its error pipe once it
   // has exited, not when the exec happens: one wake-up of this loop and one
@@ -141,8 +142,7 @@ class Server {
         }
         break;
       }
-      default:
-        break;
+      default: break;
     }
     close_fds(fds);
   }
@@ -244,4 +244,3 @@ int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
 }
 
 }  // namespace mayura::init
-

@@ -12,7 +12,8 @@ struct Sha256::Ctx {
 };
 
 Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) {
-  if (!ctx_->md || EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr) != 1) throw std::runtime_error("sha256: init failed");
+  if (!ctx_->md || EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr) != 1)
+    throw std::runtime_error("sha256: init failed");
 }
 
 Sha256::~Sha256() = default;

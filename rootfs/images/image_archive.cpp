@@ -22,9 +22,9 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::int64_t kCachedFile = 1 << 20;         // small files kept from the listing pass
+constexpr std::int64_t kCachedFile = 1 << 20;  // small files kept from the listing pass
 constexpr std::uint64_t kCacheBudget = 64ull << 20;
-constexpr std::int64_t kMaxJson = 16 << 20;           // a manifest, index or config
+constexpr std::int64_t kMaxJson = 16 << 20;  // a manifest, index or config
 constexpr std::size_t kMaxEntries = 1 << 20;
 constexpr std::size_t kMaxLayers = 128;  // what one message may hand the init (Docker's own bound is 127)
 constexpr std::size_t kMaxImages = 64;
@@ -38,8 +38,8 @@ Reader open_reader(const std::string& path) {
   if (!a) throw ImageError("out of memory", ImageError::Kind::store);
   // What `docker save | gzip` and friends give, and never a filter that runs a program.
   // A libarchive without one of them built in would run a program instead: refused.
-  for (auto support : {archive_read_support_filter_gzip, archive_read_support_filter_zstd, archive_read_support_filter_xz,
-                       archive_read_support_filter_bzip2}) {
+  for (auto support : {archive_read_support_filter_gzip, archive_read_support_filter_zstd,
+                       archive_read_support_filter_xz, archive_read_support_filter_bzip2}) {
     if (support(a.get()) != ARCHIVE_OK) {
       throw ImageError("this libarchive lacks a built-in decompressor", ImageError::Kind::store);
     }
@@ -193,7 +193,8 @@ void ImageArchive::list() {
     const auto type = archive_entry_filetype(e);
     if (!name) {
       if (type == AE_IFDIR && raw && (std::strcmp(raw, "./") == 0 || std::strcmp(raw, ".") == 0)) continue;
-      bad(std::string("the archive has an entry named '") + (raw ? std::string(raw).substr(0, 200) : "") + "', outside it");
+      bad(std::string("the archive has an entry named '") + (raw ? std::string(raw).substr(0, 200) : "") +
+          "', outside it");
     }
     if (entries_.size() >= kMaxEntries) bad("the archive has too many entries");
     if (type == AE_IFDIR) continue;
@@ -211,7 +212,8 @@ void ImageArchive::list() {
       }
     } else if (type == AE_IFLNK || archive_entry_hardlink(e)) {
       const char* target = archive_entry_hardlink(e) ? archive_entry_hardlink(e) : archive_entry_symlink(e);
-      const auto joined = archive_entry_hardlink(e) ? clean_name(target ? target : "") : join_link(*name, target ? target : "");
+      const auto joined =
+          archive_entry_hardlink(e) ? clean_name(target ? target : "") : join_link(*name, target ? target : "");
       if (!joined) bad("'" + *name + "' links out of the archive");
       entry.link = *joined;
     }
@@ -284,7 +286,8 @@ ArchiveImage ImageArchive::image_from_config(std::string config_digest, const st
   if (!diff_ids) bad("the image config has no rootfs.diff_ids");
   if (diff_ids->size() > kMaxLayers) bad("the image has more than 128 layers");
   for (const auto& d : *diff_ids) {
-    if (!d.is_string() || !is_sha256_digest(d.get<std::string>())) bad("the image config has a diff_id that is no sha256 digest");
+    if (!d.is_string() || !is_sha256_digest(d.get<std::string>()))
+      bad("the image config has a diff_id that is no sha256 digest");
     ArchiveLayer layer;
     layer.diff_id = d.get<std::string>();
     image.layers.push_back(layer);
@@ -303,14 +306,17 @@ void ImageArchive::read_docker(const json& manifest) {
     const std::string& config_bytes = file(config_name);
     const std::string digest = sha256_digest(config_bytes);
     // The config's name is its digest, in both shapes: <hex>.json or blobs/sha256/<hex>.
-    const std::string base = config_name.substr(config_name.rfind('/') == std::string::npos ? 0 : config_name.rfind('/') + 1);
-    const std::string hex = base.size() > 5 && base.compare(base.size() - 5, 5, ".json") == 0 ? base.substr(0, base.size() - 5) : base;
+    const std::string base =
+        config_name.substr(config_name.rfind('/') == std::string::npos ? 0 : config_name.rfind('/') + 1);
+    const std::string hex =
+        base.size() > 5 && base.compare(base.size() - 5, 5, ".json") == 0 ? base.substr(0, base.size() - 5) : base;
     if (hex.size() == 64 && "sha256:" + hex != digest) bad("the config " + config_name + " does not match its digest");
     ArchiveImage image = image_from_config(digest, config_bytes);
     const auto layers = item.find("Layers");
     if (layers == item.end() || !layers->is_array()) bad("manifest.json has an image without Layers");
-    if (layers->size() != image.layers.size()) bad("manifest.json lists " + std::to_string(layers->size()) +
-                                                   " layers where the config has " + std::to_string(image.layers.size()));
+    if (layers->size() != image.layers.size())
+      bad("manifest.json lists " + std::to_string(layers->size()) + " layers where the config has " +
+          std::to_string(image.layers.size()));
     for (std::size_t i = 0; i < layers->size(); ++i) {
       if (!(*layers)[i].is_string()) bad("manifest.json names a layer with something other than a path");
       const std::string name = (*layers)[i].get<std::string>();
@@ -335,7 +341,7 @@ json ImageArchive::blob_json(const json& descriptor, const char* what) {
   const std::string& bytes = file("blobs/sha256/" + digest_hex(digest));
   if (sha256_digest(bytes) != digest) bad(std::string("the ") + what + " " + digest + " does not match its digest");
   if (auto size = descriptor.find("size"); size != descriptor.end() && size->is_number_integer() &&
-                                          size->get<std::int64_t>() != static_cast<std::int64_t>(bytes.size())) {
+                                           size->get<std::int64_t>() != static_cast<std::int64_t>(bytes.size())) {
     bad(std::string("the ") + what + " " + digest + " is not the size its descriptor says");
   }
   return parse_json(bytes, std::string("the ") + what);
@@ -350,8 +356,9 @@ void ImageArchive::add_oci_image(const json& manifest, std::vector<std::string> 
   ArchiveImage image = image_from_config(config_digest, small_.at("blobs/sha256/" + digest_hex(config_digest)));
   const auto layers = manifest.find("layers");
   if (layers == manifest.end() || !layers->is_array()) bad("a manifest has no layers");
-  if (layers->size() != image.layers.size()) bad("a manifest lists " + std::to_string(layers->size()) +
-                                                 " layers where its config has " + std::to_string(image.layers.size()));
+  if (layers->size() != image.layers.size())
+    bad("a manifest lists " + std::to_string(layers->size()) + " layers where its config has " +
+        std::to_string(image.layers.size()));
   for (std::size_t i = 0; i < layers->size(); ++i) {
     const json& layer = (*layers)[i];
     const std::string digest = layer.is_object() ? string_field(layer, "digest") : std::string();
@@ -359,8 +366,8 @@ void ImageArchive::add_oci_image(const json& manifest, std::vector<std::string> 
     image.layers[i].blob_digest = digest;
     image.layers[i].entry = resolve("blobs/sha256/" + digest_hex(digest));
     image.layers[i].size = entries_.at(image.layers[i].entry).size;
-    if (auto size = layer.find("size"); size != layer.end() && size->is_number_integer() &&
-                                        size->get<std::int64_t>() != image.layers[i].size) {
+    if (auto size = layer.find("size");
+        size != layer.end() && size->is_number_integer() && size->get<std::int64_t>() != image.layers[i].size) {
       bad("the layer " + digest + " is not the size its manifest says");
     }
   }

@@ -175,8 +175,10 @@ json record_of(const ArchiveImage& image, const std::vector<std::uint64_t>& byte
     auto it = image.config.find(key);
     return it != image.config.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
-  return {{"id", image.config_digest}, {"architecture", text("architecture")}, {"os", text("os")},
-          {"created", text("created")}, {"imported", now_rfc3339()}, {"config", config}, {"layers", layers}};
+  return {{"id", image.config_digest}, {"architecture", text("architecture")},
+          {"os", text("os")},          {"created", text("created")},
+          {"imported", now_rfc3339()}, {"config", config},
+          {"layers", layers}};
 }
 
 // The archive's names for an image; an OCI ref.name that is only a tag names nothing by itself.
@@ -220,7 +222,8 @@ ImportResult ImageStore::import(const std::string& archive_path, const std::opti
   } else {
     for (std::size_t i = 0; i < images.size(); ++i) {
       names[i] = names_of(images[i]);
-      if (names[i].empty()) throw ImageError("the archive does not name its image; give NAME[:TAG]", ImageError::Kind::bad_input);
+      if (names[i].empty())
+        throw ImageError("the archive does not name its image; give NAME[:TAG]", ImageError::Kind::bad_input);
     }
   }
 
@@ -242,7 +245,8 @@ ImportResult ImageStore::import(const std::string& archive_path, const std::opti
     UniqueFd held = lock(LOCK_EX);
     sweep_staging();
     staging_lock = UniqueFd(::open((staging + ".lock").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-    if (!staging_lock || ::flock(staging_lock.get(), LOCK_EX) != 0) store_failed("cannot start an import in " + dir_, errno);
+    if (!staging_lock || ::flock(staging_lock.get(), LOCK_EX) != 0)
+      store_failed("cannot start an import in " + dir_, errno);
     cleanup.armed = true;
     if (::mkdir(staging.c_str(), 0700) != 0) store_failed("cannot make " + staging, errno);
   }
@@ -259,7 +263,8 @@ ImportResult ImageStore::import(const std::string& archive_path, const std::opti
         continue;
       }
       auto [it, fresh] = todo.emplace(layer.entry, &layer);
-      if (!fresh && it->second->diff_id != layer.diff_id) bad("the blob " + layer.entry + " is given two different diff_ids");
+      if (!fresh && it->second->diff_id != layer.diff_id)
+        bad("the blob " + layer.entry + " is given two different diff_ids");
     }
   }
 
@@ -271,44 +276,52 @@ ImportResult ImageStore::import(const std::string& archive_path, const std::opti
   std::set<std::string> entries;
   for (const auto& [entry, layer] : todo) entries.insert(entry);
   std::map<std::string, std::uint64_t> layer_bytes;
-  archive.stream(entries, [&](const std::string& entry, struct archive* reader) {
-    const ArchiveLayer& layer = *todo.at(entry);
-    const std::string hex = digest_hex(layer.diff_id);
-    const std::string out = staging + "/" + hex;
-    if (::mkdir(out.c_str(), 0755) != 0) store_failed("cannot make " + out, errno);
-    UniqueFd dir(::open(out.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!dir) store_failed("cannot open " + out, errno);
-    std::uint64_t ticks = 0;
-    Unpacked got;
-    try {
-      got = unpack_blob(reader, dir.get(), [&] {
-        if (progress && (++ticks % 4) == 0) {
-          shown.bytes_read = static_cast<std::uint64_t>(archive_filter_bytes(reader, -1));
-          progress(shown);
+  archive.stream(
+      entries,
+      [&](const std::string& entry, struct archive* reader) {
+        const ArchiveLayer& layer = *todo.at(entry);
+        const std::string hex = digest_hex(layer.diff_id);
+        const std::string out = staging + "/" + hex;
+        if (::mkdir(out.c_str(), 0755) != 0) store_failed("cannot make " + out, errno);
+        UniqueFd dir(::open(out.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (!dir) store_failed("cannot open " + out, errno);
+        std::uint64_t ticks = 0;
+        Unpacked got;
+        try {
+          got = unpack_blob(reader, dir.get(), [&] {
+            if (progress && (++ticks % 4) == 0) {
+              shown.bytes_read = static_cast<std::uint64_t>(archive_filter_bytes(reader, -1));
+              progress(shown);
+            }
+          });
+        } catch (const ImageError& e) {
+          if (e.kind() != ImageError::Kind::bad_archive) throw;
+          bad("layer " + entry + ": " + e.what());
         }
+        if (!layer.blob_digest.empty() && got.blob_digest != layer.blob_digest) {
+          bad("layer " + entry + " does not match its digest: it is " + got.blob_digest + ", the manifest says " +
+              layer.blob_digest);
+        }
+        if (got.diff_id != layer.diff_id) {
+          bad("layer " + entry + " does not match its diff_id: its tar is " + got.diff_id + ", the config says " +
+              layer.diff_id);
+        }
+        const json meta = {{"diff_id", layer.diff_id},
+                           {"bytes", got.stats.bytes},
+                           {"entries", got.stats.entries},
+                           {"dropped", got.stats.dropped},
+                           {"cleared", got.stats.cleared}};
+        store::write_atomic(staging, staging + "/" + hex + ".json", meta.dump() + "\n");
+        layer_bytes[layer.diff_id] = got.stats.bytes;
+        ++result.layers_unpacked;
+        result.bytes_unpacked += got.stats.bytes;
+        ++shown.layers_done;
+        if (progress) progress(shown);
+      },
+      [&](std::uint64_t read) {
+        shown.bytes_read = read;
+        if (progress) progress(shown);
       });
-    } catch (const ImageError& e) {
-      if (e.kind() != ImageError::Kind::bad_archive) throw;
-      bad("layer " + entry + ": " + e.what());
-    }
-    if (!layer.blob_digest.empty() && got.blob_digest != layer.blob_digest) {
-      bad("layer " + entry + " does not match its digest: it is " + got.blob_digest + ", the manifest says " + layer.blob_digest);
-    }
-    if (got.diff_id != layer.diff_id) {
-      bad("layer " + entry + " does not match its diff_id: its tar is " + got.diff_id + ", the config says " + layer.diff_id);
-    }
-    const json meta = {{"diff_id", layer.diff_id}, {"bytes", got.stats.bytes}, {"entries", got.stats.entries},
-                       {"dropped", got.stats.dropped}, {"cleared", got.stats.cleared}};
-    store::write_atomic(staging, staging + "/" + hex + ".json", meta.dump() + "\n");
-    layer_bytes[layer.diff_id] = got.stats.bytes;
-    ++result.layers_unpacked;
-    result.bytes_unpacked += got.stats.bytes;
-    ++shown.layers_done;
-    if (progress) progress(shown);
-  }, [&](std::uint64_t read) {
-    shown.bytes_read = read;
-    if (progress) progress(shown);
-  });
 
   // Commit: layers, then records, then names, all under the lock.
   UniqueFd held = lock(LOCK_EX);

@@ -103,7 +103,8 @@ std::optional<ImageReference> parse_image_reference(std::string_view text, std::
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const bool host = i == 0 && parts.size() > 1 && looks_like_host(parts[0]);
     if (host ? !host_component(parts[i]) : !path_component(parts[i])) {
-      return refuse(why, "the name must be lower-case path components such as team/app, optionally after a registry host");
+      return refuse(why,
+                    "the name must be lower-case path components such as team/app, optionally after a registry host");
     }
   }
   // Docker Hub's implied prefixes name the same image as the short form.

@@ -138,7 +138,8 @@ void write_refs(const std::string& dir, const std::map<std::string, std::string>
 
 ImageStore::ImageStore(std::string dir) : dir_(std::move(dir)) {
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
-  if (dir_.empty() || dir_.front() != '/') throw ImageError("the image store must be an absolute path", ImageError::Kind::bad_input);
+  if (dir_.empty() || dir_.front() != '/')
+    throw ImageError("the image store must be an absolute path", ImageError::Kind::bad_input);
 }
 
 void ImageStore::ensure_dirs() const {
@@ -157,10 +158,12 @@ UniqueFd ImageStore::lock(int how) const {
   UniqueFd fd(::open((dir_ + "/lock").c_str(), (how == LOCK_EX ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, 0600));
   if (!fd) {
     if (how != LOCK_EX && errno == ENOENT) return fd;  // no store yet: nothing to read
-    throw ImageError("cannot open the image store's lock in " + dir_ + ": " + std::strerror(errno), ImageError::Kind::store);
+    throw ImageError("cannot open the image store's lock in " + dir_ + ": " + std::strerror(errno),
+                     ImageError::Kind::store);
   }
   while (::flock(fd.get(), how) != 0) {
-    if (errno != EINTR) throw ImageError("cannot lock the image store: " + std::string(std::strerror(errno)), ImageError::Kind::store);
+    if (errno != EINTR)
+      throw ImageError("cannot lock the image store: " + std::string(std::strerror(errno)), ImageError::Kind::store);
   }
   return fd;
 }
@@ -238,7 +241,8 @@ std::string ImageStore::resolve(const std::map<std::string, std::string>& refs, 
   std::string id;
   for (const auto& [name, image_id] : refs) {
     if (image_id.compare(7, hex.size(), hex) == 0) {
-      if (!id.empty() && id != image_id) throw ImageError("'" + what + "' names more than one image", ImageError::Kind::bad_input);
+      if (!id.empty() && id != image_id)
+        throw ImageError("'" + what + "' names more than one image", ImageError::Kind::bad_input);
       id = image_id;
     }
   }
@@ -262,7 +266,9 @@ std::optional<StoredImage> ImageStore::find(const std::string& what) const {
 std::pair<StoredImage, UniqueFd> ImageStore::acquire(const ImageReference& ref) const {
   // Under the store's lock, shared: no removal runs between finding the
   // image and locking its record.
-  const auto missing = [&] { return ImageError("image '" + ref.str() + "' is not in the store " + dir_, ImageError::Kind::not_found); };
+  const auto missing = [&] {
+    return ImageError("image '" + ref.str() + "' is not in the store " + dir_, ImageError::Kind::not_found);
+  };
   UniqueFd held = lock(LOCK_SH);
   if (!held) throw missing();
   const auto refs = store::read_refs(dir_);
@@ -286,7 +292,9 @@ std::pair<StoredImage, UniqueFd> ImageStore::acquire(const ImageReference& ref) 
 }
 
 RemoveResult ImageStore::remove(const std::string& what) {
-  const auto missing = [&] { return ImageError("image '" + what + "' is not in the store " + dir_, ImageError::Kind::not_found); };
+  const auto missing = [&] {
+    return ImageError("image '" + what + "' is not in the store " + dir_, ImageError::Kind::not_found);
+  };
   if (!find(what)) throw missing();  // without making a store that is not there
   // Resolved again under the lock: an import may have moved the name meanwhile.
   UniqueFd held = lock(LOCK_EX);
@@ -454,7 +462,8 @@ namespace {
 
 // The line of a passwd or group file whose first field (or, for a number,
 // third) matches `key`.
-std::optional<std::vector<std::string>> find_entry(const std::optional<std::string>& file, const std::string& key, bool numeric) {
+std::optional<std::vector<std::string>> find_entry(const std::optional<std::string>& file, const std::string& key,
+                                                   bool numeric) {
   if (!file) return std::nullopt;
   std::stringstream lines(*file);
   for (std::string line; std::getline(lines, line);) {
@@ -500,7 +509,8 @@ std::pair<std::uint32_t, std::uint32_t> image_user_ids(const StoredImage& image,
       gid = *n;
     } else {
       const auto entry = find_entry(read_image_file(image, "etc/group", 4 << 20), g, false);
-      if (!entry) throw ImageError("the image's group '" + g + "' is not in its /etc/group", ImageError::Kind::bad_input);
+      if (!entry)
+        throw ImageError("the image's group '" + g + "' is not in its /etc/group", ImageError::Kind::bad_input);
       gid = number((*entry)[2]);
       if (!gid) throw ImageError("the image's /etc/group has a bad gid for '" + g + "'", ImageError::Kind::bad_input);
     }

@@ -40,7 +40,8 @@ constexpr std::size_t kMaxDepth = 256;
 
 [[noreturn]] void failed(const std::string& path, const char* step, int error) {
   // The disk, not the archive: ENOSPC, EDQUOT, EIO.
-  throw ImageError("unpacking '" + path.substr(0, 200) + "': " + step + ": " + std::strerror(error), ImageError::Kind::store);
+  throw ImageError("unpacking '" + path.substr(0, 200) + "': " + step + ": " + std::strerror(error),
+                   ImageError::Kind::store);
 }
 
 // "./a//b/" -> {"a", "b"}; refuses '..' anywhere.
@@ -156,7 +157,8 @@ class Unpacker {
 
     if (name == kOpaque) {
       // The parent hides whatever lower layers have in it.
-      if (::fsetxattr(parent.get(), "user.overlay.opaque", "y", 1, 0) != 0) failed(path, "marking a directory opaque", errno);
+      if (::fsetxattr(parent.get(), "user.overlay.opaque", "y", 1, 0) != 0)
+        failed(path, "marking a directory opaque", errno);
       return;
     }
     // Other AUFS metadata (.wh..wh.plnk, .wh..wh.aufs) means nothing here, as under Docker.
@@ -165,7 +167,8 @@ class Unpacker {
       const std::string hidden = name.substr(kWhiteout.size());
       if (hidden.empty() || hidden == "." || hidden == "..") bad(path, "a whiteout names nothing");
       remove_entry(parent.get(), hidden, path);
-      if (::mknodat(parent.get(), hidden.c_str(), S_IFCHR | 0, ::makedev(0, 0)) != 0) failed(path, "making a whiteout", errno);
+      if (::mknodat(parent.get(), hidden.c_str(), S_IFCHR | 0, ::makedev(0, 0)) != 0)
+        failed(path, "making a whiteout", errno);
       return;
     }
 
@@ -190,15 +193,12 @@ class Unpacker {
         finish(parent.get(), name, path, entry, true);
         dir_times_.push_back({join(parts, parts.size()), {times_of(entry)[0], times_of(entry)[1]}});
         return;
-      case AE_IFREG:
-        return write_file(parent.get(), name, path, entry);
-      case AE_IFLNK:
-        return make_symlink(parent.get(), name, path, parts, entry);
+      case AE_IFREG: return write_file(parent.get(), name, path, entry);
+      case AE_IFLNK: return make_symlink(parent.get(), name, path, parts, entry);
       case AE_IFIFO:
         if (::mkfifoat(parent.get(), name.c_str(), 0600) != 0) failed(path, "making a fifo", errno);
         return finish(parent.get(), name, path, entry, false);
-      default:
-        bad(path, "an entry of an unknown type");
+      default: bad(path, "an entry of an unknown type");
     }
   }
 
@@ -208,18 +208,21 @@ class Unpacker {
     UniqueFd fd(open_beneath(root_, dir, O_RDONLY | O_DIRECTORY));
     if (fd) return fd;
     if (errno != ENOENT) {
-      if (errno == ELOOP || errno == ENOTDIR || errno == EXDEV) bad(path, "its parent is not a directory of the layer (a symlink or a file)");
+      if (errno == ELOOP || errno == ENOTDIR || errno == EXDEV)
+        bad(path, "its parent is not a directory of the layer (a symlink or a file)");
       failed(path, "opening its parent", errno);
     }
     UniqueFd cur(open_beneath(root_, ".", O_RDONLY | O_DIRECTORY));
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
       UniqueFd next(open_beneath(cur.get(), parts[i], O_RDONLY | O_DIRECTORY));
       if (!next && errno == ENOENT) {
-        if (::mkdirat(cur.get(), parts[i].c_str(), 0755) != 0 && errno != EEXIST) failed(path, "making a parent", errno);
+        if (::mkdirat(cur.get(), parts[i].c_str(), 0755) != 0 && errno != EEXIST)
+          failed(path, "making a parent", errno);
         next = UniqueFd(open_beneath(cur.get(), parts[i], O_RDONLY | O_DIRECTORY));
       }
       if (!next) {
-        if (errno == ELOOP || errno == ENOTDIR) bad(path, "its parent is not a directory of the layer (a symlink or a file)");
+        if (errno == ELOOP || errno == ENOTDIR)
+          bad(path, "its parent is not a directory of the layer (a symlink or a file)");
         failed(path, "opening a parent", errno);
       }
       cur = std::move(next);
@@ -237,7 +240,8 @@ class Unpacker {
     const std::uint64_t reserve = std::min<std::uint64_t>(1ull << 30, size / 20);
     const std::uint64_t free = static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
     if (bytes + reserve + vfs.f_frsize > free) {
-      if (bytes > free / 2) bad(path, "declares " + std::to_string(bytes) + " bytes, more than the store's disk has free");
+      if (bytes > free / 2)
+        bad(path, "declares " + std::to_string(bytes) + " bytes, more than the store's disk has free");
       throw ImageError("the store's disk is full (unpacking '" + path.substr(0, 200) + "')", ImageError::Kind::store);
     }
     if (vfs.f_files > 0 && vfs.f_favail < std::min<std::uint64_t>(65536, vfs.f_files / 20)) {
@@ -347,7 +351,9 @@ class Unpacker {
     const std::vector<std::string> to = components(target);
     if (to.empty()) bad(path, "a hard link to the layer's root");
     UniqueFd source(open_beneath(root_, join(to, to.size()), O_PATH));
-    if (!source) bad(path, std::string("a hard link to '") + std::string(target).substr(0, 200) + "', which the layer does not hold");
+    if (!source)
+      bad(path,
+          std::string("a hard link to '") + std::string(target).substr(0, 200) + "', which the layer does not hold");
     struct stat st {};
     if (::fstat(source.get(), &st) != 0 || S_ISDIR(st.st_mode)) bad(path, "a hard link to a directory");
     remove_entry(parent, name, path);
@@ -365,6 +371,8 @@ class Unpacker {
 
 }  // namespace
 
-LayerStats unpack_layer(archive* tar, int root, const UnpackLimits& limits) { return Unpacker(tar, root, limits).run(); }
+LayerStats unpack_layer(archive* tar, int root, const UnpackLimits& limits) {
+  return Unpacker(tar, root, limits).run();
+}
 
 }  // namespace mayura::rootfs

@@ -16,16 +16,16 @@ struct archive;
 namespace mayura::rootfs {
 
 struct UnpackLimits {
-  std::uint64_t max_bytes = 64ull << 30;    // of file contents, as declared by the headers
+  std::uint64_t max_bytes = 64ull << 30;  // of file contents, as declared by the headers
   std::uint64_t max_entries = 4u << 20;
   std::uint64_t max_path = 4096;
 };
 
 struct LayerStats {
-  std::uint64_t bytes = 0;       // file contents written
+  std::uint64_t bytes = 0;  // file contents written
   std::uint64_t entries = 0;
-  std::uint64_t dropped = 0;     // device nodes and sockets left out
-  std::uint64_t cleared = 0;     // setuid/setgid bits cleared
+  std::uint64_t dropped = 0;  // device nodes and sockets left out
+  std::uint64_t cleared = 0;  // setuid/setgid bits cleared
 };
 
 // Reads every entry of `tar` (a libarchive tar reader at its start) into the

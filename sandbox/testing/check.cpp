@@ -76,8 +76,8 @@ std::string differ(std::string_view actual, std::string_view expected) {
   const auto at = static_cast<std::size_t>(a - actual.begin());
   const std::size_t from = at > 20 ? at - 20 : 0;
   return "expected " + std::to_string(expected.size()) + " bytes, got " + std::to_string(actual.size()) +
-         "; they first differ at byte " + std::to_string(at) + " (bytes from " + std::to_string(from) +
-         ": expected " + show(expected.substr(std::min(from, expected.size()), 60)) + ", got " +
+         "; they first differ at byte " + std::to_string(at) + " (bytes from " + std::to_string(from) + ": expected " +
+         show(expected.substr(std::min(from, expected.size()), 60)) + ", got " +
          show(actual.substr(std::min(from, actual.size()), 60)) + ")";
 }
 
@@ -111,8 +111,8 @@ std::string unique_token() {
 std::string sh(const Sandbox& sandbox, const std::string& script, ExecOptions options) {
   const ExecResult r = sandbox.exec({"/bin/sh", "-c", script}, options);
   if (r.exit_code != 0) {
-    fail("sh -c " + show(script) + " exited " + show(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
-         ", stderr " + show(r.stderr));
+    fail("sh -c " + show(script) + " exited " + show(r.exit_code) + (r.timed_out ? " (timed out)" : "") + ", stderr " +
+         show(r.stderr));
   }
   return r.stdout;
 }
@@ -170,7 +170,8 @@ std::string tag_line(const std::string& tag) { return std::string(kTagVariable) 
 std::string processes_tagged(const Sandbox& sandbox, const std::string& tag, std::chrono::milliseconds grace) {
   const auto deadline = std::chrono::steady_clock::now() + grace;
   for (;;) {
-    const ExecResult r = sandbox.exec({"/bin/sh", "-c", std::string(kTaggedFunction) + "tagged \"$1\"", "sh", tag_line(tag)});
+    const ExecResult r =
+        sandbox.exec({"/bin/sh", "-c", std::string(kTaggedFunction) + "tagged \"$1\"", "sh", tag_line(tag)});
     check_eq(r.exit_code, 0, "listing the sandbox's processes (stderr " + show(r.stderr) + ")");
     if (r.stdout.empty() || std::chrono::steady_clock::now() >= deadline) return r.stdout;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -181,16 +182,17 @@ void check_tag_listing_works(const Sandbox& sandbox) {
   const std::string line = tag_line("control-" + unique_token());
   // A tagged sleep of the listing shell's own; the listing is retried a few
   // times in case the sleep has not yet exec'd (and so has no tag yet).
-  const std::string script = std::string(kTaggedFunction) +
-                             "env \"$1\" sleep 60 & pid=$!\n"
-                             "n=0\n"
-                             "while :; do\n"
-                             "  out=$(tagged \"$1\")\n"
-                             "  case \"$out\" in \"$pid \"*|*\"\n$pid \"*) break;; esac\n"
-                             "  n=$((n+1)); [ $n -ge 5 ] && break; sleep 1\n"
-                             "done\n"
-                             "kill $pid\n"
-                             "case \"$out\" in \"$pid \"*|*\"\n$pid \"*) echo seen;; *) echo \"not seen: $out\";; esac\n";
+  const std::string script =
+      std::string(kTaggedFunction) +
+      "env \"$1\" sleep 60 & pid=$!\n"
+      "n=0\n"
+      "while :; do\n"
+      "  out=$(tagged \"$1\")\n"
+      "  case \"$out\" in \"$pid \"*|*\"\n$pid \"*) break;; esac\n"
+      "  n=$((n+1)); [ $n -ge 5 ] && break; sleep 1\n"
+      "done\n"
+      "kill $pid\n"
+      "case \"$out\" in \"$pid \"*|*\"\n$pid \"*) echo seen;; *) echo \"not seen: $out\";; esac\n";
   const ExecResult r = sandbox.exec({"/bin/sh", "-c", script, "sh", line});
   check(r.exit_code == 0 && r.stdout == "seen\n",
         "the suite finds a command's processes by a variable in their environment, through /proc: it did not see a "

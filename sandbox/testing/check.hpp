@@ -53,10 +53,7 @@ std::string show(Reason reason);
 std::string show(FileType type);
 std::string show(const std::vector<std::string>& list);
 template <class T>
-  requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
-std::string show(T value) {
-  return std::to_string(value);
-}
+requires std::is_integral_v<T> &&(!std::is_same_v<T, bool>)std::string show(T value) { return std::to_string(value); }
 template <class T>
 std::string show(const std::optional<T>& value) {
   return value ? show(*value) : std::string("none");
@@ -68,7 +65,8 @@ std::string differ(std::string_view actual, std::string_view expected);
 template <class A, class B>
 void check_eq(const A& actual, const B& expected, const std::string& what) {
   if (actual == expected) return;
-  if constexpr (std::is_convertible_v<const A&, std::string_view> && std::is_convertible_v<const B&, std::string_view>) {
+  if constexpr (std::is_convertible_v<const A&, std::string_view> &&
+                std::is_convertible_v<const B&, std::string_view>) {
     fail(what + ": " + differ(actual, expected));
   } else {
     fail(what + ": expected " + show(expected) + ", got " + show(actual));

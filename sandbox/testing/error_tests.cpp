@@ -25,11 +25,13 @@ void read_limit(const Sandbox& s) {
   s.write_file(dir.path("eleven"), "0123456789A");
   ReadOptions o;
   o.max_bytes = 10;
-  check_fails(Reason::LIMIT_REACHED, "read_file of 11 bytes with max_bytes 10", [&] { s.read_file(dir.path("eleven"), o); });
+  check_fails(Reason::LIMIT_REACHED, "read_file of 11 bytes with max_bytes 10",
+              [&] { s.read_file(dir.path("eleven"), o); });
   o.max_bytes = 11;
   check_eq(s.read_file(dir.path("eleven"), o), "0123456789A", "read_file of 11 bytes with max_bytes 11");
   o.max_bytes = 0;
-  check_fails(Reason::LIMIT_REACHED, "read_file of 11 bytes with max_bytes 0", [&] { s.read_file(dir.path("eleven"), o); });
+  check_fails(Reason::LIMIT_REACHED, "read_file of 11 bytes with max_bytes 0",
+              [&] { s.read_file(dir.path("eleven"), o); });
   s.write_file(dir.path("empty"), "");
   check_eq(s.read_file(dir.path("empty"), o), "", "read_file of an empty file with max_bytes 0");
 }
@@ -74,7 +76,8 @@ void invalid_input(const Sandbox& s) {
   }
 
   // and nothing was done: no command ran, no file was written
-  check_eq(names_of(s.list(dir.relative())), std::vector<std::string>{}, "what the refused calls left in their directory");
+  check_eq(names_of(s.list(dir.relative())), std::vector<std::string>{},
+           "what the refused calls left in their directory");
   const auto top = names_of(s.list());
   check(std::find(top.begin(), top.end(), dir.relative()) != top.end(),
         "the test's directory is gone from the workdir after refused calls (remove of an empty path?)");
@@ -91,7 +94,9 @@ void cancelled_before_start(const Sandbox& s) {
   f.cancellation = stop.get_token();
   ReadOptions r;
   r.cancellation = stop.get_token();
-  check_fails(Reason::CANCELLED, "exec with a stop already requested", [&] { s.exec({"touch", dir.absolute("ran")}, e); });
+  check_fails(Reason::CANCELLED, "exec with a stop already requested", [&] {
+    s.exec({"touch", dir.absolute("ran")}, e);
+  });
   check_fails(Reason::CANCELLED, "write_file of a new file with a stop already requested",
               [&] { s.write_file(dir.path("new"), "x", f); });
   check_fails(Reason::CANCELLED, "write_file over a file with a stop already requested",

@@ -93,10 +93,25 @@ void streams_apart(const Sandbox& s) {
 }
 
 void argv_intact(const Sandbox& s) {
-  const std::vector<std::string> args = {"two words", " leading", "trailing ", "'single'", "\"double\"",
-                                         "back\\slash", "$HOME", "`id`", "$(id)", "semi;colon|pipe&amp",
-                                         "a\nnewline", "tab\there", "*", "", "-n", "--",
-                                         "\xc3\xbcnic\xc3\xb8" "de \xe2\x98\x83", std::string("\x01\x7f\xff", 3)};
+  const std::vector<std::string> args = {"two words",
+                                         " leading",
+                                         "trailing ",
+                                         "'single'",
+                                         "\"double\"",
+                                         "back\\slash",
+                                         "$HOME",
+                                         "`id`",
+                                         "$(id)",
+                                         "semi;colon|pipe&amp",
+                                         "a\nnewline",
+                                         "tab\there",
+                                         "*",
+                                         "",
+                                         "-n",
+                                         "--",
+                                         "\xc3\xbcnic\xc3\xb8"
+                                         "de \xe2\x98\x83",
+                                         std::string("\x01\x7f\xff", 3)};
   std::vector<std::string> argv = {"/bin/sh", "-c", "for a; do printf '[%s]' \"$a\"; done", "sh"};
   argv.insert(argv.end(), args.begin(), args.end());
   std::string expected;
@@ -110,7 +125,8 @@ void large_output(const Sandbox& s) {
   // 1 MiB on each stream at once: a provider that reads one stream to its
   // end before the other stalls here, as the command blocks on the other
   const std::string expected = numbered_lines(65536, 15);
-  const ExecResult r = run_sh(s, numbered_lines_awk(65536, 15) + " & " + numbered_lines_awk(65536, 15, "/dev/stderr") + "; wait");
+  const ExecResult r =
+      run_sh(s, numbered_lines_awk(65536, 15) + " & " + numbered_lines_awk(65536, 15, "/dev/stderr") + "; wait");
   check_eq(r.exit_code, 0, "exit_code");
   check_eq(r.stdout, expected, "1 MiB of stdout");
   check_eq(r.stderr, expected, "1 MiB of stderr");
@@ -213,7 +229,9 @@ void env(const Sandbox& s) {
       {"CONF_NEWLINES", "line one\nline two\n"},
       {"CONF_SHELL", "$HOME `id` $(id) \\ ; | & * ~"},
       {"CONF_EMPTY", ""},
-      {"CONF_UNICODE", "\xc3\xbcnic\xc3\xb8" "de \xe2\x98\x83"},
+      {"CONF_UNICODE",
+       "\xc3\xbcnic\xc3\xb8"
+       "de \xe2\x98\x83"},
       {"CONF_EQUALS", "a=b=c"},
       {"CONF_CONTROL", "\x01\t\x7f"},
   };
@@ -266,10 +284,12 @@ void stdin_input(const Sandbox& s) {
     Scratch dir(s, "stdin");
     ExecOptions o;
     o.stdin = std::string("x");
-    check_fails(Reason::INVALID_INPUT, "exec with stdin on a provider without the feature",
-                [&] { s.exec({"touch", dir.absolute("ran")}, o); });
+    check_fails(Reason::INVALID_INPUT, "exec with stdin on a provider without the feature", [&] {
+      s.exec({"touch", dir.absolute("ran")}, o);
+    });
     check(names_of(s.list(dir.relative())).empty(), "exec with stdin was refused, yet the command ran");
-    not_applicable("the provider does not claim stdin (exec with stdin failed INVALID_INPUT and ran nothing, as it must)");
+    not_applicable(
+        "the provider does not claim stdin (exec with stdin failed INVALID_INPUT and ran nothing, as it must)");
   }
 
   std::string bytes;
@@ -315,8 +335,8 @@ void many_threads(const Sandbox& s) {
     });
   }
   for (auto& t : threads) t.join();
-  check(wrong.empty(), std::to_string(wrong.size()) + " of " + std::to_string(kThreads * kEach) +
-                           " execs from " + std::to_string(kThreads) + " threads at once went wrong, first " +
+  check(wrong.empty(), std::to_string(wrong.size()) + " of " + std::to_string(kThreads * kEach) + " execs from " +
+                           std::to_string(kThreads) + " threads at once went wrong, first " +
                            (wrong.empty() ? "" : wrong.front()));
 }
 

@@ -38,18 +38,21 @@ void text(const Sandbox& s) {
   const std::string body = "hello\nworld\n";
   s.write_file(dir.path("hello.txt"), body);
   check_eq(s.read_file(dir.path("hello.txt")), body, "read_file of what write_file wrote (relative path)");
-  check_eq(s.read_file(dir.absolute("hello.txt")), body, "read_file by the absolute path of a file written by a relative one");
+  check_eq(s.read_file(dir.absolute("hello.txt")), body,
+           "read_file by the absolute path of a file written by a relative one");
   ExecOptions in_dir;
   in_dir.cwd = dir.relative();
   check_eq(s.exec({"cat", "hello.txt"}, in_dir).stdout, body, "cat of what write_file wrote");
 
   s.write_file(dir.absolute("abs.txt"), "absolute");
-  check_eq(s.read_file(dir.path("abs.txt")), "absolute", "read_file by the relative path of a file written by an absolute one");
+  check_eq(s.read_file(dir.path("abs.txt")), "absolute",
+           "read_file by the relative path of a file written by an absolute one");
 
   // an overwrite replaces the whole file: nothing of a longer old one is left
   s.write_file(dir.path("hello.txt"), "hi");
   check_eq(s.read_file(dir.path("hello.txt")), "hi", "read_file after overwriting with shorter text");
-  check_eq(size_in_sandbox(s, dir.path("hello.txt")), "2", "the size in the sandbox after overwriting with shorter text");
+  check_eq(size_in_sandbox(s, dir.path("hello.txt")), "2",
+           "the size in the sandbox after overwriting with shorter text");
 
   // and what a command writes, read_file reads
   sh(s, "printf 'from a command' > made.txt", in_dir);
@@ -93,10 +96,12 @@ void large(const Sandbox& s) {
     c = static_cast<char>(x & 0xff);
   }
   s.write_file(dir.path("large.bin"), bytes);
-  check_eq(size_in_sandbox(s, dir.path("large.bin")), std::to_string(bytes.size()), "the size in the sandbox of 8 MiB written");
+  check_eq(size_in_sandbox(s, dir.path("large.bin")), std::to_string(bytes.size()),
+           "the size in the sandbox of 8 MiB written");
   check_eq(hex_in_sandbox(s, dir.path("large.bin"), "head -c 64"), hex_of(std::string_view(bytes).substr(0, 64)),
            "the first 64 bytes in the sandbox of 8 MiB written");
-  check_eq(hex_in_sandbox(s, dir.path("large.bin"), "tail -c 64"), hex_of(std::string_view(bytes).substr(bytes.size() - 64)),
+  check_eq(hex_in_sandbox(s, dir.path("large.bin"), "tail -c 64"),
+           hex_of(std::string_view(bytes).substr(bytes.size() - 64)),
            "the last 64 bytes in the sandbox of 8 MiB written");
   check_eq(s.read_file(dir.path("large.bin")), bytes, "read_file of 8 MiB");
 }
@@ -109,7 +114,8 @@ void parents(const Sandbox& s) {
   check(a.size() == 1 && a[0].name == "b" && a[0].type == FileType::directory,
         "write_file of a/b/c/deep.txt made a's listing " + show(names_of(a)) + " (one directory b expected)");
   s.write_file(dir.absolute("x/y.txt"), "y");
-  check_eq(s.read_file(dir.path("x/y.txt")), "y", "read_file of a file written by an absolute path where no directory was");
+  check_eq(s.read_file(dir.path("x/y.txt")), "y",
+           "read_file of a file written by an absolute path where no directory was");
 }
 
 void listing(const Sandbox& s) {
@@ -129,9 +135,9 @@ void listing(const Sandbox& s) {
     std::optional<std::uint64_t> size;  // regular files only
   };
   const std::vector<Expected> expected = {
-      {".hidden", FileType::file, 2},    {"C.txt", FileType::file, 5},  {"a.txt", FileType::file, 1},
-      {"b.txt", FileType::file, 3},      {"dir", FileType::directory, {}}, {"empty", FileType::directory, {}},
-      {"link", FileType::symlink, {}},   {"zero", FileType::file, 0},
+      {".hidden", FileType::file, 2},  {"C.txt", FileType::file, 5},     {"a.txt", FileType::file, 1},
+      {"b.txt", FileType::file, 3},    {"dir", FileType::directory, {}}, {"empty", FileType::directory, {}},
+      {"link", FileType::symlink, {}}, {"zero", FileType::file, 0},
   };
   std::vector<std::string> names;
   for (const auto& e : expected) names.push_back(e.name);
@@ -193,7 +199,8 @@ void many_threads(const Sandbox& s) {
     });
   }
   for (auto& t : threads) t.join();
-  for (const auto& w : wrong) check(w.empty(), "writing and reading files from " + show(kThreads) + " threads at once: " + w);
+  for (const auto& w : wrong)
+    check(w.empty(), "writing and reading files from " + show(kThreads) + " threads at once: " + w);
   check_eq(s.list(dir.relative()).size(), std::size_t{kThreads}, "the number of files written from many threads");
 }
 

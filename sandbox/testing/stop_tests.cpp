@@ -39,13 +39,21 @@ constexpr auto kMarkerWait = milliseconds(2000);
 // file) only once every one of them is up, then waits.
 std::string leaves_processes_behind() {
   const std::string wait = wait_for_file("go");
-  return "(touch up-child; " + wait + "; touch child) & "
-         "( (touch up-grandchild; " + wait + "; touch grandchild) & ) ; "
-         "sh -c 'trap \"\" TERM; touch up-ignores-term; " + wait + "; touch ignores-term' & "
+  return "(touch up-child; " + wait +
+         "; touch child) & "
+         "( (touch up-grandchild; " +
+         wait +
+         "; touch grandchild) & ) ; "
+         "sh -c 'trap \"\" TERM; touch up-ignores-term; " +
+         wait +
+         "; touch ignores-term' & "
          "up='up-child up-grandchild up-ignores-term'; "
-         "if command -v setsid >/dev/null 2>&1; then setsid sh -c 'touch up-own-session; " + wait +
+         "if command -v setsid >/dev/null 2>&1; then setsid sh -c 'touch up-own-session; " +
+         wait +
          "; touch own-session' & up=\"$up up-own-session\"; fi; "
-         "for f in $up; do " + wait_for_file("$f") + "; done; "
+         "for f in $up; do " +
+         wait_for_file("$f") +
+         "; done; "
          "touch started; echo started; sleep 600";
 }
 
@@ -79,8 +87,9 @@ void await_processes_up(const Sandbox& s, const Scratch& dir, const std::string&
     std::this_thread::sleep_for(milliseconds(50));
   }
   const std::string running = processes_tagged(s, tag, milliseconds(0));
-  check(!running.empty(), what + ": the suite saw none of its processes running before stopping it, so it could "
-                                 "not show that stopping them works");
+  check(!running.empty(), what +
+                              ": the suite saw none of its processes running before stopping it, so it could "
+                              "not show that stopping them works");
 }
 
 // Runs `stop` when it goes, so that a test that fails before it stops its
@@ -106,7 +115,8 @@ void check_nothing_left(const Sandbox& s, const Scratch& dir, const std::string&
   std::this_thread::sleep_for(kMarkerWait);
   std::vector<std::string> markers = names_of(s.list(dir.relative()));
   std::erase_if(markers, written_while_running);
-  check(markers.empty(), "processes a command " + how + " had left in the background ran on: they wrote " + show(markers));
+  check(markers.empty(),
+        "processes a command " + how + " had left in the background ran on: they wrote " + show(markers));
 }
 
 // An exec on a thread of its own, holding its own handle, so that the test
@@ -120,7 +130,8 @@ struct Outcome {
 std::future<Outcome> exec_on_own_thread(const Sandbox& s, std::vector<std::string> argv, ExecOptions options) {
   std::promise<Outcome> promise;
   auto future = promise.get_future();
-  std::thread([sandbox = s, argv = std::move(argv), options = std::move(options), promise = std::move(promise)]() mutable {
+  std::thread([sandbox = s, argv = std::move(argv), options = std::move(options),
+               promise = std::move(promise)]() mutable {
     Outcome outcome;
     try {
       outcome.result = sandbox.exec(argv, options);
@@ -160,9 +171,10 @@ void timeout_stops_everything(const Sandbox& s) {
   check_eq(r.timed_out, true, "timed_out of a command still running at its timeout");
   check_eq(r.exit_code, std::optional<int>(), "exit_code of a command that timed out");
   check_eq(r.stdout, "started\n", "stdout written before the timeout");
-  check(took >= kStopAfterMs - 50, "exec with a timeout of " + show(kStopAfterMs) + " ms returned after " + show(took) + " ms");
-  check(r.duration_ms >= kStopAfterMs - 50, "duration_ms of a command that timed out after " + show(kStopAfterMs) +
-                                                " ms is " + show(r.duration_ms));
+  check(took >= kStopAfterMs - 50,
+        "exec with a timeout of " + show(kStopAfterMs) + " ms returned after " + show(took) + " ms");
+  check(r.duration_ms >= kStopAfterMs - 50,
+        "duration_ms of a command that timed out after " + show(kStopAfterMs) + " ms is " + show(r.duration_ms));
   check_nothing_left(s, dir, tag, "that timed out");
 }
 

@@ -42,10 +42,13 @@ TEST_F(ExhaustionTest, AMemoryBombIsKilledAndTheRestAnswers) {
   ExecOptions eo;
   eo.timeout_ms = 60000;
   eo.on_stdout = out.sink();
-  auto bombing = std::async(std::launch::async, [&] { return bomb.exec({"/workspace/probe", "mem", "48", "/workspace/go"}, eo); });
+  auto bombing = std::async(std::launch::async, [&] {
+    return bomb.exec({"/workspace/probe", "mem", "48", "/workspace/go"}, eo);
+  });
   ASSERT_TRUE(out.wait_for("mem=holding\n")) << out.seen();
   EXPECT_EQ(sh(other, "echo other"), "other\n");
-  EXPECT_EQ(bombing.wait_for(std::chrono::seconds(0)), std::future_status::timeout) << "the bomb ended before the other sandbox was asked";
+  EXPECT_EQ(bombing.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+      << "the bomb ended before the other sandbox was asked";
   bomb.write_file("/workspace/go", "");
   const ExecResult r = bombing.get();
   EXPECT_FALSE(r.timed_out);
@@ -107,7 +110,9 @@ TEST_F(ExhaustionTest, CpuIsBoundedAndTheOthersRun) {
   ExecOptions eo;
   eo.timeout_ms = 60000;
   eo.on_stdout = out.sink();
-  auto spinning = std::async(std::launch::async, [&] { return busy.exec({"/workspace/probe", "busy-until", "/workspace/stop", "2"}, eo); });
+  auto spinning = std::async(std::launch::async, [&] {
+    return busy.exec({"/workspace/probe", "busy-until", "/workspace/stop", "2"}, eo);
+  });
   ASSERT_TRUE(out.wait_for("busy=spinning\n")) << out.seen();
   EXPECT_EQ(sh(other, "echo other"), "other\n");
   EXPECT_EQ(spinning.wait_for(std::chrono::seconds(0)), std::future_status::timeout)

@@ -68,7 +68,8 @@ TEST_F(FightBackFilesTest, AMillionEntriesListInBoundedMemory) {
   SandboxToolsOptions t;
   t.name = "workspace";
   const auto tools = sandbox_tools([sandbox](const RunContext&) { return sandbox; }, t);
-  const auto answer = find_tool(tools, "workspace.list").call({{"path", "/workspace/million"}}, reader_run("workspace"));
+  const auto answer =
+      find_tool(tools, "workspace.list").call({{"path", "/workspace/million"}}, reader_run("workspace"));
   EXPECT_EQ(answer["truncated"], true);
   EXPECT_EQ(answer["total"], 1'000'000);
   EXPECT_GT(answer["entries"].size(), 100u);
@@ -97,7 +98,9 @@ TEST_F(FightBackFilesTest, ATreeDeeperThanTheDescriptorLimitListsAndGoes) {
   EXPECT_EQ(sandbox.list(path).size(), 1u);
   sandbox.write_file(path + "/f", "deep");
   EXPECT_EQ(sandbox.read_file(path + "/f"), "deep");
-  EXPECT_EQ(reason_of([&] { sandbox.list(path + "/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d"); }),
+  EXPECT_EQ(reason_of([&] {
+              sandbox.list(path + "/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d");
+            }),
             Reason::INVALID_INPUT);
   sandbox.remove("/workspace/deep");
   EXPECT_EQ(reason_of([&] { sandbox.list("/workspace/deep"); }), Reason::NOT_FOUND);
@@ -113,10 +116,11 @@ TEST_F(FightBackFilesTest, AFileGrowingAndShrinkingWhileReadGivesBoundedBytes) {
   ExecOptions eo;
   eo.timeout_ms = 120'000;
   auto changing = std::async(std::launch::async, [&] {
-    return sandbox.exec({"sh", "-c",
-                         "cd /workspace; : > f; touch ready; while [ ! -e stop ]; do "
-                         "head -c 300000 /dev/zero | tr '\\0' a >> f; head -c 100000 /dev/zero | tr '\\0' a > f; : > f; done"},
-                        eo);
+    return sandbox.exec(
+        {"sh", "-c",
+         "cd /workspace; : > f; touch ready; while [ ! -e stop ]; do "
+         "head -c 300000 /dev/zero | tr '\\0' a >> f; head -c 100000 /dev/zero | tr '\\0' a > f; : > f; done"},
+        eo);
   });
   sh(sandbox, "while [ ! -e /workspace/ready ]; do sleep 0.01; done");
   ReadOptions bound;
@@ -141,7 +145,10 @@ TEST_F(FightBackFilesTest, AFileGrowingAndShrinkingWhileReadGivesBoundedBytes) {
 
   // a file that never stops growing: read at the bound, and refused there
   auto growing = std::async(std::launch::async, [&] {
-    return sandbox.exec({"sh", "-c", "cd /workspace; touch endless; touch started; while [ ! -e stop2 ]; do echo grow >> endless; done"}, eo);
+    return sandbox.exec(
+        {"sh", "-c",
+         "cd /workspace; touch endless; touch started; while [ ! -e stop2 ]; do echo grow >> endless; done"},
+        eo);
   });
   sh(sandbox, "while [ ! -e /workspace/started ]; do sleep 0.01; done");
   sh(sandbox, "while [ $(stat -c %s /workspace/endless) -lt 1000 ]; do sleep 0.01; done");
@@ -204,8 +211,10 @@ TEST_F(FightBackFilesTest, AWorkdirFullToTheLastByteAndInodeRefusesWritesAndKeep
   ASSERT_EQ(full["fill"], "ENOSPC");
   // not a byte more: even the last page the kernel holds back is taken
   sh(sandbox, "while printf x >> /workspace/filler 2>/dev/null; do :; done; true");
-  EXPECT_EQ(reason_of([&] { sandbox.write_file("/workspace/new", std::string(64 * 1024, 'n')); }), Reason::LIMIT_REACHED);
-  EXPECT_EQ(reason_of([&] { sandbox.write_file("/workspace/kept", std::string(64 * 1024, 'n')); }), Reason::LIMIT_REACHED);
+  EXPECT_EQ(reason_of([&] { sandbox.write_file("/workspace/new", std::string(64 * 1024, 'n')); }),
+            Reason::LIMIT_REACHED);
+  EXPECT_EQ(reason_of([&] { sandbox.write_file("/workspace/kept", std::string(64 * 1024, 'n')); }),
+            Reason::LIMIT_REACHED);
   EXPECT_EQ(sandbox.read_file("/workspace/kept"), "old content");
   EXPECT_EQ(sh(sandbox, "ls -A /workspace | grep -c -e mayura-write -e '^new$' || true"), "0\n");
   sandbox.remove("/workspace/filler");

@@ -54,14 +54,15 @@ TEST_F(FightBackStreamsTest, AChildThatFloodsAfterTheCommandExitsDoesNotHoldTheE
   ExecOptions eo;
   eo.timeout_ms = 60'000;
   eo.max_output_bytes = 1u << 20;
-  const auto r = sandbox.exec({"sh", "-c", "((sleep 0.1; exec yes out) &) ; ((sleep 0.1; exec yes err >&2) &) ; echo done"}, eo);
+  const auto r =
+      sandbox.exec({"sh", "-c", "((sleep 0.1; exec yes out) &) ; ((sleep 0.1; exec yes err >&2) &) ; echo done"}, eo);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_FALSE(r.timed_out);
   EXPECT_LE(r.stdout.size(), 1u << 20);
   EXPECT_LE(r.stderr.size(), 1u << 20);
   EXPECT_EQ(r.stdout.substr(0, 5), "done\n");
-  EXPECT_EQ(sh(sandbox, std::string("for i in $(seq 500); do [ $(") + kCountYes + ") = 0 ] && break; sleep 0.01; done; " +
-                            kCountYes),
+  EXPECT_EQ(sh(sandbox, std::string("for i in $(seq 500); do [ $(") + kCountYes +
+                            ") = 0 ] && break; sleep 0.01; done; " + kCountYes),
             "0\n");
   EXPECT_EQ(sh(sandbox, "echo after"), "after\n");
   sandbox.release();

@@ -95,9 +95,11 @@ TEST_F(FightBackTest, NamesThatAreNoTextHoldANewlineOrAreTheLongestComeBackExact
   const std::string broken = "\xff\xfe\x80";
   const std::string newline = "two\nlines";
   const std::string longest(255, 'n');
-  sh(sandbox, "mkdir /workspace/odd && cd /workspace/odd && printf a > \"$(printf 'caf\\351')\" && "
-              "printf b > \"$(printf '\\377\\376\\200')\" && printf c > \"$(printf 'two\\nlines')\" && "
-              "printf d > " + longest);
+  sh(sandbox,
+     "mkdir /workspace/odd && cd /workspace/odd && printf a > \"$(printf 'caf\\351')\" && "
+     "printf b > \"$(printf '\\377\\376\\200')\" && printf c > \"$(printf 'two\\nlines')\" && "
+     "printf d > " +
+         longest);
   std::set<std::string> names;
   for (const auto& e : sandbox.list("/workspace/odd")) names.insert(e.name);
   EXPECT_EQ(names, (std::set<std::string>{latin1, broken, newline, longest}));

@@ -59,8 +59,9 @@ TEST_F(FileApiTest, PlantedSymlinksNeverReachHostFiles) {
   ASSERT_FALSE(shadow.empty());
   const std::string marker = unique_marker("symlink");
   auto s = create();
-  sh(s, "ln -s / /workspace/root && ln -s /etc/shadow /workspace/shadow && ln -s /proc/1/root /workspace/p1 && "
-        "ln -s /proc/1/root/etc/shadow /workspace/p1shadow");
+  sh(s,
+     "ln -s / /workspace/root && ln -s /etc/shadow /workspace/shadow && ln -s /proc/1/root /workspace/p1 && "
+     "ln -s /proc/1/root/etc/shadow /workspace/p1shadow");
   // the sandbox's own shadow (masked: empty), or a link into the init the
   // helper may not follow
   for (const char* p : {"root/etc/shadow", "shadow", "/workspace/root/etc/shadow"}) {
@@ -69,15 +70,18 @@ TEST_F(FileApiTest, PlantedSymlinksNeverReachHostFiles) {
   for (const char* p : {"p1/etc/shadow", "p1shadow"}) {
     EXPECT_EQ(outcome([&] { return s.read_file(p); }), "PERMISSION_DENIED") << p;
   }
-  for (const std::string& p : {"root/" + marker, "root/etc/" + marker, "p1/" + marker, "p1/etc/" + marker,
-                              "root/tmp/../etc/" + marker}) {
+  for (const std::string& p :
+       {"root/" + marker, "root/etc/" + marker, "p1/" + marker, "p1/etc/" + marker, "root/tmp/../etc/" + marker}) {
     EXPECT_EQ(outcome([&] { s.write_file(p, "evil"); }), "PERMISSION_DENIED") << p;
   }
   // writing a link's name replaces the link in the workspace with a file
   // (the helper renames a new file into place); it never writes the target
   for (const char* link : {"shadow", "p1shadow"}) {
     EXPECT_EQ(outcome([&] { s.write_file(link, "evil"); }), "ok") << link;
-    EXPECT_EQ(sh(s, std::string("test -f /workspace/") + link + " && test ! -L /workspace/" + link + " && cat /workspace/" + link), "evil") << link;
+    EXPECT_EQ(sh(s, std::string("test -f /workspace/") + link + " && test ! -L /workspace/" + link +
+                        " && cat /workspace/" + link),
+              "evil")
+        << link;
   }
   EXPECT_EQ(outcome([&] { s.remove("root/etc/hostname"); }), "PERMISSION_DENIED");
   EXPECT_EQ(outcome([&] { s.remove("p1/etc/hostname"); }), "PERMISSION_DENIED");
@@ -137,8 +141,8 @@ TEST_F(FileApiTest, TheHelpersOwnProcLinksLeadNowhereOutside) {
             }),
             "ok");
   EXPECT_FALSE(fds.empty());
-  const std::vector<std::string> fixed = {"/proc/self/root", "/proc/self/cwd", "/proc/1/root", "/proc/1/cwd",
-                                          "/proc/self/fd", "/proc/thread-self/root"};
+  const std::vector<std::string> fixed = {"/proc/self/root", "/proc/self/cwd", "/proc/1/root",
+                                          "/proc/1/cwd",     "/proc/self/fd",  "/proc/thread-self/root"};
   std::vector<std::string> bases = fixed;
   for (const auto& fd : fds) {
     if (!fd.empty() && fd[0] != '/') bases.push_back("/proc/self/fd/" + fd);

@@ -80,9 +80,9 @@ TEST_F(MountsTest, HostBinariesCannotBeOpenedForWriting) {
 TEST_F(MountsTest, SensitiveProcFilesAreEmptyOrAbsent) {
   auto s = create();
   install_probe(s);
-  for (const char* f : {"/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list", "/proc/sched_debug",
-                        "/proc/kallsyms", "/proc/kmsg", "/proc/iomem", "/proc/modules", "/proc/slabinfo",
-                        "/proc/vmallocinfo", "/proc/interrupts"}) {
+  for (const char* f :
+       {"/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list", "/proc/sched_debug", "/proc/kallsyms",
+        "/proc/kmsg", "/proc/iomem", "/proc/modules", "/proc/slabinfo", "/proc/vmallocinfo", "/proc/interrupts"}) {
     const std::string got = probe(s, {"read", f})["read"];
     EXPECT_TRUE(got == "ok:0" || got == "ENOENT") << f << ": " << got;
   }
@@ -120,7 +120,7 @@ TEST_F(MountsTest, NoMountCanBeMadeOrRemoved) {
   EXPECT_EQ(u["umount"], "EPERM");
   EXPECT_EQ(u["umount_plain"], "EPERM");
   EXPECT_EQ(probe(s, {"umount", "/proc/kcore"})["umount"], "EPERM");  // unmasking
-  EXPECT_EQ(probe(s, {"stat", "/proc/kcore"})["stat"], "ENOENT");  // still masked
+  EXPECT_EQ(probe(s, {"stat", "/proc/kcore"})["stat"], "ENOENT");     // still masked
 }
 
 }  // namespace

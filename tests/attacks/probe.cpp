@@ -83,8 +83,8 @@ int cmd_syscalls() {
   const struct {
     const char* name;
     unsigned long flag;
-  } kinds[] = {{"NEWNS", CLONE_NEWNS},   {"NEWUTS", CLONE_NEWUTS}, {"NEWIPC", CLONE_NEWIPC},
-               {"NEWUSER", CLONE_NEWUSER}, {"NEWPID", CLONE_NEWPID}, {"NEWNET", CLONE_NEWNET},
+  } kinds[] = {{"NEWNS", CLONE_NEWNS},         {"NEWUTS", CLONE_NEWUTS}, {"NEWIPC", CLONE_NEWIPC},
+               {"NEWUSER", CLONE_NEWUSER},     {"NEWPID", CLONE_NEWPID}, {"NEWNET", CLONE_NEWNET},
                {"NEWCGROUP", CLONE_NEWCGROUP}, {"NEWTIME", 0x80}};
   for (const auto& k : kinds) report(std::string("clone_") + k.name, try_clone(k.flag));
   report("clone_plain", try_clone(0));
@@ -164,7 +164,7 @@ int cmd_int80() {
 
 int cmd_privilege() {
   struct __user_cap_header_struct hdr {};
-  struct __user_cap_data_struct data[2] {};
+  struct __user_cap_data_struct data[2]{};
   hdr.version = _LINUX_CAPABILITY_VERSION_3;
   report("capget", sys(SYS_capget, ptr(&hdr), ptr(data)));
   std::printf("cap_effective=%x,%x\n", data[0].effective, data[1].effective);
@@ -207,7 +207,8 @@ std::string line_of(const std::string& text, const std::string& key) {
   if (at == std::string::npos) return "";
   const auto end = text.find('\n', at);
   std::string l = text.substr(at + key.size(), end - at - key.size());
-  for (char& ch : l) if (ch == '\t') ch = ',';
+  for (char& ch : l)
+    if (ch == '\t') ch = ',';
   while (!l.empty() && l[0] == ',') l.erase(0, 1);
   return l;
 }
@@ -260,7 +261,8 @@ int cmd_suid(char** argv) {
     ::usleep(5000);
   }
   if (!execd) status = read_small(proc + "/status");
-  std::printf("execd=%d\nuid=%s\ngid=%s\n", seen ? 1 : 0, line_of(status, "Uid:").c_str(), line_of(status, "Gid:").c_str());
+  std::printf("execd=%d\nuid=%s\ngid=%s\n", seen ? 1 : 0, line_of(status, "Uid:").c_str(),
+              line_of(status, "Gid:").c_str());
   ::kill(child, SIGKILL);
   int ws = 0;
   ::waitpid(child, &ws, 0);
@@ -385,7 +387,7 @@ int cmd_kill(char** argv) {
 }
 
 int cmd_net() {
-  sockaddr_in far {};
+  sockaddr_in far{};
   far.sin_family = AF_INET;
   ::inet_pton(AF_INET, "192.0.2.1", &far.sin_addr);  // TEST-NET-1: documentation only
   far.sin_port = htons(80);
@@ -401,7 +403,7 @@ int cmd_net() {
 
   // a server and a client on loopback
   int srv = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in lo {};
+  sockaddr_in lo{};
   lo.sin_family = AF_INET;
   lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof lo;
@@ -420,7 +422,7 @@ int cmd_net() {
     struct {
       nlmsghdr h;
       ifinfomsg i;
-    } req {};
+    } req{};
     req.h.nlmsg_len = sizeof req;
     req.h.nlmsg_type = RTM_NEWLINK;
     req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
@@ -436,7 +438,7 @@ int cmd_net() {
       ssize_t n = ::recv(nl, buf, sizeof buf, 0);
       auto* h = reinterpret_cast<nlmsghdr*>(buf);
       if (n >= static_cast<ssize_t>(sizeof(nlmsghdr) + sizeof(nlmsgerr)) && h->nlmsg_type == NLMSG_ERROR) {
-        nlmsgerr ne {};
+        nlmsgerr ne{};
         std::memcpy(&ne, buf + NLMSG_HDRLEN, sizeof ne);
         int e = -ne.error;
         std::printf("newlink=%s\n", e == 0 ? "ok" : err_name(e).c_str());
@@ -509,7 +511,7 @@ int cmd_deep(char** argv) {
 }
 
 double now(clockid_t clock) {
-  timespec ts {};
+  timespec ts{};
   ::clock_gettime(clock, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }

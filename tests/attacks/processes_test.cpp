@@ -57,8 +57,8 @@ TEST_F(ProcessesTest, InitCannotBeTracedOrKilled) {
 TEST_F(ProcessesTest, InitsFilesCannotBeOpened) {
   auto s = create();
   install_probe(s);
-  for (const char* f : {"/proc/1/exe", "/proc/1/environ", "/proc/1/mem", "/proc/1/maps", "/proc/1/root/",
-                        "/proc/1/cwd/"}) {
+  for (const char* f :
+       {"/proc/1/exe", "/proc/1/environ", "/proc/1/mem", "/proc/1/maps", "/proc/1/root/", "/proc/1/cwd/"}) {
     const std::string got = probe(s, {"open", f, "r"})["open"];
     EXPECT_TRUE(got == "EACCES" || got == "EPERM") << f << ": " << got;
   }
@@ -106,8 +106,8 @@ TEST_F(ProcessesTest, OnlyItsOwnProcessesAreVisible) {
 TEST_F(ProcessesTest, InitCannotBeStopped) {
   auto s = create();
   install_probe(s);
-  EXPECT_EQ(probe(s, {"kill", "1", "19"})["kill"], "EPERM");  // SIGSTOP
-  EXPECT_EQ(probe(s, {"kill", "-1", "19"})["kill"], "ESRCH");   // nothing else of its own runs
+  EXPECT_EQ(probe(s, {"kill", "1", "19"})["kill"], "EPERM");   // SIGSTOP
+  EXPECT_EQ(probe(s, {"kill", "-1", "19"})["kill"], "ESRCH");  // nothing else of its own runs
   EXPECT_EQ(sh(s, "echo alive"), "alive\n");
 }
 
@@ -122,9 +122,13 @@ TEST_F(ProcessesTest, SandboxesCannotMeetEachOther) {
   auto server = std::async(std::launch::async, [&] {
     return a.exec({"/usr/bin/python3", "-c",
                    "import socket, time, sys\n"
-                   "s = socket.socket(socket.AF_UNIX); s.bind('\\0" + name + "'); s.listen()\n"
-                   "open('/dev/shm/" + name + "', 'w').write('a')\n"
-                   "print('ready', flush=True); time.sleep(3)\n"},
+                   "s = socket.socket(socket.AF_UNIX); s.bind('\\0" +
+                       name +
+                       "'); s.listen()\n"
+                       "open('/dev/shm/" +
+                       name +
+                       "', 'w').write('a')\n"
+                       "print('ready', flush=True); time.sleep(3)\n"},
                   eo);
   });
   // the server is up when its shm file is there
@@ -138,9 +142,12 @@ TEST_F(ProcessesTest, SandboxesCannotMeetEachOther) {
   const ExecResult r = b.exec({"/usr/bin/python3", "-c",
                                "import socket, os, errno\n"
                                "s = socket.socket(socket.AF_UNIX)\n"
-                               "try:\n  s.connect('\\0" + name + "'); print('connect=ok')\n"
-                               "except OSError as e: print('connect=' + errno.errorcode[e.errno])\n"
-                               "print('shm=' + str(os.path.exists('/dev/shm/" + name + "')))\n"});
+                               "try:\n  s.connect('\\0" +
+                                   name +
+                                   "'); print('connect=ok')\n"
+                                   "except OSError as e: print('connect=' + errno.errorcode[e.errno])\n"
+                                   "print('shm=' + str(os.path.exists('/dev/shm/" +
+                                   name + "')))\n"});
   auto m = parse_results(r.stdout);
   EXPECT_EQ(m["connect"], "ECONNREFUSED") << r.stdout << r.stderr;
   EXPECT_EQ(m["shm"], "False");

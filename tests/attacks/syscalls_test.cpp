@@ -15,12 +15,18 @@ using SyscallsTest = AttackTest;
 
 // What the probe's `syscalls` tries that the built-in profile and the
 // baseline under every caller's profile both refuse.
-constexpr const char* kRefusedByEveryProfile[] = {
-    "mount", "umount2", "fsopen", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr", "unshare",
-    "setns", "clone_NEWNS", "clone_NEWUTS", "clone_NEWIPC", "clone_NEWUSER", "clone_NEWPID", "clone_NEWNET",
-    "clone_NEWCGROUP", "clone_NEWTIME", "pivot_root", "chroot", "keyctl", "add_key", "request_key", "bpf",
-    "perf_event_open", "userfaultfd", "io_uring_setup", "kexec_load", "kexec_file_load", "init_module",
-    "finit_module", "delete_module", "open_by_handle_at", "x32_getpid"};
+constexpr const char* kRefusedByEveryProfile[] = {"mount",           "umount2",         "fsopen",
+                                                  "fsmount",         "fspick",          "move_mount",
+                                                  "open_tree",       "mount_setattr",   "unshare",
+                                                  "setns",           "clone_NEWNS",     "clone_NEWUTS",
+                                                  "clone_NEWIPC",    "clone_NEWUSER",   "clone_NEWPID",
+                                                  "clone_NEWNET",    "clone_NEWCGROUP", "clone_NEWTIME",
+                                                  "pivot_root",      "chroot",          "keyctl",
+                                                  "add_key",         "request_key",     "bpf",
+                                                  "perf_event_open", "userfaultfd",     "io_uring_setup",
+                                                  "kexec_load",      "kexec_file_load", "init_module",
+                                                  "finit_module",    "delete_module",   "open_by_handle_at",
+                                                  "x32_getpid"};
 
 TEST_F(SyscallsTest, PrivilegedCallsFailEperm) {
   auto s = create();

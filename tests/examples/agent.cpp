@@ -16,8 +16,8 @@ std::vector<json> model_turns() {
 }
 
 int main() {
-  auto sandboxes = mayura::create_sandboxes(mayura::native_sandboxes(),
-                                            {.max_sandboxes = 8, .max_lifetime_ms = 60 * 60'000});
+  auto sandboxes =
+      mayura::create_sandboxes(mayura::native_sandboxes(), {.max_sandboxes = 8, .max_lifetime_ms = 60 * 60'000});
   auto per_run = mayura::sandbox_per_run(sandboxes, [](const mayura::RunInfo& run) {
     return mayura::CreateOptions{.lifetime_ms = 60 * 60'000, .labels = {{"run", run.run_id}}};
   });
@@ -27,14 +27,16 @@ int main() {
   json offered = json::array();
   std::map<std::string, const mayura::Tool*> by_name;
   for (const auto& tool : tools) {
-    offered.push_back({{"name", tool.definition.name}, {"description", tool.definition.description},
+    offered.push_back({{"name", tool.definition.name},
+                       {"description", tool.definition.description},
                        {"input_schema", tool.definition.input_schema}});
     by_name[tool.definition.name] = &tool;
   }
 
   // One run: its grants, and a scope that releases its sandbox however it ends.
   mayura::RunContext run{.run_id = "run-42"};
-  for (const auto& tool : tools) run.permissions.insert(tool.definition.permissions.begin(), tool.definition.permissions.end());
+  for (const auto& tool : tools)
+    run.permissions.insert(tool.definition.permissions.begin(), tool.definition.permissions.end());
   const auto scope = mayura::run_scope(per_run, run.run_id);
   for (const json& call : model_turns()) {
     json result;

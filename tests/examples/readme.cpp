@@ -4,8 +4,8 @@
 #include <mayura/sandbox.hpp>
 
 int main() {
-  auto sandboxes = mayura::create_sandboxes(mayura::native_sandboxes(),
-                                            {.max_sandboxes = 4, .max_lifetime_ms = 30 * 60'000});
+  auto sandboxes =
+      mayura::create_sandboxes(mayura::native_sandboxes(), {.max_sandboxes = 4, .max_lifetime_ms = 30 * 60'000});
   auto sandbox = sandboxes.create({.lifetime_ms = 10 * 60'000});
   try {
     sandbox.write_file("index.py", "print(6 * 7)");

@@ -25,12 +25,9 @@ constexpr const char* kBlobDir = "blobs/sha256/";
 
 std::string layer_type(Compression compression) {
   switch (compression) {
-    case Compression::none:
-      return "application/vnd.oci.image.layer.v1.tar";
-    case Compression::gzip:
-      return "application/vnd.oci.image.layer.v1.tar+gzip";
-    case Compression::zstd:
-      return "application/vnd.oci.image.layer.v1.tar+zstd";
+    case Compression::none: return "application/vnd.oci.image.layer.v1.tar";
+    case Compression::gzip: return "application/vnd.oci.image.layer.v1.tar+gzip";
+    case Compression::zstd: return "application/vnd.oci.image.layer.v1.tar+zstd";
   }
   throw std::logic_error("image fixture: unknown compression");
 }
@@ -101,11 +98,12 @@ BuiltImage build(const ImageSpec& spec, std::optional<std::size_t> wrong_diff_id
   image.config_digest = sha256_digest(image.config);
   json layers = json::array();
   for (const auto& l : image.layers) layers.push_back(descriptor(l.media_type, l.digest, l.blob.size()));
-  image.manifest = json{{"schemaVersion", 2},
-                        {"mediaType", kManifestType},
-                        {"config", descriptor(kConfigType, image.config_digest, image.config.size())},
-                        {"layers", layers}}
-                       .dump();
+  image.manifest = json{
+      {"schemaVersion", 2},
+      {"mediaType", kManifestType},
+      {"config", descriptor(kConfigType, image.config_digest, image.config.size())},
+      {"layers",
+       layers}}.dump();
   image.manifest_digest = sha256_digest(image.manifest);
   return image;
 }

@@ -419,7 +419,10 @@ TEST_P(ImageFixtureOci, BlobsMatchTheirDigestsAndDiffIds) {
   const Members m = read_archive(path);
 
   const img::BuiltImage built = img::build_image(spec);
-  std::vector<std::string> expected{"blobs/", "blobs/sha256/", "index.json", "oci-layout",
+  std::vector<std::string> expected{"blobs/",
+                                    "blobs/sha256/",
+                                    "index.json",
+                                    "oci-layout",
                                     "blobs/sha256/" + hex_of(built.manifest_digest),
                                     "blobs/sha256/" + hex_of(built.config_digest)};
   for (const auto& l : built.layers) expected.push_back("blobs/sha256/" + hex_of(l.digest));
@@ -533,9 +536,8 @@ std::vector<img::DockerImage> two_images() {
 }
 
 std::size_t stored_copies(const Members& m, const std::string& tar) {
-  return static_cast<std::size_t>(std::count_if(m.begin(), m.end(), [&](const auto& p) {
-    return p.second.type == AE_IFREG && p.second.data == tar;
-  }));
+  return static_cast<std::size_t>(std::count_if(
+      m.begin(), m.end(), [&](const auto& p) { return p.second.type == AE_IFREG && p.second.data == tar; }));
 }
 
 TEST(ImageFixtureDocker, SharedBaseLayerIsStoredOnce) {

@@ -22,16 +22,11 @@ mode_t file_type(EntryType type) {
     case EntryType::file:
     case EntryType::hardlink:  // a hardlink is a regular file whose header names its first path
       return AE_IFREG;
-    case EntryType::dir:
-      return AE_IFDIR;
-    case EntryType::symlink:
-      return AE_IFLNK;
-    case EntryType::char_device:
-      return AE_IFCHR;
-    case EntryType::block_device:
-      return AE_IFBLK;
-    case EntryType::fifo:
-      return AE_IFIFO;
+    case EntryType::dir: return AE_IFDIR;
+    case EntryType::symlink: return AE_IFLNK;
+    case EntryType::char_device: return AE_IFCHR;
+    case EntryType::block_device: return AE_IFBLK;
+    case EntryType::fifo: return AE_IFIFO;
   }
   throw std::logic_error("image fixture: unknown entry type");
 }
@@ -46,16 +41,13 @@ void check(archive* a, int rc, std::string_view what) {
 
 void add_filter(archive* a, Compression compression) {
   switch (compression) {
-    case Compression::none:
-      return;
+    case Compression::none: return;
     case Compression::gzip:
       check(a, archive_write_add_filter_gzip(a), "gzip filter");
       // "!timestamp": no mtime in the gzip header, so blobs are reproducible.
       check(a, archive_write_set_filter_option(a, "gzip", "timestamp", nullptr), "gzip without a timestamp");
       return;
-    case Compression::zstd:
-      check(a, archive_write_add_filter_zstd(a), "zstd filter");
-      return;
+    case Compression::zstd: check(a, archive_write_add_filter_zstd(a), "zstd filter"); return;
   }
 }
 
@@ -112,19 +104,14 @@ void TarWriter::write(const Entry& entry, std::string_view contents) {
   archive_entry_set_mtime(e.get(), entry.mtime, 0);
   archive_entry_set_size(e.get(), static_cast<la_int64_t>(contents.size()));
   switch (entry.type) {
-    case EntryType::symlink:
-      archive_entry_set_symlink(e.get(), entry.link_target.c_str());
-      break;
-    case EntryType::hardlink:
-      archive_entry_set_hardlink(e.get(), entry.link_target.c_str());
-      break;
+    case EntryType::symlink: archive_entry_set_symlink(e.get(), entry.link_target.c_str()); break;
+    case EntryType::hardlink: archive_entry_set_hardlink(e.get(), entry.link_target.c_str()); break;
     case EntryType::char_device:
     case EntryType::block_device:
       archive_entry_set_rdevmajor(e.get(), entry.dev_major);
       archive_entry_set_rdevminor(e.get(), entry.dev_minor);
       break;
-    default:
-      break;
+    default: break;
   }
   check(a_.get(), archive_write_header(a_.get(), e.get()), "header of " + entry.path);
   while (!contents.empty()) {

@@ -128,14 +128,17 @@ class CommandBackend : public NativeTest, public ::testing::WithParamInterface<V
     NativeTest::TearDown();
   }
 
-  Sandbox create_command(CreateOptions create = {}) { return command_.create(sandboxes(), GetParam(), std::move(create)); }
+  Sandbox create_command(CreateOptions create = {}) {
+    return command_.create(sandboxes(), GetParam(), std::move(create));
+  }
 
   // Live processes in the native sandbox whose name is `name` (zombies are
   // dead: the init reaps them a moment later).
   int processes_named(const std::string& name) {
     return std::stoi(sh(command_.provider->last_native,
                         "n=0; for p in /proc/[0-9]*; do s=$(cat $p/stat 2>/dev/null) || continue; "
-                        "case $s in *\"(" + name + ") \"[!Z]*) n=$((n+1));; esac; done; echo $n"));
+                        "case $s in *\"(" +
+                            name + ") \"[!Z]*) n=$((n+1));; esac; done; echo $n"));
   }
 
   CommandSandboxes command_;
@@ -266,7 +269,8 @@ std::vector<std::string> conformance_names() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Conformance, CommandConformance,
-                         ::testing::Combine(::testing::Values(Variant{"stdin", true, 64 * 1024}, Variant{"cmdline", false, 32 * 1024}),
+                         ::testing::Combine(::testing::Values(Variant{"stdin", true, 64 * 1024},
+                                                              Variant{"cmdline", false, 32 * 1024}),
                                             ::testing::ValuesIn(conformance_names())),
                          [](const ::testing::TestParamInfo<std::tuple<Variant, std::string>>& p) {
                            return std::get<0>(p.param).name + "_" + std::get<1>(p.param);

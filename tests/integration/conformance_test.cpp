@@ -51,14 +51,16 @@ TEST_F(ConformanceSuite, NamesAreUniqueAndUsableAsTestNames) {
   ASSERT_FALSE(names.empty());
   for (const auto& name : names) {
     EXPECT_FALSE(name.empty());
-    EXPECT_TRUE(std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
-        << name;
+    EXPECT_TRUE(std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    })) << name;
   }
   std::sort(names.begin(), names.end());
   EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end());
   // those that end their sandbox come last
   const auto& suite = sandbox_conformance();
-  const auto first_ending = std::find_if(suite.begin(), suite.end(), [](const ConformanceTest& t) { return t.ends_sandbox; });
+  const auto first_ending =
+      std::find_if(suite.begin(), suite.end(), [](const ConformanceTest& t) { return t.ends_sandbox; });
   EXPECT_TRUE(std::all_of(first_ending, suite.end(), [](const ConformanceTest& t) { return t.ends_sandbox; }));
 }
 
@@ -119,7 +121,8 @@ class Wrapped : public SandboxProvider {
  private:
   class Backend : public SandboxBackend {
    public:
-    Backend(std::unique_ptr<SandboxBackend> inner, Change change) : inner_(std::move(inner)), change_(std::move(change)) {}
+    Backend(std::unique_ptr<SandboxBackend> inner, Change change)
+        : inner_(std::move(inner)), change_(std::move(change)) {}
     ExecResult exec(const std::vector<std::string>& argv, const ExecOptions& options) override {
       ExecResult r = inner_->exec(argv, options);
       if (change_) change_(r);
@@ -129,7 +132,9 @@ class Wrapped : public SandboxProvider {
     void write_file(const std::string& path, std::string_view data, const FileOptions& o) override {
       inner_->write_file(path, data, o);
     }
-    std::vector<FileEntry> list(const std::string& path, const FileOptions& o) override { return inner_->list(path, o); }
+    std::vector<FileEntry> list(const std::string& path, const FileOptions& o) override {
+      return inner_->list(path, o);
+    }
     void remove(const std::string& path, const FileOptions& o) override { inner_->remove(path, o); }
     std::string url(int port) override { return inner_->url(port); }
     void release() noexcept override { inner_->release(); }

@@ -124,7 +124,8 @@ TEST_F(DnsServerTest, OtherTypesOfAnAllowedNameGetAnEmptyAnswer) {
 
 TEST_F(DnsServerTest, EveryOtherNameIsNxdomainAtOnce) {
   start({"allowed.example"});
-  for (const char* name : {"evil.test", "allowed.example.evil.test", "example", "xallowed.example", "169.254.169.254"}) {
+  for (const char* name :
+       {"evil.test", "allowed.example.evil.test", "example", "xallowed.example", "169.254.169.254"}) {
     const Parsed p = parse(ask(query(name, ns_t_a)));
     EXPECT_EQ(p.rcode, ns_r_nxdomain) << name;
     EXPECT_EQ(p.answers, 0) << name;

@@ -59,11 +59,11 @@ TEST_F(ExecTest, TimeoutKillsEverythingTheCommandStarted) {
   // long enough for the five to be up even on an emulated cpu under load
   o.timeout_ms = 5000;
   auto r = s.exec({"/bin/sh", "-c",
-                   "sleep 1000 & "                                      // a child
-                   "setsid sleep 1000 & "                               // a new session
-                   "(sleep 1000 &) ; "                                  // double-forked
-                   "sh -c 'trap \"\" TERM; sleep 1000' & "              // ignoring SIGTERM
-                   "sleep 1000 & kill -STOP $! ; "                      // stopped
+                   "sleep 1000 & "                          // a child
+                   "setsid sleep 1000 & "                   // a new session
+                   "(sleep 1000 &) ; "                      // double-forked
+                   "sh -c 'trap \"\" TERM; sleep 1000' & "  // ignoring SIGTERM
+                   "sleep 1000 & kill -STOP $! ; "          // stopped
                    "echo started; wait"},
                   o);
   EXPECT_TRUE(r.timed_out);
@@ -78,7 +78,9 @@ TEST_F(ExecTest, ACommandThatExitsLeavesWhatItStartedWithSetsidRunning) {
   EXPECT_EQ(r.exit_code, 0);
   const std::string pid = r.stdout.substr(0, r.stdout.size() - 1);
   // (it may still be between fork and exec for a moment)
-  EXPECT_EQ(sh(s, "for i in $(seq 100); do [ \"$(cat /proc/" + pid + "/comm)\" = sleep ] && break; sleep 0.01; done; cat /proc/" + pid + "/comm"), "sleep\n");
+  EXPECT_EQ(sh(s, "for i in $(seq 100); do [ \"$(cat /proc/" + pid +
+                      "/comm)\" = sleep ] && break; sleep 0.01; done; cat /proc/" + pid + "/comm"),
+            "sleep\n");
   // Output a child holds open does not keep the exec waiting: what the child
   // writes after the command exited is not part of the result.
   auto held = s.exec({"/bin/sh", "-c", "(sleep 2; echo late) & echo done"});
@@ -103,10 +105,11 @@ TEST_F(ExecTest, CancellationKillsAndFailsCancelled) {
     stop.request_stop();
   });
   EXPECT_EQ(reason_of([&] {
-              s.exec({"/bin/sh", "-c",
-                      "setsid sleep 1000 & until [ \"$(cat /proc/$!/comm 2>/dev/null)\" = sleep ]; do sleep 0.01; done; "
-                      "echo started; exec sleep 1000"},
-                     o);
+              s.exec(
+                  {"/bin/sh", "-c",
+                   "setsid sleep 1000 & until [ \"$(cat /proc/$!/comm 2>/dev/null)\" = sleep ]; do sleep 0.01; done; "
+                   "echo started; exec sleep 1000"},
+                  o);
             }),
             Reason::CANCELLED);
   canceller.join();
@@ -278,8 +281,10 @@ TEST_F(ExecTest, TheInitReapsOrphans) {
   // so every entry must go (the bound only keeps a test that fails from
   // hanging).
   for (const auto& pid : orphans) {
-    EXPECT_EQ(sh(s, "i=0; while [ -e /proc/" + pid + " ] && [ $i -lt 6000 ]; do sleep 0.01; i=$((i+1)); done; "
-                    "if [ -e /proc/" + pid + " ]; then cut -d' ' -f3 /proc/" + pid + "/stat; else echo reaped; fi"),
+    EXPECT_EQ(sh(s, "i=0; while [ -e /proc/" + pid +
+                        " ] && [ $i -lt 6000 ]; do sleep 0.01; i=$((i+1)); done; "
+                        "if [ -e /proc/" +
+                        pid + " ]; then cut -d' ' -f3 /proc/" + pid + "/stat; else echo reaped; fi"),
               "reaped\n")
         << pid;
   }

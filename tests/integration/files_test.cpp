@@ -63,7 +63,8 @@ TEST_F(FilesTest, ListAndRemove) {
 TEST_F(FilesTest, PlantedSymlinksStayInsideTheSandbox) {
   auto s = create();
   // a link to a host secret reads the sandbox's masked copy, never the host's
-  sh(s, "ln -s /etc/shadow shadow && ln -s /root/.bashrc rc && ln -s ../../../../etc/hostname up && ln -s /usr/bin bin");
+  sh(s,
+     "ln -s /etc/shadow shadow && ln -s /root/.bashrc rc && ln -s ../../../../etc/hostname up && ln -s /usr/bin bin");
   EXPECT_EQ(s.read_file("shadow"), "");
   EXPECT_EQ(reason_of([&] { s.read_file("rc"); }), Reason::NOT_FOUND);
   EXPECT_EQ(s.read_file("up").rfind("mayura-", 0), 0u);
@@ -117,8 +118,9 @@ TEST_F(FilesTest, ASandboxThatStopsEverythingItCanCannotStallTheEngine) {
   auto s = create();
   // kill -STOP -1 as the sandbox user, over and over (from once the command
   // that starts it is gone: it would stop that too)
-  sh(s, "setsid sh -c 'while [ -e /proc/$0 ]; do :; done; while :; do kill -STOP -1 2>/dev/null; done' $$ "
-        ">/dev/null 2>&1 </dev/null &");
+  sh(s,
+     "setsid sh -c 'while [ -e /proc/$0 ]; do :; done; while :; do kill -STOP -1 2>/dev/null; done' $$ "
+     ">/dev/null 2>&1 </dev/null &");
   for (int i = 0; i < 20; ++i) {
     s.write_file("f" + std::to_string(i), std::to_string(i));
     EXPECT_EQ(s.read_file("f" + std::to_string(i)), std::to_string(i));

@@ -84,7 +84,8 @@ NativeOptions isolated_options() {
   // The store on a file system that can be idmapped: the VMs' kernel (6.1)
   // cannot idmap their tmpfs /run, so they name an ext4 disk.
   const char* store_dir = std::getenv("MAYURA_TEST_STORE_DIR");
-  o.image_store = std::string(store_dir && *store_dir ? store_dir : "/run") + "/mayura-test-" + std::to_string(pid) + "-store";
+  o.image_store =
+      std::string(store_dir && *store_dir ? store_dir : "/run") + "/mayura-test-" + std::to_string(pid) + "-store";
   return o;
 }
 
@@ -264,7 +265,8 @@ void expect_nothing_leaked(const NativeOptions& o, const HostSnapshot& before) {
   const netfilter::NftResult tables = netfilter::run_nft(self, "list tables");
   ::close(self);
   EXPECT_TRUE(tables.ok) << tables.error;
-  EXPECT_EQ(tables.output.find("mayura"), std::string::npos) << "an nftables table of the engine was left: " << tables.output;
+  EXPECT_EQ(tables.output.find("mayura"), std::string::npos)
+      << "an nftables table of the engine was left: " << tables.output;
 }
 
 void NativeTest::SetUp() {
@@ -337,8 +339,8 @@ std::vector<std::string> libraries_of(const std::string& binary) {
 std::string make_tiny_image(const std::string& parent, const std::vector<std::string>& extra) {
   fs::create_directories(parent);
   const fs::path root = parent;
-  fs::permissions(root, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                            fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(root, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                            fs::perms::others_exec);
   std::vector<std::string> files = {"/bin/sh"};
   files.insert(files.end(), extra.begin(), extra.end());
   for (const auto& f : files) {
@@ -350,7 +352,8 @@ std::string make_tiny_image(const std::string& parent, const std::vector<std::st
   std::ofstream(root / "etc" / "marker") << "tiny image\n";
   // every directory must be traversable by the sandbox's users
   for (const auto& e : fs::recursive_directory_iterator(root)) {
-    if (e.is_directory()) fs::permissions(e.path(), fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
+    if (e.is_directory())
+      fs::permissions(e.path(), fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
   }
   return root.string();
 }

@@ -63,7 +63,6 @@ std::vector<pid_t> processes_in_range(const NativeOptions& options);
 // with a SIGKILL pending.
 std::vector<pid_t> processes_able_to_run(const NativeOptions& options);
 
-
 class NativeTest : public ::testing::Test {
  protected:
   void SetUp() override;
@@ -85,7 +84,6 @@ class NativeTest : public ::testing::Test {
   HostSnapshot before_;
   std::optional<Sandboxes> sandboxes_;
 };
-
 
 // Moves the calling thread (and every thread it starts later, the engine's
 // among them) into a new network namespace with loopback up, so that what a

@@ -391,10 +391,10 @@ TEST_F(HostLinkTest, ASandboxCannotForgeItsSource) {
               static_cast<ssize_t>(packet.size()))
         << std::strerror(errno);
   };
-  send_from(b->sandbox_address(), "as-b");       // another sandbox's
-  send_from("192.0.2.1", "outside-the-pool");    // anyone's
-  send_from(a->host_address(), "as-the-host");   // its own link's other end
-  send_from(a->sandbox_address(), "its-own");    // the one that passes
+  send_from(b->sandbox_address(), "as-b");      // another sandbox's
+  send_from("192.0.2.1", "outside-the-pool");   // anyone's
+  send_from(a->host_address(), "as-the-host");  // its own link's other end
+  send_from(a->sandbox_address(), "its-own");   // the one that passes
   std::set<std::string> got;
   for (;;) {
     pollfd p{receiver.get(), POLLIN, 0};
@@ -503,8 +503,7 @@ TEST_F(HostLinkTest, AFailedLinkLeavesNothingAndTheOthersAlone) {
       ADD_FAILURE() << "a second default route was made";
     } catch (const SandboxError& e) {
       EXPECT_EQ(e.reason(), Reason::INTERNAL);
-      EXPECT_NE(std::string(e.what()).find("adding the route 0.0.0.0/0 via 10.234.0.8"), std::string::npos)
-          << e.what();
+      EXPECT_NE(std::string(e.what()).find("adding the route 0.0.0.0/0 via 10.234.0.8"), std::string::npos) << e.what();
     }
     EXPECT_FALSE(has_table());
     EXPECT_FALSE(proc_links().contains("mayura4"));

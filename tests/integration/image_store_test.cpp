@@ -95,7 +95,8 @@ TEST_F(ImageStoreTest, AnOciArchiveRunsWithTheImagesConfig) {
   EXPECT_EQ(sh(s, "stat -c %a /usr/bin/suid /usr/bin/sgid"), "755\n755\n");
   EXPECT_EQ(sh(s, "cat /home/app/secret >/dev/null && echo readable"), "readable\n");  // 0600, the app user's
   const std::string inodes = sh(s, "stat -c %i /srv/a /srv/a-link");
-  EXPECT_EQ(inodes.substr(0, inodes.find('\n')), inodes.substr(inodes.find('\n') + 1, inodes.size() - inodes.find('\n') - 2));
+  EXPECT_EQ(inodes.substr(0, inodes.find('\n')),
+            inodes.substr(inodes.find('\n') + 1, inodes.size() - inodes.find('\n') - 2));
   // The root is read-only; the workdir is writable, the image's files in it
   // keep their owners and modes (hello.txt is root's, 0644), and what is
   // written goes to the tmpfs, the store untouched.
@@ -103,8 +104,10 @@ TEST_F(ImageStoreTest, AnOciArchiveRunsWithTheImagesConfig) {
   EXPECT_NE(w.exit_code, 0);
   EXPECT_NE(w.stderr.find("Read-only"), std::string::npos) << w.stderr;
   EXPECT_NE(s.exec({"/bin/sh", "-c", "echo more >> hello.txt"}).exit_code, 0);
-  EXPECT_EQ(sh(s, "cat hello.txt > copy.txt && echo more >> copy.txt && rm hello.txt && cat copy.txt > hello.txt && rm copy.txt && "
-                  "echo new > new.txt && cat hello.txt new.txt && stat -c %u hello.txt"),
+  EXPECT_EQ(sh(s,
+               "cat hello.txt > copy.txt && echo more >> copy.txt && rm hello.txt && cat copy.txt > hello.txt && rm "
+               "copy.txt && "
+               "echo new > new.txt && cat hello.txt new.txt && stat -c %u hello.txt"),
             "hello from the image\nmore\nnew\n1234\n");
   s.release();
   auto again = create_on("busybox:1");
@@ -255,12 +258,14 @@ TEST_F(ImageStoreTest, BadArchivesFailClearlyAndLeaveTheStoreAsItWas) {
     const std::string layer = img::layer_tar({img::file("a", "x")});
     const std::string config = R"({"os":"linux","architecture":")" + img::host_architecture() +
                                R"(","rootfs":{"type":"layers","diff_ids":[")" + img::sha256_digest(layer) +
-                               R"("]},"config":{"Labels":)" + std::string(100000, '[') + std::string(100000, ']') + "}}";
+                               R"("]},"config":{"Labels":)" + std::string(100000, '[') + std::string(100000, ']') +
+                               "}}";
     const std::string hex = img::sha256_hex(config);
     img::detail::TarWriter deep(fs::path(archive("deep.tar")), img::Compression::none);
     deep.add_file(hex + ".json", config);
     deep.add_file("l/layer.tar", layer);
-    deep.add_file("manifest.json", R"([{"Config":")" + hex + R"(.json","RepoTags":["deep:1"],"Layers":["l/layer.tar"]}])");
+    deep.add_file("manifest.json",
+                  R"([{"Config":")" + hex + R"(.json","RepoTags":["deep:1"],"Layers":["l/layer.tar"]}])");
     deep.finish();
   }
   expect_refused(archive("deep.tar"), "nested");
@@ -322,7 +327,8 @@ TEST_F(ImageStoreTest, RemovingKeepsWhatAnotherImageOrARunningSandboxUses) {
   img::write_docker_archive(one, base, {"one:1"});
   EXPECT_EQ(store().import_archive(one).layers_reused, 2u);
   std::size_t records = 0;
-  for (const auto& e : fs::directory_iterator(options().image_store + "/images")) records += e.is_regular_file() ? 1 : 0;
+  for (const auto& e : fs::directory_iterator(options().image_store + "/images"))
+    records += e.is_regular_file() ? 1 : 0;
   EXPECT_EQ(records, 1u);
   EXPECT_EQ(layers_of(), 3u);  // the base two, one:1's own; two:1's own is gone
 }
@@ -386,9 +392,14 @@ TEST_F(ImageStoreTest, UserAndWorkingDirVariants) {
             "0\nCapEff:\t0000000000000000\n");
   // What cannot run fails INVALID_CONFIG at create, with nothing made.
   const std::vector<std::tuple<std::string, std::string, std::string>> unusable = {
-      {"ghost", "ghost", ""}, {"nogroup", "app:nosuchgroup", ""}, {"bigid", "70000", ""},
-      {"nodir", "", "/no/such/dir"}, {"dotdot", "", "/app/../etc"}, {"etc", "", "/etc"},
-      {"scaffold", "", "/.mayura-scaffold"}, {"link", "", "/bin/sh"}};
+      {"ghost", "ghost", ""},
+      {"nogroup", "app:nosuchgroup", ""},
+      {"bigid", "70000", ""},
+      {"nodir", "", "/no/such/dir"},
+      {"dotdot", "", "/app/../etc"},
+      {"etc", "", "/etc"},
+      {"scaffold", "", "/.mayura-scaffold"},
+      {"link", "", "/bin/sh"}};
   for (const auto& [name, user, dir] : unusable) {
     const std::string image = import_with(name, user, dir);
     EXPECT_EQ(reason_of([&] { create_on(image); }), Reason::INVALID_CONFIG) << name;
@@ -570,7 +581,8 @@ TEST_F(ImageStoreTest, NamesIdsAndWhatAStoreOperationLeaves) {
   EXPECT_EQ(reason_of([&] { create_on("bb:1"); }), Reason::INVALID_CONFIG);
   store().remove("third:1");
   std::size_t layers_after = 0;
-  for (const auto& e : fs::directory_iterator(options().image_store + "/layers")) layers_after += e.is_directory() ? 1 : 0;
+  for (const auto& e : fs::directory_iterator(options().image_store + "/layers"))
+    layers_after += e.is_directory() ? 1 : 0;
   EXPECT_EQ(layers_after, layers_before);
 }
 
@@ -584,9 +596,11 @@ TEST_F(ImageStoreTest, ARepeatedLayerATrailingSlashAndAProgressCallbackThatThrow
   // A host cancels an import by throwing from its progress callback: the
   // exception comes out as itself, the store as it was.
   struct Stop {};
-  EXPECT_THROW(store().import_archive(archive("repeat.tar"), "", [](const ImageImportProgress& p) {
-    if (p.bytes_read > 0) throw Stop{};
-  }), Stop);
+  EXPECT_THROW(store().import_archive(archive("repeat.tar"), "",
+                                      [](const ImageImportProgress& p) {
+                                        if (p.bytes_read > 0) throw Stop{};
+                                      }),
+               Stop);
   EXPECT_TRUE(store().list().empty());
   EXPECT_TRUE(fs::is_empty(options().image_store + "/layers"));
   const auto result = store().import_archive(archive("repeat.tar"));
@@ -626,7 +640,8 @@ TEST_P(StoredImageConformance, Passes) {
   img::write_oci_archive(archive("full.tar"), spec, "busybox:full");
   store().import_archive(archive("full.tar"));
   const auto& suite = sandbox_conformance();
-  const auto it = std::find_if(suite.begin(), suite.end(), [&](const ConformanceTest& t) { return t.name == GetParam(); });
+  const auto it =
+      std::find_if(suite.begin(), suite.end(), [&](const ConformanceTest& t) { return t.name == GetParam(); });
   ASSERT_NE(it, suite.end());
   EXPECT_EQ(it->run({create_on("busybox:full")}), kConformancePassed);
 }

@@ -118,7 +118,8 @@ TEST_F(IsolationTest, WorkdirAndTmpAreBoundedTmpfs) {
 
 TEST_F(IsolationTest, DevIsMinimal) {
   auto s = create();
-  EXPECT_EQ(sh(s, "ls -A /dev | sort | tr '\\n' ' '"), "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero ");
+  EXPECT_EQ(sh(s, "ls -A /dev | sort | tr '\\n' ' '"),
+            "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero ");
   EXPECT_EQ(sh(s, "echo x > /dev/null && head -c 4 /dev/zero | wc -c && head -c 8 /dev/urandom | wc -c"), "4\n8\n");
   EXPECT_NE(s.exec({"/bin/sh", "-c", "echo x > /dev/full"}).exit_code, 0);
   // a private devpts: a new pty can be opened
@@ -170,9 +171,10 @@ TEST_F(IsolationTest, NetworkNoneIsLoopbackOnlyAndUp) {
   auto s = create();
   EXPECT_EQ(sh(s, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"), "lo\n");
   // loopback works: a server and a client inside the sandbox
-  const std::string out = sh(s,
-                             "python3 -c 'import socket;s=socket.socket();s.bind((\"127.0.0.1\",0));s.listen();"
-                             "c=socket.create_connection(s.getsockname());a,_=s.accept();a.send(b\"ok\");print(c.recv(2).decode())'");
+  const std::string out =
+      sh(s,
+         "python3 -c 'import socket;s=socket.socket();s.bind((\"127.0.0.1\",0));s.listen();"
+         "c=socket.create_connection(s.getsockname());a,_=s.accept();a.send(b\"ok\");print(c.recv(2).decode())'");
   EXPECT_EQ(out, "ok\n");
   // anything else is unreachable
   auto r = s.exec({"python3", "-c", "import socket;socket.create_connection(('192.0.2.1',80),timeout=2)"});

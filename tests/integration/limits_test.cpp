@@ -145,8 +145,9 @@ TEST_F(LimitsTest, ASandboxMadeAheadTakesTheCreatesLimits) {
   std::string prefix = sh(s, "hostname");
   prefix = prefix.substr(7, 8);
   std::string mem;
-  const std::string base = host_.memory.v2 ? options().cgroup_root
-                                           : host_.memory.v1 + "/" + fs::path(options().cgroup_root).filename().string();
+  const std::string base = host_.memory.v2
+                               ? options().cgroup_root
+                               : host_.memory.v1 + "/" + fs::path(options().cgroup_root).filename().string();
   for (const auto& e : fs::directory_iterator(base)) {
     if (e.path().filename().string().rfind(prefix, 0) == 0) mem = e.path();
   }
@@ -327,7 +328,8 @@ class UnifiedCgroupTest : public LimitsTest {
   // sleeps), as another process of a service would.
   void start_sleeper() {
     const std::string pid_file = options().state_dir + "-sleeper";
-    const std::string command = "sh -c 'echo $$ > " + home_ + "/cgroup.procs && exec sleep 600' </dev/null >/dev/null 2>&1 & echo $! > " + pid_file;
+    const std::string command = "sh -c 'echo $$ > " + home_ +
+                                "/cgroup.procs && exec sleep 600' </dev/null >/dev/null 2>&1 & echo $! > " + pid_file;
     ASSERT_EQ(std::system(command.c_str()), 0);
     std::istringstream(read_host(pid_file)) >> sleeper_;
     fs::remove(pid_file);
@@ -400,14 +402,16 @@ TEST_F(UnifiedCgroupTest, EnginesStartedAtOnceInOneCgroupEachKeepEveryLimit) {
     std::string starts;
     for (int i = 0; i < kEngines; ++i) {
       const std::string n = std::to_string(i);
-      starts += "(" + engine_env(i) + " " + MAYURA_RUN_PATH + " --local --pids 7 --memory 64 -- cat /proc/self/cgroup >" +
-                out + n + " 2>&1; echo $? >" + out + n + ".status) & ";
+      starts += "(" + engine_env(i) + " " + MAYURA_RUN_PATH +
+                " --local --pids 7 --memory 64 -- cat /proc/self/cgroup >" + out + n + " 2>&1; echo $? >" + out + n +
+                ".status) & ";
     }
     const std::string command = "sh -c 'echo $$ > " + home_ + "/cgroup.procs && { " + starts + "wait; }' </dev/null";
     ASSERT_EQ(std::system(command.c_str()), 0);
     for (int i = 0; i < kEngines; ++i) {
       const std::string n = std::to_string(i);
-      EXPECT_EQ(read_host(out + n + ".status"), "0\n") << "round " << round << ", engine " << i << ": " << read_host(out + n);
+      EXPECT_EQ(read_host(out + n + ".status"), "0\n")
+          << "round " << round << ", engine " << i << ": " << read_host(out + n);
       EXPECT_EQ(read_host(out + n), "0::/commands/cmd-1\n") << "round " << round << ", engine " << i;
       EXPECT_FALSE(fs::exists(home_ + "/sandboxes-" + n));
       fs::remove(out + n);

@@ -81,11 +81,12 @@ class MayuraRunTest : public NativeTest, public ::testing::WithParamInterface<Vi
       tool_args = "--local " + args;
     }
     // The engine settings are there both ways: a daemon must ignore them.
-    const std::string command = env + engine + " MAYURA_STATE_DIR=" + options().state_dir + " MAYURA_CGROUP_ROOT=" +
-                                options().cgroup_root + " MAYURA_ID_BASE=" + std::to_string(options().id_base) +
-                                " MAYURA_ID_SLOTS=" + std::to_string(options().id_slots) + " MAYURA_IMAGE_DIR=" +
-                                options().image_dir + " MAYURA_IMAGE_STORE=" + options().image_store + " " +
-                                MAYURA_RUN_PATH + " " + tool_args + " <" + in + " >" + out + " 2>" + err;
+    const std::string command =
+        env + engine + " MAYURA_STATE_DIR=" + options().state_dir + " MAYURA_CGROUP_ROOT=" + options().cgroup_root +
+        " MAYURA_ID_BASE=" + std::to_string(options().id_base) +
+        " MAYURA_ID_SLOTS=" + std::to_string(options().id_slots) + " MAYURA_IMAGE_DIR=" + options().image_dir +
+        " MAYURA_IMAGE_STORE=" + options().image_store + " " + MAYURA_RUN_PATH + " " + tool_args + " <" + in + " >" +
+        out + " 2>" + err;
     const int raw = std::system(command.c_str());
     Outcome r;
     r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -120,7 +121,8 @@ class MayuraRunTest : public NativeTest, public ::testing::WithParamInterface<Vi
                              {"maxLifetimeMs", 3600 * 1000},
                              {"network", {"none", "allow", "all"}},
                              {"maxWriteBytes", 1 << 30}};
-    if (const std::string dns = env_value(env, "MAYURA_DNS_SERVERS"); !dns.empty()) config["dnsServers"] = split_list(dns);
+    if (const std::string dns = env_value(env, "MAYURA_DNS_SERVERS"); !dns.empty())
+      config["dnsServers"] = split_list(dns);
     if (const std::string ranges = env_value(env, "MAYURA_PUBLIC_RANGES"); !ranges.empty()) {
       config["publicRanges"] = split_list(ranges);
     }
@@ -223,8 +225,8 @@ TEST_P(MayuraRunTest, EnvCopyInStdinAndCwd) {
   const std::string file = options().state_dir + "-copy.txt";
   std::ofstream(file) << "copied";
   Outcome r = run("--env A=1 --env FROM_HOST --copy-in " + file +
-                  ":sub/in.txt --cwd sub -- sh -c 'echo $A $FROM_HOST; cat in.txt; pwd'",
-              "", "FROM_HOST=secret-value");
+                      ":sub/in.txt --cwd sub -- sh -c 'echo $A $FROM_HOST; cat in.txt; pwd'",
+                  "", "FROM_HOST=secret-value");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "1 secret-value\ncopied/workspace/sub\n");
   std::filesystem::remove(file);
@@ -249,11 +251,15 @@ TEST_P(MayuraRunTest, VersionAndDoctorSayWhatTheCgroupsEnforce) {
   std::string kind, enforces, placed;
   if (layout == "hybrid") {
     kind = "\ncgroups: hybrid (cgroup2 at /sys/fs/cgroup/unified";
-    enforces = "enforces cpus [v1 /sys/fs/cgroup/cpu], memory (no swap) [v1 /sys/fs/cgroup/memory], pids [v1 /sys/fs/cgroup/pids]";
+    enforces =
+        "enforces cpus [v1 /sys/fs/cgroup/cpu], memory (no swap) [v1 /sys/fs/cgroup/memory], pids [v1 "
+        "/sys/fs/cgroup/pids]";
     placed = "\nsandboxes under /sys/fs/cgroup/unified/mayura (the engine runs in the root cgroup)\n";
   } else if (layout == "v1") {
     kind = "\ncgroups: legacy (cgroup v1 only; the engine mounts a cgroup2 of its own";
-    enforces = "enforces cpus [v1 /sys/fs/cgroup/cpu,cpuacct], memory (no swap) [v1 /sys/fs/cgroup/memory], pids [v1 /sys/fs/cgroup/pids]";
+    enforces =
+        "enforces cpus [v1 /sys/fs/cgroup/cpu,cpuacct], memory (no swap) [v1 /sys/fs/cgroup/memory], pids [v1 "
+        "/sys/fs/cgroup/pids]";
     placed = "\nsandboxes under /run/mayura-cgroup2/mayura (the engine runs in the root cgroup)\n";
   } else {
     kind = "\ncgroups: unified (cgroup2 at /sys/fs/cgroup)";
@@ -265,8 +271,9 @@ TEST_P(MayuraRunTest, VersionAndDoctorSayWhatTheCgroupsEnforce) {
       placed = "\nsandboxes under " + service + "/mayura (the engine's delegated subtree " + service +
                "); the engine's processes in " + service + "/engine\n";
     } else {
-      placed = "\nsandboxes under /sys/fs/cgroup/mayura (the top of the hierarchy; the engine's cgroup "
-               "/user.slice/user-0.slice/session-1.scope is not delegated)\n";
+      placed =
+          "\nsandboxes under /sys/fs/cgroup/mayura (the top of the hierarchy; the engine's cgroup "
+          "/user.slice/user-0.slice/session-1.scope is not delegated)\n";
     }
   }
   for (const char* args : {"--version", "doctor"}) {
@@ -325,7 +332,8 @@ TEST_P(MayuraRunTest, PortsArePublishedAndTheirUrlsPrinted) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("mayura-run: port 8000 is at http://127.0.0.1:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("mayura-run: port 9000 is at http://127.0.0.1:"), std::string::npos) << r.err;
-  for (const char* bad : {"--port 0 -- true", "--port 70000 -- true", "--port x -- true", "--port 80 --port 80 -- true"}) {
+  for (const char* bad :
+       {"--port 0 -- true", "--port 70000 -- true", "--port x -- true", "--port 80 --port 80 -- true"}) {
     r = run(bad);
     EXPECT_EQ(r.status, 125) << bad;
     EXPECT_EQ(r.err.rfind("mayura-run: INVALID_INPUT: ", 0), 0u) << bad << ": " << r.err;
@@ -336,11 +344,13 @@ TEST_P(MayuraRunTest, AllowAndNetworkAllReachTheWorldAndNothingElse) {
   // in a world of the test's own, whose DNS and range mayura-run is told of
   enter_own_network_namespace();
   World world;
-  const std::string env = std::string("MAYURA_DNS_SERVERS=") + World::kDnsAddress + " MAYURA_PUBLIC_RANGES=203.0.113.0/24";
-  Outcome r = run("--allow allowed.test --allow '*.allowed.test:8081' -- sh -c "
-                  "'curl -sS http://allowed.test/ && curl -sS --noproxy \\* http://www.allowed.test:8081/ && "
-                  "curl -sS -o /dev/null -w %{http_code} http://other.test/'",
-                  "", env);
+  const std::string env =
+      std::string("MAYURA_DNS_SERVERS=") + World::kDnsAddress + " MAYURA_PUBLIC_RANGES=203.0.113.0/24";
+  Outcome r =
+      run("--allow allowed.test --allow '*.allowed.test:8081' -- sh -c "
+          "'curl -sS http://allowed.test/ && curl -sS --noproxy \\* http://www.allowed.test:8081/ && "
+          "curl -sS -o /dev/null -w %{http_code} http://other.test/'",
+          "", env);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("hello from 203.0.113.10:80"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("hello from 203.0.113.10:8081"), std::string::npos) << r.out;
@@ -419,10 +429,11 @@ class MayuraRunEngineTest : public NativeTest {
   // and stderr together.
   Outcome run(const std::string& env, const std::string& args) {
     const std::string out = options().state_dir + "-out";
-    const std::string command = env + " MAYURA_STATE_DIR=" + options().state_dir + " MAYURA_CGROUP_ROOT=" +
-                                options().cgroup_root + " MAYURA_ID_BASE=" + std::to_string(options().id_base) +
-                                " MAYURA_ID_SLOTS=" + std::to_string(options().id_slots) + " " + MAYURA_RUN_PATH +
-                                " " + args + " </dev/null >" + out + " 2>&1";
+    const std::string command = env + " MAYURA_STATE_DIR=" + options().state_dir +
+                                " MAYURA_CGROUP_ROOT=" + options().cgroup_root +
+                                " MAYURA_ID_BASE=" + std::to_string(options().id_base) +
+                                " MAYURA_ID_SLOTS=" + std::to_string(options().id_slots) + " " + MAYURA_RUN_PATH + " " +
+                                args + " </dev/null >" + out + " 2>&1";
     const int raw = std::system(command.c_str());
     Outcome r;
     r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -457,12 +468,14 @@ TEST_F(MayuraRunEngineTest, TheDefaultSocketIsUsedWhenItAnswers) {
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   const NativeOptions& o = options();
   const std::string config = o.state_dir + "-mayurad.json";
-  std::ofstream(config) << nlohmann::json{{"socket", socket},       {"stateDir", o.state_dir}, {"cgroupRoot", o.cgroup_root},
-                                          {"idBase", o.id_base},     {"idSlots", o.id_slots},   {"prepared", 0},
-                                          {"netnsPool", 0},          {"socketMode", "0600"}}
-                               .dump();
+  std::ofstream(config)
+      << nlohmann::json{{"socket", socket},    {"stateDir", o.state_dir}, {"cgroupRoot", o.cgroup_root},
+                        {"idBase", o.id_base}, {"idSlots", o.id_slots},   {"prepared", 0},
+                        {"netnsPool", 0},      {"socketMode", "0600"}}
+             .dump();
   const pid_t daemon = start_mayurad(MAYURAD_PATH, config, true);
-  for (int i = 0; i < 400 && !std::filesystem::exists(socket); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  for (int i = 0; i < 400 && !std::filesystem::exists(socket); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
 
   Outcome r = run("", "doctor");

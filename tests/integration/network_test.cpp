@@ -87,7 +87,6 @@ class NetworkTest : public NativeTest {
     return {r.exit_code.value_or(-1), r.stdout + r.stderr};
   }
 
-
   bool world_was_asked(const std::string& name) {
     const auto q = world().dns_queries();
     return std::any_of(q.begin(), q.end(), [&](const std::string& n) { return n == name || n == name + "."; });
@@ -314,14 +313,16 @@ TEST_F(NetworkTest, AllReachesTheWorldButNotTheHostOtherSandboxesOrMetadata) {
   run(b, "setsid python3 -m http.server 7000 >/dev/null 2>&1 < /dev/null &");
   // Refused at once: curl fails 7 (refused, or no route); a drop would leave
   // it waiting until its --max-time, and fail 28.
-  for (const std::string& target : {std::string(World::kHostAddress) + ":9000", a_gateway + ":9000", b_gateway + ":9000",
-                                   std::string("127.0.0.1:9000"), std::string("169.254.169.254:80"), b_address + ":7000"}) {
+  for (const std::string& target :
+       {std::string(World::kHostAddress) + ":9000", a_gateway + ":9000", b_gateway + ":9000",
+        std::string("127.0.0.1:9000"), std::string("169.254.169.254:80"), b_address + ":7000"}) {
     std::tie(code, out) = curl(a, "http://" + target + "/");
     EXPECT_EQ(code, 7) << target << " was not refused at once: " << out;
   }
   // while b itself serves on it
-  std::tie(code, out) = curl(b, "--retry 20 --retry-connrefused --retry-delay 0 -o /dev/null -w '%{http_code}' http://" +
-                                    b_address + ":7000/");
+  std::tie(code, out) =
+      curl(b, "--retry 20 --retry-connrefused --retry-delay 0 -o /dev/null -w '%{http_code}' http://" + b_address +
+                  ":7000/");
   EXPECT_EQ(out.rfind("200", 0), 0u) << out;  // stdout first; curl's retry notes follow
   a.release();
   b.release();
@@ -437,7 +438,8 @@ TEST_F(NetworkTest, OneSandboxsConnectionsAreBoundedAndOthersKeepWorking) {
   {
     std::unique_lock lock(said_mutex);
     // (the bound only keeps a holder that never gets there from hanging)
-    if (!said_changed.wait_for(lock, 600s, [&] { return said.find("closed ") != std::string::npos && said.back() == '\n'; })) {
+    if (!said_changed.wait_for(lock, 600s,
+                               [&] { return said.find("closed ") != std::string::npos && said.back() == '\n'; })) {
       lock.unlock();
       greedy.write_file("go", "");
       const ExecResult r = holder.get();
@@ -464,9 +466,10 @@ TEST_F(NetworkTest, OneSandboxsConnectionsAreBoundedAndOthersKeepWorking) {
 TEST_F(NetworkTest, AllCannotReachAHostPortPublishedByDnat) {
   // A Docker-style published port on the host: DNAT to a world address.
   const int host = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  ASSERT_TRUE(netfilter::run_nft(host, "table ip published {\n chain pre {\n"
-                                       "  type nat hook prerouting priority dstnat; policy accept;\n"
-                                       "  fib daddr type local tcp dport 8080 dnat to 203.0.113.10:80\n }\n}\n")
+  ASSERT_TRUE(netfilter::run_nft(host,
+                                 "table ip published {\n chain pre {\n"
+                                 "  type nat hook prerouting priority dstnat; policy accept;\n"
+                                 "  fib daddr type local tcp dport 8080 dnat to 203.0.113.10:80\n }\n}\n")
                   .ok);
   CreateOptions c;
   c.network = Network::all();

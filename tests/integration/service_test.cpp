@@ -111,10 +111,11 @@ class ServiceTest : public NativeTest {
   }
 
   // A request made as another user (nobody), by curl: its status and body.
-  std::pair<int, std::string> as_nobody(const std::string& method, const std::string& target, const std::string& body = "") {
+  std::pair<int, std::string> as_nobody(const std::string& method, const std::string& target,
+                                        const std::string& body = "") {
     const std::string out = run("setpriv --reuid=65534 --regid=65534 --clear-groups curl -s -X " + method +
-                                (body.empty() ? "" : " --data-binary '" + body + "'") + " -w '\\n%{http_code}' --unix-socket " +
-                                socket_ + " 'http://mayurad" + target + "'");
+                                (body.empty() ? "" : " --data-binary '" + body + "'") +
+                                " -w '\\n%{http_code}' --unix-socket " + socket_ + " 'http://mayurad" + target + "'");
     const auto nl = out.rfind('\n');
     if (nl == std::string::npos) return {0, out};
     return {std::atoi(out.c_str() + nl + 1), out.substr(0, nl)};
@@ -138,7 +139,8 @@ class RemoteConformance : public ServiceTest, public ::testing::WithParamInterfa
 // suite, through remote_sandboxes, against a real server on the engine.
 TEST_P(RemoteConformance, Passes) {
   const auto& suite = sandbox_conformance();
-  const auto it = std::find_if(suite.begin(), suite.end(), [](const ConformanceTest& t) { return t.name == GetParam(); });
+  const auto it =
+      std::find_if(suite.begin(), suite.end(), [](const ConformanceTest& t) { return t.name == GetParam(); });
   ASSERT_NE(it, suite.end());
   Sandboxes sandboxes = remote();
   const Sandbox sandbox = sandboxes.create({.lifetime_ms = 120'000});
@@ -256,7 +258,8 @@ TEST_F(ServiceTest, ReasonsRoundTripThroughTheService) {
   EXPECT_EQ(reason([&] { s.read_file("nothing-here"); }), Reason::NOT_FOUND);
   EXPECT_EQ(reason([&] { s.read_file("/etc/passwd", {.max_bytes = 1}); }), Reason::LIMIT_REACHED);
   EXPECT_EQ(reason([&] { s.write_file("/usr/x", "x"); }), Reason::PERMISSION_DENIED);
-  EXPECT_EQ(reason([&] { sandboxes.create({.lifetime_ms = 60'000, .image = "no-such-image"}); }), Reason::INVALID_CONFIG);
+  EXPECT_EQ(reason([&] { sandboxes.create({.lifetime_ms = 60'000, .image = "no-such-image"}); }),
+            Reason::INVALID_CONFIG);
   std::stop_source stop;
   std::thread canceller([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -320,7 +323,8 @@ TEST_F(ServiceTest, AClientsQuotaHolds) {
 // Bad input: a clear 4xx naming what is wrong, and nothing made.
 TEST_F(ServiceTest, BadInputIsRefusedAndChangesNothing) {
   start_server({.max_json_bytes = 4096, .max_file_bytes = 1024});
-  auto refused = [&](verb method, const std::string& target, const std::string& body, unsigned status, const std::string& says) {
+  auto refused = [&](verb method, const std::string& target, const std::string& body, unsigned status,
+                     const std::string& says) {
     const auto a = call(method, target, body);
     EXPECT_EQ(a.status, status) << target << " " << body.substr(0, 80) << ": " << a.body;
     EXPECT_NE(a.body.find(says), std::string::npos) << a.body;
@@ -330,7 +334,8 @@ TEST_F(ServiceTest, BadInputIsRefusedAndChangesNothing) {
   refused(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 1000, "bogus": 1})", 400, "bogus");
   refused(verb::post, "/v1/sandboxes", R"({"lifetimeMs": "soon"})", 400, "lifetimeMs");
   refused(verb::post, "/v1/sandboxes", R"({})", 400, "lifetimeMs");
-  refused(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 1000, "labels": {"k": )" + std::string(5000, '1') + "}}", 413, "larger");
+  refused(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 1000, "labels": {"k": )" + std::string(5000, '1') + "}}", 413,
+          "larger");
   refused(verb::post, "/v1/sandboxes", std::string(40, '[') + std::string(40, ']'), 400, "nested");
   refused(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 999999999999})", 400, "lifetime");
   refused(verb::get, "/v2/sandboxes", "", 404, "no such resource");
@@ -368,7 +373,8 @@ TEST_F(ServiceTest, ARunIsOneCommandInASandboxReleasedWhenItEnds) {
     const auto at = text.find("\n" + name + " ");
     return at == std::string::npos ? -1 : std::atoi(text.c_str() + at + name.size() + 2);
   };
-  for (int i = 0; i < 100 && metric("mayura_sandboxes_alive") != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 100 && metric("mayura_sandboxes_alive") != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(metric("mayura_sandboxes_alive"), 0);
   EXPECT_TRUE(json::parse(call(verb::get, "/v1/sandboxes").body).at("sandboxes").empty());
   EXPECT_EQ(metric("mayura_creates_total"), 30);
@@ -465,7 +471,8 @@ TEST_F(ServiceTest, SlowAndSurplusClientsAreCutOff) {
       if (fd < 0) return -1;
       const std::string ask = "GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n";
       if (::write(fd, ask.data(), ask.size()) == static_cast<ssize_t>(ask.size()) &&
-          read_until(fd, "\r\n\r\n").starts_with("HTTP/1.1 200")) return fd;
+          read_until(fd, "\r\n\r\n").starts_with("HTTP/1.1 200"))
+        return fd;
       ::close(fd);
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -490,12 +497,14 @@ TEST_F(ServiceTest, AClientThatGoesAwayStopsItsCommand) {
   const std::string body = R"({"argv": ["sh", "-c", "sleep 300 & sleep 301 & echo started; wait"]})";
   // the daemon's id of it (the client's limits layer gives its own)
   const std::string id = json::parse(call(verb::get, "/v1/sandboxes").body).at("sandboxes").at(0).at("id");
-  const std::string request = "POST /v1/sandboxes/" + id + "/exec HTTP/1.1\r\nHost: x\r\nContent-Length: " +
-                              std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string request = "POST /v1/sandboxes/" + id +
+                              "/exec HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+                              "\r\n\r\n" + body;
   // the sandbox belongs to this process's uid (root), as the remote's does
   ASSERT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
   ASSERT_NE(read_until(fd, "started").find("started"), std::string::npos);
-  const std::string count = "n=0; for c in /proc/[0-9]*/comm; do [ \"$(cat $c 2>/dev/null)\" = sleep ] && n=$((n+1)); done; echo $n";
+  const std::string count =
+      "n=0; for c in /proc/[0-9]*/comm; do [ \"$(cat $c 2>/dev/null)\" = sleep ] && n=$((n+1)); done; echo $n";
   EXPECT_EQ(s.exec({"sh", "-c", count}).stdout, "2\n");
   ::close(fd);
   // the service kills the command's cgroup once it sees the close
@@ -513,9 +522,10 @@ TEST_F(ServiceTest, AClientThatGoesAwayStopsItsCommand) {
 // openssl CLI: DIR/NAME.pem and its key DIR/NAME.key. A failure names what
 // openssl said.
 void make_certificate(const std::string& dir, const std::string& name) {
-  const std::string out = run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2"
-                              " -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
-                              dir + "/" + name + ".key -out " + dir + "/" + name + ".pem 2>&1 && echo made");
+  const std::string out =
+      run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2"
+          " -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
+          dir + "/" + name + ".key -out " + dir + "/" + name + ".pem 2>&1 && echo made");
   ASSERT_NE(out.find("made"), std::string::npos) << "openssl req: " << out;
 }
 
@@ -551,7 +561,8 @@ TEST_F(ServiceTest, TlsWithBearerTokens) {
   };
 
   {
-    Sandboxes sandboxes = create_sandboxes(remote_sandboxes({.url = url, .token = token, .ca_file = ca}), {.max_sandboxes = 4});
+    Sandboxes sandboxes =
+        create_sandboxes(remote_sandboxes({.url = url, .token = token, .ca_file = ca}), {.max_sandboxes = 4});
     const Sandbox s = sandboxes.create({.lifetime_ms = 60'000});
     const ExecResult r = s.exec({"echo", "hi"});
     EXPECT_EQ(r.exit_code, 0);
@@ -570,7 +581,8 @@ TEST_F(ServiceTest, TlsWithBearerTokens) {
 
   for (const std::string& bad : {std::string("alice-0123456789abcdeX"), std::string()}) {
     SCOPED_TRACE(bad.empty() ? "no token" : "a wrong token");
-    EXPECT_EQ(reason_of([&] { remote_sandboxes({.url = url, .token = bad, .ca_file = ca}); }), Reason::PERMISSION_DENIED);
+    EXPECT_EQ(reason_of([&] { remote_sandboxes({.url = url, .token = bad, .ca_file = ca}); }),
+              Reason::PERMISSION_DENIED);
     const auto refused = raw(bad, verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})");
     EXPECT_EQ(refused.status, 401u) << refused.body;
     EXPECT_EQ(json::parse(refused.body).at("reason"), "PERMISSION_DENIED") << refused.body;
@@ -581,13 +593,15 @@ TEST_F(ServiceTest, TlsWithBearerTokens) {
   // Neither the system's CAs nor another CA vouch for the server.
   for (const std::string& untrusting : {std::string(), dir_ + "/stranger.pem"}) {
     std::string message;
-    EXPECT_EQ(reason_of([&] { remote_sandboxes({.url = url, .token = token, .ca_file = untrusting}); }, &message), Reason::INTERNAL)
+    EXPECT_EQ(reason_of([&] { remote_sandboxes({.url = url, .token = token, .ca_file = untrusting}); }, &message),
+              Reason::INTERNAL)
         << message;
     EXPECT_NE(message.find("certificate verify failed"), std::string::npos) << message;
   }
   // Plain HTTP to the TLS port gets no answer.
-  const std::string plain = run("curl -s -m 10 -o /dev/null -w '%{http_code}' http://127.0.0.1:" +
-                                std::to_string(server_->tls_port()) + "/v1/health");
+  const std::string plain =
+      run("curl -s -m 10 -o /dev/null -w '%{http_code}' http://127.0.0.1:" + std::to_string(server_->tls_port()) +
+          "/v1/health");
   EXPECT_EQ(plain, "000");
 }
 
@@ -615,8 +629,8 @@ class DaemonTest : public ServiceTest {
   }
   pid_t start_daemon(const json& extra = json::object()) {
     const NativeOptions& o = options_of_test();
-    json config = {{"socket", socket_},       {"stateDir", o.state_dir},  {"cgroupRoot", o.cgroup_root},
-                   {"idBase", o.id_base},     {"idSlots", o.id_slots},    {"prepared", 0},
+    json config = {{"socket", socket_},       {"stateDir", o.state_dir},    {"cgroupRoot", o.cgroup_root},
+                   {"idBase", o.id_base},     {"idSlots", o.id_slots},      {"prepared", 0},
                    {"imageDir", o.image_dir}, {"imageStore", o.image_store}};
     config.update(extra);
     std::ofstream(dir_ + "/mayurad.json") << config.dump();
@@ -650,7 +664,8 @@ TEST_F(DaemonTest, SigtermReleasesEverySandboxAndLeavesNothing) {
     ASSERT_EQ(a.status, 201u) << a.body;
     id = json::parse(a.body).at("id");
   }
-  EXPECT_EQ(daemon_call(verb::post, "/v1/sandboxes/" + id + "/exec", R"({"argv": ["sh", "-c", "sleep 300 &"]})").status, 200u);
+  EXPECT_EQ(daemon_call(verb::post, "/v1/sandboxes/" + id + "/exec", R"({"argv": ["sh", "-c", "sleep 300 &"]})").status,
+            200u);
   EXPECT_FALSE(processes_in_range(options_of_test()).empty());
   ::kill(pid, SIGTERM);
   const int status = wait_for(pid);
@@ -664,7 +679,9 @@ TEST_F(DaemonTest, ADaemonStartedAfterASigkillRemovesWhatTheDeadOneLeft) {
   const auto a = daemon_call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})");
   ASSERT_EQ(a.status, 201u) << a.body;
   const std::string id = json::parse(a.body).at("id");
-  EXPECT_EQ(daemon_call(verb::post, "/v1/sandboxes/" + id + "/exec", R"({"argv": ["sh", "-c", "setsid sleep 300 &"]})").status, 200u);
+  EXPECT_EQ(daemon_call(verb::post, "/v1/sandboxes/" + id + "/exec", R"({"argv": ["sh", "-c", "setsid sleep 300 &"]})")
+                .status,
+            200u);
   ::kill(pid, SIGKILL);
   wait_for(pid);
   EXPECT_FALSE(processes_in_range(options_of_test()).empty()) << "the killed daemon's sandbox should still be there";
@@ -685,7 +702,8 @@ TEST_F(DaemonTest, PlainTcpAndBadSettingsAreRefusedAtStart) {
   const std::string bad = run(std::string(MAYURAD_PATH) + " --config " + dir_ + "/bad.json --check-config 2>&1");
   EXPECT_NE(bad.find("maxSandboxes"), std::string::npos) << bad;
   std::ofstream(dir_ + "/unknown.json") << R"({"maxSandbox": 3})";
-  const std::string unknown = run(std::string(MAYURAD_PATH) + " --config " + dir_ + "/unknown.json --check-config 2>&1");
+  const std::string unknown =
+      run(std::string(MAYURAD_PATH) + " --config " + dir_ + "/unknown.json --check-config 2>&1");
   EXPECT_NE(unknown.find("maxSandbox is no setting"), std::string::npos) << unknown;
 }
 
@@ -711,8 +729,8 @@ TEST_F(DaemonTest, FiveHundredExecsAtOnceHoldNoThreadEach) {
   const double took = std::chrono::duration<double>(load::Clock::now() - started).count();
   EXPECT_EQ(out.succeeded, 500);
   EXPECT_LE(out.peak_threads, idle + 2) << "idle " << idle;
-  std::printf("500 execs of sleep 5: %.1f s in all; daemon threads idle %zu, at most %zu; RSS at most %zu KiB\n", took, idle,
-              out.peak_threads, out.peak_rss_kib);
+  std::printf("500 execs of sleep 5: %.1f s in all; daemon threads idle %zu, at most %zu; RSS at most %zu KiB\n", took,
+              idle, out.peak_threads, out.peak_rss_kib);
   ::kill(pid, SIGTERM);
   EXPECT_EQ(wait_for(pid), 0);
   stop.pid = -1;

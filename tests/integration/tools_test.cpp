@@ -14,7 +14,8 @@ class ToolsTest : public NativeTest {
   static RunContext run_of(const std::string& id, const std::vector<Tool>& tools) {
     RunContext run;
     run.run_id = id;
-    for (const auto& t : tools) run.permissions.insert(t.definition.permissions.begin(), t.definition.permissions.end());
+    for (const auto& t : tools)
+      run.permissions.insert(t.definition.permissions.begin(), t.definition.permissions.end());
     return run;
   }
   static const Tool& tool(const std::vector<Tool>& tools, const std::string& id) {
@@ -65,7 +66,9 @@ TEST_F(ToolsTest, ACommandOverItsTimeoutIsStoppedWithEverythingItStarted) {
   EXPECT_TRUE(r["exitCode"].is_null());
   const json ps = tool(tools, "sandbox.exec").call({{"command", "cat /proc/[0-9]*/comm | grep -c sleep"}}, run);
   EXPECT_EQ(ps["stdout"], "0\n") << ps.dump();
-  EXPECT_EQ(reason_of([&] { tool(tools, "sandbox.exec").call({{"command", "true"}, {"timeoutMs", 501}}, run); }),
+  EXPECT_EQ(reason_of([&] {
+              tool(tools, "sandbox.exec").call({{"command", "true"}, {"timeoutMs", 501}}, run);
+            }),
             Reason::INVALID_INPUT);
 }
 

@@ -76,7 +76,8 @@ int connected(int type, const char* address, std::uint16_t port) {
   to.sin_family = AF_INET;
   to.sin_port = htons(port);
   to.sin_addr.s_addr = ::inet_addr(address);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0) << address << ":" << port << ": " << std::strerror(errno);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0)
+      << address << ":" << port << ": " << std::strerror(errno);
   return fd;
 }
 
@@ -151,7 +152,8 @@ TEST_F(WorldTest, DnsAnswersItsTableToTheHostAndRecordsEveryName) {
   EXPECT_EQ(world.dns_queries().front(), "allowed.test");
 
   for (const auto& record : World::kDnsRecords) {
-    EXPECT_EQ(resolve(std::string(record.name)).a, std::vector<std::string>{std::string(record.address)}) << record.name;
+    EXPECT_EQ(resolve(std::string(record.name)).a, std::vector<std::string>{std::string(record.address)})
+        << record.name;
   }
   const Answer unknown = resolve("unknown.test");
   EXPECT_EQ(unknown.rcode, ns_r_nxdomain);
@@ -165,7 +167,8 @@ TEST_F(WorldTest, HttpServersSayHelloOnEveryAddressAndBothPorts) {
   const std::string a = http("203.0.113.10", 80, "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n");
   EXPECT_EQ(a.rfind("HTTP/1.1 200 ", 0), 0u) << a;
   EXPECT_EQ(body_of(a), "hello from 203.0.113.10:80 host=allowed.test\n");
-  const std::string b = http("203.0.113.11", 8081, "POST /x HTTP/1.1\r\nhost: other.test:8081\r\nContent-Length: 3\r\n\r\nabc");
+  const std::string b =
+      http("203.0.113.11", 8081, "POST /x HTTP/1.1\r\nhost: other.test:8081\r\nContent-Length: 3\r\n\r\nabc");
   EXPECT_EQ(body_of(b), "hello from 203.0.113.11:8081 host=other.test:8081\n");
   EXPECT_EQ(world.connections(), 2u);
 }
@@ -230,7 +233,8 @@ TEST_F(WorldTest, ASecondWorldInTheSameHostFailsClearlyAndTheFirstGoesOn) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("world0"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(body_of(http("203.0.113.10", 8081, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")), "hello from 203.0.113.10:8081 host=a\n");
+  EXPECT_EQ(body_of(http("203.0.113.10", 8081, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")),
+            "hello from 203.0.113.10:8081 host=a\n");
 }
 
 TEST_F(WorldTest, NothingIsLeftOnceItIsGone) {
@@ -242,7 +246,8 @@ TEST_F(WorldTest, NothingIsLeftOnceItIsGone) {
     directory = world.directory();
     world_ns = std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(world.netns())).string();
     EXPECT_NE(::if_nametoindex(World::kHostLink), 0u);
-    EXPECT_EQ(body_of(http("203.0.113.12", 80, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")), "hello from 203.0.113.12:80 host=a\n");
+    EXPECT_EQ(body_of(http("203.0.113.12", 80, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")),
+              "hello from 203.0.113.12:80 host=a\n");
   }
   // The link, by name in this thread's namespace (/sys/class/net shows the
   // namespace sysfs was mounted in, which is not this test's).

@@ -85,7 +85,8 @@ inline ExecResult sh(const Sandbox& s, const std::string& script, ExecOptions op
 inline bool still_running(const Sandbox& s, const std::string& pid_file) {
   const std::string pid = s.read_file(pid_file);
   EXPECT_FALSE(pid.empty());
-  return sh(s, "s=$(cat /proc/" + pid.substr(0, pid.find('\n')) + "/stat 2>/dev/null) || exit 1; set -- ${s##*) }; [ \"$1\" != Z ]")
+  return sh(s, "s=$(cat /proc/" + pid.substr(0, pid.find('\n')) +
+                   "/stat 2>/dev/null) || exit 1; set -- ${s##*) }; [ \"$1\" != Z ]")
              .exit_code == 0;
 }
 
@@ -113,8 +114,15 @@ inline void exit_codes_and_streams(const Sandbox& s) {
 }
 
 inline void arguments_arrive_unchanged(const Sandbox& s) {
-  const std::vector<std::string> args = {"it's", "a b", "new\nline", "$(id) `id` $HOME \\ \" ; & | * ?", "", "-n",
-                                         "\xc3\xbc\xe2\x9c\x93", "'", every_byte(1).substr(1)};
+  const std::vector<std::string> args = {"it's",
+                                         "a b",
+                                         "new\nline",
+                                         "$(id) `id` $HOME \\ \" ; & | * ?",
+                                         "",
+                                         "-n",
+                                         "\xc3\xbc\xe2\x9c\x93",
+                                         "'",
+                                         every_byte(1).substr(1)};
   std::vector<std::string> argv = {"sh", "-c", "for a do printf '%s\\0' \"$a\"; done", "sh"};
   argv.insert(argv.end(), args.begin(), args.end());
   const ExecResult r = s.exec(argv);
@@ -294,7 +302,8 @@ inline void cancellation_kills_every_process(const Sandbox& s) {
     if (out.wait_for("started\n", std::chrono::seconds(20))) running_before = still_running(s, "cancelled.pid");
     stop.request_stop();
   });
-  EXPECT_EQ(reason_of([&] { sh(s, "sleep 1000 & echo $! > cancelled.pid; echo started; wait", o); }), Reason::CANCELLED);
+  EXPECT_EQ(reason_of([&] { sh(s, "sleep 1000 & echo $! > cancelled.pid; echo started; wait", o); }),
+            Reason::CANCELLED);
   canceller.join();
   ASSERT_TRUE(running_before) << "the command's child was not seen running before the cancellation; it printed "
                               << out.seen();
@@ -352,8 +361,9 @@ inline void listing_and_removal(const Sandbox& s) {
   sh(s, "mkdir -p d/sub && echo hi > d/f && ln -s f d/link && mkfifo d/fifo && chmod 640 d/f");
   // names a sandbox's processes make and no caller would: bytes that are no
   // UTF-8 and the longest name a file system takes among them
-  const std::vector<std::string> awkward = {"with space", "new\nline", "quote'\"", "\xc3\xbcnicode \xe2\x9c\x93", ".hidden",
-                                            "-dash", "*", "caf\xe9", "\xff\xfe\x80", std::string(255, 'n')};
+  const std::vector<std::string> awkward = {
+      "with space", "new\nline", "quote'\"",     "\xc3\xbcnicode \xe2\x9c\x93", ".hidden", "-dash",
+      "*",          "caf\xe9",   "\xff\xfe\x80", std::string(255, 'n')};
   for (const auto& name : awkward) s.write_file("d/" + name, name);
   const auto entries = s.list("d");
   std::vector<std::string> names;

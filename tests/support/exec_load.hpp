@@ -42,7 +42,8 @@ inline bool send_all(int fd, const std::string& bytes) {
 }
 
 inline std::string request(const std::string& method, const std::string& target, const std::string& body) {
-  return method + " " + target + " HTTP/1.1\r\nHost: mayurad\r\nConnection: close\r\nContent-Type: application/json\r\n" +
+  return method + " " + target +
+         " HTTP/1.1\r\nHost: mayurad\r\nConnection: close\r\nContent-Type: application/json\r\n" +
          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
@@ -63,16 +64,17 @@ inline std::string call(const std::string& socket, const std::string& method, co
 
 // A sandbox's id from a create's answer ("" if it failed).
 inline std::string create(const std::string& socket, long lifetime_ms) {
-  const std::string answer = call(socket, "POST", "/v1/sandboxes", "{\"lifetimeMs\": " + std::to_string(lifetime_ms) + "}");
+  const std::string answer =
+      call(socket, "POST", "/v1/sandboxes", "{\"lifetimeMs\": " + std::to_string(lifetime_ms) + "}");
   const auto body = answer.find("\r\n\r\n");
   if (answer.rfind("HTTP/1.1 201", 0) != 0 || body == std::string::npos) return {};
   return nlohmann::json::parse(answer.substr(body + 4)).at("id").get<std::string>();
 }
 
 struct Outcome {
-  int succeeded = 0;               // ended with "exitCode":0
-  std::vector<double> seconds;     // each exec's, from its send to its last byte
-  std::size_t peak_threads = 0;    // the daemon's, sampled while they ran
+  int succeeded = 0;             // ended with "exitCode":0
+  std::vector<double> seconds;   // each exec's, from its send to its last byte
+  std::size_t peak_threads = 0;  // the daemon's, sampled while they ran
   std::size_t peak_rss_kib = 0;
 };
 
@@ -143,7 +145,8 @@ inline Outcome run_execs(const std::string& socket, pid_t pid, const std::vector
       p.fd = -1;
       --open;
       out.seconds.push_back(std::chrono::duration<double>(Clock::now() - p.sent).count());
-      if (p.answer.rfind("HTTP/1.1 200", 0) == 0 && p.answer.find("\"exitCode\":0") != std::string::npos) ++out.succeeded;
+      if (p.answer.rfind("HTTP/1.1 200", 0) == 0 && p.answer.find("\"exitCode\":0") != std::string::npos)
+        ++out.succeeded;
     }
   }
   return out;

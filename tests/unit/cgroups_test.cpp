@@ -61,8 +61,7 @@ FakeHost hybrid_host() {
   h.cgroup2_paths = {"/sys/fs/cgroup/unified"};
   h.mountinfo = "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n" + v1_line(32, "cpu", "cpu") +
                 v1_line(33, "cpuacct", "cpuacct") + v1_line(34, "cpuset", "cpuset") + v1_line(35, "memory", "memory") +
-                v1_line(39, "pids", "pids") +
-                "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+                v1_line(39, "pids", "pids") + "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
   h.files["/sys/fs/cgroup/unified/cgroup.controllers"] = "hugetlb\n";
   h.files["/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"] = "";
   return h;
@@ -81,7 +80,8 @@ TEST(CgroupHost, UnifiedHostEnforcesEverythingOnCgroup2) {
   EXPECT_TRUE(host.swap_limit);
   const std::string line = host.describe();
   EXPECT_EQ(line.rfind("cgroups: unified (cgroup2 at /sys/fs/cgroup)", 0), 0u) << line;
-  EXPECT_NE(line.find("enforces cpus [cgroup2], memory (no swap) [cgroup2], pids [cgroup2]"), std::string::npos) << line;
+  EXPECT_NE(line.find("enforces cpus [cgroup2], memory (no swap) [cgroup2], pids [cgroup2]"), std::string::npos)
+      << line;
   EXPECT_EQ(line.find("cannot"), std::string::npos) << line;
 }
 
@@ -117,7 +117,8 @@ TEST(CgroupHost, ReportSaysWhenACreatesMoveWaitsForTheKernel) {
   EXPECT_NE(host.describe().find("favordynmods"), std::string::npos) << host.describe();
 
   const std::string plain = "/sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
-  h.mountinfo.replace(h.mountinfo.find(plain), plain.size(), "/sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw,favordynmods\n");
+  h.mountinfo.replace(h.mountinfo.find(plain), plain.size(),
+                      "/sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw,favordynmods\n");
   host = detect(h.probe());
   EXPECT_TRUE(host.favor_dynmods);
   EXPECT_EQ(host.describe().find("favordynmods"), std::string::npos) << host.describe();
@@ -225,8 +226,8 @@ class ScratchCgroupfs : public ::testing::Test {
     sandbox_ = root_ / "mayura" / "0123456789abcdef";
     commands_ = sandbox_ / "commands";
     fs::create_directories(commands_);
-    for (const char* f : {"cgroup.procs", "cgroup.subtree_control", "memory.max", "memory.swap.max", "cpu.max",
-                          "memory.events"}) {
+    for (const char* f :
+         {"cgroup.procs", "cgroup.subtree_control", "memory.max", "memory.swap.max", "cpu.max", "memory.events"}) {
       write(sandbox_ / f, "");
     }
     for (const char* f : {"cgroup.procs", "pids.max"}) write(commands_ / f, "");
@@ -329,20 +330,23 @@ TEST(CgroupPlacement, ADelegatedServiceKeepsSandboxesInItsSubtreeAndTheEngineInA
   EXPECT_EQ(p.home, service);
   EXPECT_NE(p.how.find(service + "/engine"), std::string::npos) << p.how;
   // started again after it moved: the same subtree, nothing more to move but what came since
-  const Placement again = plan_placement("/sys/fs/cgroup", "/system.slice/mayurad.service/engine", "", delegated_at({service}));
+  const Placement again =
+      plan_placement("/sys/fs/cgroup", "/system.slice/mayurad.service/engine", "", delegated_at({service}));
   EXPECT_EQ(again.root, service + "/mayura");
   EXPECT_EQ(again.home, service);
 }
 
 TEST(CgroupPlacement, ALoginSessionThatIsNotDelegatedUsesTheTopOfTheHierarchy) {
-  const Placement p = plan_placement("/sys/fs/cgroup", "/user.slice/user-0.slice/session-1.scope", "", delegated_at({}));
+  const Placement p =
+      plan_placement("/sys/fs/cgroup", "/user.slice/user-0.slice/session-1.scope", "", delegated_at({}));
   EXPECT_EQ(p.root, "/sys/fs/cgroup/mayura");
   EXPECT_EQ(p.home, "");
   EXPECT_NE(p.how.find("not delegated"), std::string::npos) << p.how;
 }
 
 TEST(CgroupPlacement, AConfiguredRootIsUsedAsItIs) {
-  Placement p = plan_placement("/sys/fs/cgroup", "/user.slice/s.scope", "/sys/fs/cgroup/elsewhere/sandboxes", delegated_at({}));
+  Placement p =
+      plan_placement("/sys/fs/cgroup", "/user.slice/s.scope", "/sys/fs/cgroup/elsewhere/sandboxes", delegated_at({}));
   EXPECT_EQ(p.root, "/sys/fs/cgroup/elsewhere/sandboxes");
   EXPECT_EQ(p.home, "");
   // below the engine's own cgroup: the engine must leave it for a leaf
@@ -351,8 +355,8 @@ TEST(CgroupPlacement, AConfiguredRootIsUsedAsItIs) {
   EXPECT_EQ(p.home, "/sys/fs/cgroup/system.slice/x.service");
   // moved into that cgroup's leaf already (by another engine started at once
   // there): the cgroup it was moved from is still the one to keep empty
-  p = plan_placement("/sys/fs/cgroup", "/system.slice/x.service/engine", "/sys/fs/cgroup/system.slice/x.service/sandboxes",
-                     delegated_at({}));
+  p = plan_placement("/sys/fs/cgroup", "/system.slice/x.service/engine",
+                     "/sys/fs/cgroup/system.slice/x.service/sandboxes", delegated_at({}));
   EXPECT_EQ(p.home, "/sys/fs/cgroup/system.slice/x.service");
   // a leaf of that name elsewhere counts for nothing
   p = plan_placement("/sys/fs/cgroup", "/system.slice/x.service/engine", "/sys/fs/cgroup/elsewhere/sandboxes",
@@ -367,8 +371,9 @@ TEST(CgroupPlacement, AConfiguredRootIsUsedAsItIs) {
 
 TEST(CgroupPlacement, TheNearestDelegatedAncestorCounts) {
   const std::string user = "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service";
-  const Placement p = plan_placement("/sys/fs/cgroup", "/user.slice/user-1000.slice/user@1000.service/app.slice/agent.service",
-                                     "", delegated_at({user}));
+  const Placement p =
+      plan_placement("/sys/fs/cgroup", "/user.slice/user-1000.slice/user@1000.service/app.slice/agent.service", "",
+                     delegated_at({user}));
   EXPECT_EQ(p.root, user + "/mayura");
   EXPECT_EQ(p.home, user);
 }

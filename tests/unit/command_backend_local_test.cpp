@@ -86,7 +86,9 @@ TEST_P(CommandBackendLocal, LargeOutputTruncationAndStreaming) {
   command_checks::large_output_truncation_and_streaming(sandbox);
 }
 TEST_P(CommandBackendLocal, TimeoutKillsEveryProcess) { command_checks::timeout_kills_every_process(sandbox); }
-TEST_P(CommandBackendLocal, CancellationKillsEveryProcess) { command_checks::cancellation_kills_every_process(sandbox); }
+TEST_P(CommandBackendLocal, CancellationKillsEveryProcess) {
+  command_checks::cancellation_kills_every_process(sandbox);
+}
 TEST_P(CommandBackendLocal, BinaryLargeAndNestedFiles) { command_checks::binary_large_and_nested_files(sandbox); }
 TEST_P(CommandBackendLocal, ListingAndRemoval) { command_checks::listing_and_removal(sandbox); }
 TEST_P(CommandBackendLocal, ErrorsByReason) { command_checks::errors_by_reason(sandbox); }

@@ -57,7 +57,9 @@ class FakeBackend final : public SandboxBackend {
     return s_->next_result;
   }
   std::string read_file(const std::string&, const ReadOptions&) override { return s_->file_data; }
-  void write_file(const std::string&, std::string_view data, const FileOptions&) override { s_->file_data = std::string(data); }
+  void write_file(const std::string&, std::string_view data, const FileOptions&) override {
+    s_->file_data = std::string(data);
+  }
   std::vector<FileEntry> list(const std::string&, const FileOptions&) override { return s_->listing; }
   void remove(const std::string&, const FileOptions&) override {}
   std::string url(int port) override { return "http://127.0.0.1:" + std::to_string(port); }

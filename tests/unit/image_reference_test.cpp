@@ -27,8 +27,11 @@ TEST(ImageReference, NamesGetATagAndLoseDockerHubsPrefixes) {
 }
 
 TEST(ImageReference, WhatIsNoNameIsRefusedWithAReason) {
-  for (const char* bad : {"", "Alpine", "alpine:", "alpine:-x", "alpine@sha256:abc", "/abs", "a//b", "a/", "-a",
-                          "a_", "a...b", "../x", "a:b:c", "a b", "a:" "0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789"}) {
+  for (const char* bad : {"", "Alpine", "alpine:", "alpine:-x", "alpine@sha256:abc", "/abs", "a//b", "a/", "-a", "a_",
+                          "a...b", "../x", "a:b:c", "a b",
+                          "a:"
+                          "01234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901"
+                          "23456789012345678901234567890123456789"}) {
     std::string why;
     EXPECT_FALSE(parse_image_reference(bad, &why)) << bad;
     EXPECT_FALSE(why.empty()) << bad;

@@ -82,7 +82,8 @@ TEST(Plan, HostImageHidesSecretsAndGivesTheSandboxItsOwnPlaces) {
 
 TEST(Plan, DirectoryImageSkipsKernelAndWritablePlaces) {
   TempDir img;
-  for (const char* d : {"bin", "usr", "etc", "proc", "sys", "dev", "tmp", "run", "workspace"}) fs::create_directories(img.path / d);
+  for (const char* d : {"bin", "usr", "etc", "proc", "sys", "dev", "tmp", "run", "workspace"})
+    fs::create_directories(img.path / d);
   fs::create_symlink("usr/lib", img.path / "lib");
   const Plan plan = plan_for(resolve_image(img.path.string(), "/x"), RootOptions{});
   EXPECT_TRUE(has(plan, OpKind::bind, "/bin"));

@@ -116,7 +116,7 @@ TEST(AddressPolicy, IPv6ClassesAndIPv4InsideIPv6) {
 TEST(AddressPolicy, OnlyGlobalAddressesThatAreNotTheHostsOwnMayBeReached) {
   EXPECT_TRUE(may_connect(make_address("93.184.216.34"), false));
   EXPECT_FALSE(may_connect(make_address("10.0.0.1"), false));
-  EXPECT_TRUE(may_connect(make_address("10.0.0.1"), true));  // private allowed by option
+  EXPECT_TRUE(may_connect(make_address("10.0.0.1"), true));    // private allowed by option
   EXPECT_FALSE(may_connect(make_address("127.0.0.1"), true));  // never loopback
   EXPECT_FALSE(may_connect(make_address("169.254.169.254"), true));
   EXPECT_FALSE(may_connect(make_address("::ffff:169.254.169.254"), true));
@@ -136,7 +136,8 @@ TEST(AddressPolicy, OnlyGlobalAddressesThatAreNotTheHostsOwnMayBeReached) {
 namespace mayura::netfilter {
 namespace {
 
-std::string query_bytes(const std::string& name, std::uint16_t type, std::uint16_t id = 0x1234, std::uint16_t flags = 0x0100) {
+std::string query_bytes(const std::string& name, std::uint16_t type, std::uint16_t id = 0x1234,
+                        std::uint16_t flags = 0x0100) {
   std::string q;
   auto put16 = [&](std::uint16_t v) {
     q.push_back(static_cast<char>(v >> 8));
@@ -228,9 +229,9 @@ TEST(DnsMessage, ARefusedNameIsNxdomainAtOnce) {
 TEST(DnsMessage, WhatIsNotASimpleQueryIsNotParsed) {
   const std::string good = query_bytes("a.example.com", dns::kTypeA);
   EXPECT_FALSE(dns::parse_query(""));
-  EXPECT_FALSE(dns::parse_query(good.substr(0, 11)));                 // shorter than a header
-  EXPECT_FALSE(dns::parse_query(good.substr(0, good.size() - 1)));    // truncated type and class
-  EXPECT_FALSE(dns::parse_query(good.substr(0, 15)));                 // truncated name
+  EXPECT_FALSE(dns::parse_query(good.substr(0, 11)));                          // shorter than a header
+  EXPECT_FALSE(dns::parse_query(good.substr(0, good.size() - 1)));             // truncated type and class
+  EXPECT_FALSE(dns::parse_query(good.substr(0, 15)));                          // truncated name
   EXPECT_FALSE(dns::parse_query(query_bytes("a.example.com", 1, 1, 0x8100)));  // a response
   EXPECT_FALSE(dns::parse_query(query_bytes("a.example.com", 1, 1, 0x2100)));  // opcode 4 (notify)
   std::string two = good;

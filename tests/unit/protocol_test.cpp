@@ -81,6 +81,5 @@ TEST(Protocol, Listing) {
   EXPECT_FALSE(decode_listing(encode(a).substr(0, 10), out));
 }
 
-
 }  // namespace
 }  // namespace mayura::protocol

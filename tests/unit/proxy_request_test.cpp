@@ -40,8 +40,8 @@ TEST(ProxyRequest, ConnectNamesHostAndPort) {
 }
 
 TEST(ProxyRequest, AddressesInAnySpellingAreLiterals) {
-  for (const char* target : {"1.2.3.4:443", "[::1]:443", "[::ffff:169.254.169.254]:80", "2130706433:80", "0x7f.1:80",
-                             "017700000001:80"}) {
+  for (const char* target :
+       {"1.2.3.4:443", "[::1]:443", "[::ffff:169.254.169.254]:80", "2130706433:80", "0x7f.1:80", "017700000001:80"}) {
     EXPECT_TRUE(parsed(std::string("CONNECT ") + target + " HTTP/1.1\r\n\r\n").ip_literal) << target;
   }
   EXPECT_TRUE(parsed("GET http://169.254.169.254/latest/meta-data HTTP/1.1\r\n\r\n").ip_literal);
@@ -93,7 +93,8 @@ TEST(ProxyRequest, WhatAServerCouldReadOtherwiseIsRefused) {
   EXPECT_EQ(status_of("GET http://../ HTTP/1.1\r\n\r\n"), 400);
   EXPECT_EQ(parsed("CONNECT [2001:DB8::1]:443 HTTP/1.1\r\n\r\n").host, "2001:db8::1");
   // a tab in a value is text
-  EXPECT_NE(parsed("GET http://example.com/ HTTP/1.1\r\nX: a\tb\r\n\r\n").upstream_head.find("X: a\tb\r\n"), std::string::npos);
+  EXPECT_NE(parsed("GET http://example.com/ HTTP/1.1\r\nX: a\tb\r\n\r\n").upstream_head.find("X: a\tb\r\n"),
+            std::string::npos);
 }
 
 TEST(ProxyRequest, TheHeadEndsAtTheFirstBlankLine) {
@@ -141,8 +142,8 @@ TEST(EgressRules, NeverRangesWinOverEverything) {
 }
 
 TEST(AddressPolicy, MoreMetadataAndTunnelForms) {
-  EXPECT_EQ(classify(make_address("168.63.129.16")), AddressClass::metadata);  // Azure's WireServer
-  EXPECT_EQ(classify(make_address("fd20:ce::254")), AddressClass::metadata);   // GCP, IPv6
+  EXPECT_EQ(classify(make_address("168.63.129.16")), AddressClass::metadata);         // Azure's WireServer
+  EXPECT_EQ(classify(make_address("fd20:ce::254")), AddressClass::metadata);          // GCP, IPv6
   EXPECT_EQ(classify(make_address("64:ff9b:1::a9fe:a9fe")), AddressClass::reserved);  // local NAT64
   EXPECT_EQ(classify(make_address("2001:0:4136:e378:8000:63bf:3fff:fdd2")), AddressClass::reserved);  // Teredo
   EXPECT_FALSE(may_connect(make_address("168.63.129.16"), true));

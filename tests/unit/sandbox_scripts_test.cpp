@@ -35,9 +35,28 @@ std::string every_byte(std::size_t repeat) {
 
 // Names a listing must carry through unchanged.
 std::vector<std::string> awkward_names() {
-  return {"plain",  "with space", "new\nline", "quote'\"", "\xc3\xbc" "n" "\xc3\xaf" "c" "\xc3\xb8" "d" "\xc3\xa9" " \xe2\x9c\x93",
-          "-dash",  ".hidden",    "..dots",    "...",      "*",
-          "[a]",    "back\\slash", "tab\tname", "\x01\x7f\xff", "$(id)`id`"};
+  return {"plain",
+          "with space",
+          "new\nline",
+          "quote'\"",
+          "\xc3\xbc"
+          "n"
+          "\xc3\xaf"
+          "c"
+          "\xc3\xb8"
+          "d"
+          "\xc3\xa9"
+          " \xe2\x9c\x93",
+          "-dash",
+          ".hidden",
+          "..dots",
+          "...",
+          "*",
+          "[a]",
+          "back\\slash",
+          "tab\tname",
+          "\x01\x7f\xff",
+          "$(id)`id`"};
 }
 
 std::string read_host_file(const std::string& path) {
@@ -130,7 +149,7 @@ TEST(SandboxScriptsBase64, RoundTripsAndRefusesGarbage) {
   EXPECT_EQ(detail::base64_encode("abc"), "YWJj");
   EXPECT_EQ(detail::base64_encode("ab"), "YWI=");
   EXPECT_EQ(detail::base64_decode("YW\nJj\r\n"), "abc");  // as `base64` wraps it
-  EXPECT_EQ(detail::base64_decode("YWI"), "ab");         // padding may be left off
+  EXPECT_EQ(detail::base64_decode("YWI"), "ab");          // padding may be left off
   EXPECT_FALSE(detail::base64_decode("YW-j"));
   EXPECT_FALSE(detail::base64_decode("Y"));
   EXPECT_FALSE(detail::base64_decode("YWI=YWI="));
@@ -156,9 +175,9 @@ TEST_P(SandboxScripts, ReadsChunksByBlocksAndAtAnyOffset) {
   auto [size, whole] = read("data bin", 0, 1 << 20);
   EXPECT_EQ(size, "262144");
   EXPECT_EQ(whole, data);
-  EXPECT_EQ(read("data bin", 65536, 65536).second, data.substr(65536, 65536));    // dd
-  EXPECT_EQ(read("data bin", 1000, 70001).second, data.substr(1000, 70001));      // tail and head
-  EXPECT_EQ(read("data bin", 262000, 65536 * 4).second, data.substr(262000));     // past the end
+  EXPECT_EQ(read("data bin", 65536, 65536).second, data.substr(65536, 65536));  // dd
+  EXPECT_EQ(read("data bin", 1000, 70001).second, data.substr(1000, 70001));    // tail and head
+  EXPECT_EQ(read("data bin", 262000, 65536 * 4).second, data.substr(262000));   // past the end
   EXPECT_EQ(read("data bin", 300000, 10).second, "");
   const auto only_size = read("data bin", 0, 0);
   EXPECT_EQ(only_size.first, "262144");
@@ -308,7 +327,8 @@ TEST_P(SandboxScripts, WritesThroughATemporaryFileKeepingTheMode) {
   EXPECT_EQ(fs::status(at("a/b/c.bin")).permissions(), static_cast<fs::perms>(0644));
   // truncating starts over; an existing file's mode stays
   fs::permissions(at("a/b/c.bin"), static_cast<fs::perms>(0750));
-  EXPECT_EQ(sh(scripts::write_chunk("a/b/.tmp", scripts::WriteMode::truncate), detail::base64_encode("new")).exit_code, 0);
+  EXPECT_EQ(sh(scripts::write_chunk("a/b/.tmp", scripts::WriteMode::truncate), detail::base64_encode("new")).exit_code,
+            0);
   EXPECT_EQ(sh(scripts::replace_file("a/b/.tmp", "a/b/c.bin")).exit_code, 0);
   EXPECT_EQ(read_host_file(at("a/b/c.bin")), "new");
   EXPECT_EQ(fs::status(at("a/b/c.bin")).permissions(), static_cast<fs::perms>(0750));
@@ -345,11 +365,10 @@ TEST_P(SandboxScripts, KillStopsEveryProcessOfTheTagAndNothingElse) {
   // A tree that forks as fast as it can (bounded, should kill fail), a
   // nested shell, and processes whose tags only look alike.
   const std::string forker = "i=0; while [ $i -lt 3000 ]; do sleep 1000 & i=$((i+1)); done; wait";
-  const ShellResult started = sh(
-      "MAYURA_TAG=" + tag + " sh -c " + scripts::quote(forker) + " > /dev/null 2>&1 &\n" +
-      "MAYURA_TAG=" + tag + " sh -c 'sh -c \"sleep 1000\"' > /dev/null 2>&1 &\n" +
-      "MAYURA_TAG=" + tag + "x sleep 1000 > /dev/null 2>&1 &\n" +
-      "XMAYURA_TAG=" + tag + " sleep 1000 > /dev/null 2>&1 &\n");
+  const ShellResult started =
+      sh("MAYURA_TAG=" + tag + " sh -c " + scripts::quote(forker) + " > /dev/null 2>&1 &\n" + "MAYURA_TAG=" + tag +
+         " sh -c 'sh -c \"sleep 1000\"' > /dev/null 2>&1 &\n" + "MAYURA_TAG=" + tag +
+         "x sleep 1000 > /dev/null 2>&1 &\n" + "XMAYURA_TAG=" + tag + " sleep 1000 > /dev/null 2>&1 &\n");
   ASSERT_EQ(started.exit_code, 0);
   // the kill comes once everything is there: the forker's children, the
   // nested sleep and both lookalikes (the bound only keeps a setup that

@@ -15,7 +15,6 @@ using testing::reason_of;
 
 using testing::FakeProvider;
 
-
 struct Fixture : ::testing::Test {
   std::shared_ptr<FakeProvider> provider = std::make_shared<FakeProvider>();
   Sandboxes make(SandboxesOptions o = {}) { return create_sandboxes(provider, o); }

@@ -115,22 +115,24 @@ TEST(SeccompDefault, CloneWithNamespaceFlagsIsDeniedPlainForkWorks) {
   const Program& p = compiled_default();
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0); }), EPERM);
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_clone, CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0); }), EPERM);
-  EXPECT_EQ(run_under(p, [] {
-              pid_t child = ::fork();
-              if (child == 0) ::_exit(7);
-              int status = 0;
-              if (child < 0 || ::waitpid(child, &status, 0) != child) return 1;
-              return WIFEXITED(status) && WEXITSTATUS(status) == 7 ? 0 : 2;
-            }),
+  EXPECT_EQ(run_under(p,
+                      [] {
+                        pid_t child = ::fork();
+                        if (child == 0) ::_exit(7);
+                        int status = 0;
+                        if (child < 0 || ::waitpid(child, &status, 0) != child) return 1;
+                        return WIFEXITED(status) && WEXITSTATUS(status) == 7 ? 0 : 2;
+                      }),
             0);
 }
 
 TEST(SeccompDefault, Clone3IsEnosys) {
-  EXPECT_EQ(run_under(compiled_default(), [] {
-              clone_args args{};
-              args.exit_signal = SIGCHLD;
-              return errno_of(SYS_clone3, &args, sizeof args);
-            }),
+  EXPECT_EQ(run_under(compiled_default(),
+                      [] {
+                        clone_args args{};
+                        args.exit_signal = SIGCHLD;
+                        return errno_of(SYS_clone3, &args, sizeof args);
+                      }),
             ENOSYS);
 }
 
@@ -206,18 +208,25 @@ TEST(SeccompDefault, OtherArchesSyscallsAreEperm) {
 
 TEST(SeccompDefault, OrdinaryProgramsRun) {
   const Program& p = compiled_default();
-  EXPECT_EQ(run_under(p, [] { return exec({"/bin/sh", "-c", "echo ok >/dev/null; ls / >/dev/null; cat /proc/self/status >/dev/null"}); }), 0);
-  EXPECT_EQ(run_under(p, [] {
-              return exec({"/usr/bin/python3", "-c",
-                           "import threading, subprocess, socket, os, tempfile\n"
-                           "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
-                           "subprocess.run(['true'], check=True)\n"
-                           "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
-                           "c = socket.create_connection(s.getsockname()); a, _ = s.accept()\n"
-                           "c.sendall(b'x'); assert a.recv(1) == b'x'\n"
-                           "with tempfile.TemporaryDirectory() as d: os.mkdir(os.path.join(d, 'x'))\n"
-                           "os.listdir('/')\n"});
-            }),
+  EXPECT_EQ(
+      run_under(
+          p,
+          [] {
+            return exec({"/bin/sh", "-c", "echo ok >/dev/null; ls / >/dev/null; cat /proc/self/status >/dev/null"});
+          }),
+      0);
+  EXPECT_EQ(run_under(p,
+                      [] {
+                        return exec({"/usr/bin/python3", "-c",
+                                     "import threading, subprocess, socket, os, tempfile\n"
+                                     "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
+                                     "subprocess.run(['true'], check=True)\n"
+                                     "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+                                     "c = socket.create_connection(s.getsockname()); a, _ = s.accept()\n"
+                                     "c.sendall(b'x'); assert a.recv(1) == b'x'\n"
+                                     "with tempfile.TemporaryDirectory() as d: os.mkdir(os.path.join(d, 'x'))\n"
+                                     "os.listdir('/')\n"});
+                      }),
             0);
 }
 
@@ -369,14 +378,15 @@ TEST(SeccompOci, DockerStyleProfileCompilesAndRuns) {
   EXPECT_EQ(run_under(p, [] { return exec({"/bin/sh", "-c", "echo ok >/dev/null; ls / >/dev/null"}); }), 0);
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_unshare, CLONE_NEWNS); }), EPERM);
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0); }), EPERM);
-  EXPECT_EQ(run_under(p, [] {
-              clone_args args{};
-              args.exit_signal = SIGCHLD;
-              return errno_of(SYS_clone3, &args, sizeof args);
-            }),
+  EXPECT_EQ(run_under(p,
+                      [] {
+                        clone_args args{};
+                        args.exit_signal = SIGCHLD;
+                        return errno_of(SYS_clone3, &args, sizeof args);
+                      }),
             ENOSYS);
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_getcpu, nullptr, nullptr, nullptr); }), EPERM);  // minKernel 99
-  EXPECT_EQ(run_under(p, [] { return errno_of(SYS_ptrace, -1, 0, 0, 0); }), ESRCH);               // minKernel 4.8
+  EXPECT_EQ(run_under(p, [] { return errno_of(SYS_ptrace, -1, 0, 0, 0); }), ESRCH);                // minKernel 4.8
 }
 
 void expect_error(const std::string& json, const std::string& fragment) {
@@ -399,22 +409,28 @@ TEST(SeccompOci, BadInputIsProfileError) {
   expect_error(R"({"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": -1})", "defaultErrnoRet");
   expect_error(R"({"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 70000})", "defaultErrnoRet");
   expect_error(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": {}})", "syscalls");
-  expect_error(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["read"]}]})", "syscalls[0]: missing \"action\"");
+  expect_error(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["read"]}]})",
+               "syscalls[0]: missing \"action\"");
   expect_error(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": "read", "action": "SCMP_ACT_KILL"}]})",
                "syscalls[0].names");
-  expect_error(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["read", 3], "action": "SCMP_ACT_KILL"}]})",
-               "syscalls[0].names[1]");
+  expect_error(
+      R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["read", 3], "action": "SCMP_ACT_KILL"}]})",
+      "syscalls[0].names[1]");
   expect_error(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["read"], "action": "SCMP_ACT_NOTIFY"}]})",
                "SCMP_ACT_NOTIFY");
   expect_error(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["read"], "action": "SCMP_ACT_KILL",
-               "args": [{"index": 6, "value": 1, "op": "SCMP_CMP_EQ"}]}]})", "syscalls[0].args[0].index");
+               "args": [{"index": 6, "value": 1, "op": "SCMP_CMP_EQ"}]}]})",
+               "syscalls[0].args[0].index");
   expect_error(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["read"], "action": "SCMP_ACT_KILL",
-               "args": [{"index": 0, "value": 1, "op": "SCMP_CMP_SORTA"}]}]})", "unknown operator");
+               "args": [{"index": 0, "value": 1, "op": "SCMP_CMP_SORTA"}]}]})",
+               "unknown operator");
   expect_error(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["read"], "action": "SCMP_ACT_KILL",
-               "args": [{"index": 0, "value": "1", "op": "SCMP_CMP_EQ"}]}]})", "syscalls[0].args[0].value");
+               "args": [{"index": 0, "value": "1", "op": "SCMP_CMP_EQ"}]}]})",
+               "syscalls[0].args[0].value");
   expect_error(R"({"defaultAction": "SCMP_ACT_ALLOW", "architectures": ["x86_64"]})", "architectures[0]");
   expect_error(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["read"], "action": "SCMP_ACT_KILL",
-               "includes": {"minKernel": "four"}}]})", "minKernel");
+               "includes": {"minKernel": "four"}}]})",
+               "minKernel");
   expect_error(std::string(100, '[') + std::string(100, ']'), "nested deeper");
   expect_error(std::string(5 << 20, ' '), "larger than");
 }

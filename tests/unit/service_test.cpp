@@ -111,16 +111,16 @@ TEST(ServiceUtf8, AcceptsWellFormedText) {
   using service::valid_utf8;
   EXPECT_TRUE(valid_utf8(""));
   EXPECT_TRUE(valid_utf8("plain ascii, with\ttabs\nand newlines"));
-  EXPECT_TRUE(valid_utf8(std::string("a\0b", 3)));       // NUL is ASCII
+  EXPECT_TRUE(valid_utf8(std::string("a\0b", 3)));  // NUL is ASCII
   EXPECT_TRUE(valid_utf8(bytes({0x7f})));
-  EXPECT_TRUE(valid_utf8(bytes({0xc2, 0x80})));          // U+0080, the smallest 2-byte form
-  EXPECT_TRUE(valid_utf8(bytes({0xc3, 0xa9})));          // é
-  EXPECT_TRUE(valid_utf8(bytes({0xdf, 0xbf})));          // U+07FF
-  EXPECT_TRUE(valid_utf8(bytes({0xe0, 0xa0, 0x80})));    // U+0800
-  EXPECT_TRUE(valid_utf8(bytes({0xe2, 0x82, 0xac})));    // €
-  EXPECT_TRUE(valid_utf8(bytes({0xed, 0x9f, 0xbf})));    // U+D7FF, just below the surrogates
-  EXPECT_TRUE(valid_utf8(bytes({0xee, 0x80, 0x80})));    // U+E000, just above
-  EXPECT_TRUE(valid_utf8(bytes({0xef, 0xbf, 0xbf})));    // U+FFFF
+  EXPECT_TRUE(valid_utf8(bytes({0xc2, 0x80})));              // U+0080, the smallest 2-byte form
+  EXPECT_TRUE(valid_utf8(bytes({0xc3, 0xa9})));              // é
+  EXPECT_TRUE(valid_utf8(bytes({0xdf, 0xbf})));              // U+07FF
+  EXPECT_TRUE(valid_utf8(bytes({0xe0, 0xa0, 0x80})));        // U+0800
+  EXPECT_TRUE(valid_utf8(bytes({0xe2, 0x82, 0xac})));        // €
+  EXPECT_TRUE(valid_utf8(bytes({0xed, 0x9f, 0xbf})));        // U+D7FF, just below the surrogates
+  EXPECT_TRUE(valid_utf8(bytes({0xee, 0x80, 0x80})));        // U+E000, just above
+  EXPECT_TRUE(valid_utf8(bytes({0xef, 0xbf, 0xbf})));        // U+FFFF
   EXPECT_TRUE(valid_utf8(bytes({0xf0, 0x90, 0x80, 0x80})));  // U+10000
   EXPECT_TRUE(valid_utf8(bytes({0xf0, 0x9f, 0x98, 0x80})));  // 😀
   EXPECT_TRUE(valid_utf8(bytes({0xf4, 0x8f, 0xbf, 0xbf})));  // U+10FFFF, the last code point
@@ -150,7 +150,7 @@ TEST(ServiceUtf8, RefusesSurrogates) {
 
 TEST(ServiceUtf8, RefusesWhatLiesPastUnicode) {
   using service::valid_utf8;
-  EXPECT_FALSE(valid_utf8(bytes({0xf4, 0x90, 0x80, 0x80})));        // U+110000
+  EXPECT_FALSE(valid_utf8(bytes({0xf4, 0x90, 0x80, 0x80})));  // U+110000
   EXPECT_FALSE(valid_utf8(bytes({0xf5, 0x80, 0x80, 0x80})));
   EXPECT_FALSE(valid_utf8(bytes({0xf7, 0xbf, 0xbf, 0xbf})));        // U+1FFFFF
   EXPECT_FALSE(valid_utf8(bytes({0xf8, 0x88, 0x80, 0x80, 0x80})));  // the old 5-byte form
@@ -168,12 +168,12 @@ TEST(ServiceUtf8, RefusesTruncatedAndBrokenSequences) {
   EXPECT_FALSE(valid_utf8(bytes({0xf0, 0x9f, 0x98})));
   EXPECT_FALSE(valid_utf8(bytes({0xf0, 0x9f})));
   EXPECT_FALSE(valid_utf8(bytes({0xf0})));
-  EXPECT_FALSE(valid_utf8(bytes({0x80})));               // a lone continuation byte
+  EXPECT_FALSE(valid_utf8(bytes({0x80})));  // a lone continuation byte
   EXPECT_FALSE(valid_utf8(bytes({0xbf})));
-  EXPECT_FALSE(valid_utf8(bytes({0xc3, 0x41})));         // a continuation replaced by ASCII
+  EXPECT_FALSE(valid_utf8(bytes({0xc3, 0x41})));  // a continuation replaced by ASCII
   EXPECT_FALSE(valid_utf8(bytes({0xe2, 0x28, 0xa1})));
   EXPECT_FALSE(valid_utf8(bytes({0xf0, 0x9f, 0x98, 0x41})));
-  EXPECT_FALSE(valid_utf8(bytes({0xc3, 0xa9, 0xa9})));   // one continuation too many
+  EXPECT_FALSE(valid_utf8(bytes({0xc3, 0xa9, 0xa9})));  // one continuation too many
   EXPECT_FALSE(valid_utf8(bytes({0xe2, 0x82, 0xac}).substr(0, 2) + "x"));
 }
 
@@ -316,15 +316,16 @@ TEST(ServiceBody, RefusesWhatIsNoObject) {
 TEST(ServiceBody, AllowsThirtyTwoLevelsAndNoMore) {
   EXPECT_NO_THROW(service::parse_body(nested_objects(32), "b"));
   EXPECT_NO_THROW(service::parse_body(nested_arrays_in_object(32), "b"));
-  expect_refused([] { service::parse_body(nested_objects(33), "the body"); }, Reason::INVALID_INPUT, {"the body", "32"});
+  expect_refused([] { service::parse_body(nested_objects(33), "the body"); }, Reason::INVALID_INPUT,
+                 {"the body", "32"});
   expect_refused([] { service::parse_body(nested_arrays_in_object(33), "the body"); }, Reason::INVALID_INPUT,
                  {"the body", "32"});
   // far deeper, and unclosed: refused, and without running out of stack
   expect_refused([] { service::parse_body(nested_objects(100'000), "b"); }, Reason::INVALID_INPUT, {"b"});
   expect_refused([] { service::parse_body("{\"a\":" + std::string(100'000, '['), "b"); }, Reason::INVALID_INPUT, {"b"});
   // a deep value after a shallow one
-  expect_refused([] { service::parse_body("{\"x\":1,\"y\":" + nested_objects(40) + "}", "b"); },
-                 Reason::INVALID_INPUT, {"b"});
+  expect_refused([] { service::parse_body("{\"x\":1,\"y\":" + nested_objects(40) + "}", "b"); }, Reason::INVALID_INPUT,
+                 {"b"});
 }
 
 TEST(ServiceBody, DumpNeverThrows) {
@@ -337,8 +338,8 @@ TEST(ServiceBody, DumpNeverThrows) {
 // network, features
 
 TEST(ServiceNetwork, RoundTripsEveryKind) {
-  for (const Network& n : {Network::none(), Network::all(), Network::allow_only({"example.com", "*.pypi.org"}),
-                           Network::allow_only({})}) {
+  for (const Network& n :
+       {Network::none(), Network::all(), Network::allow_only({"example.com", "*.pypi.org"}), Network::allow_only({})}) {
     const Network back = service::network_from(over_the_wire(json{{"n", service::network_json(n)}})["n"]);
     EXPECT_EQ(back.kind, n.kind);
     EXPECT_EQ(back.allow, n.allow);
@@ -351,10 +352,13 @@ TEST(ServiceNetwork, RoundTripsEveryKind) {
 TEST(ServiceNetwork, RefusesWhatIsNoNetwork) {
   for (const json& v : {json("allow"), json("bogus"), json(""), json(1), json::array({"none"}), json::object(),
                         json{{"allow", "a.org"}}, json{{"allow", {1}}}, json{{"allow", nullptr}}}) {
-    expect_refused([&] { service::network_from(v); }, Reason::INVALID_INPUT, {"network"}) ;
+    expect_refused([&] { service::network_from(v); }, Reason::INVALID_INPUT, {"network"});
   }
-  expect_refused([] { service::network_from(json{{"allow", json::array()}, {"deny", json::array()}}); },
-                 Reason::INVALID_INPUT, {"deny"});
+  expect_refused(
+      [] {
+        service::network_from(json{{"allow", json::array()}, {"deny", json::array()}});
+      },
+      Reason::INVALID_INPUT, {"deny"});
 }
 
 TEST(ServiceFeatures, RoundTripEveryField) {
@@ -366,8 +370,8 @@ TEST(ServiceFeatures, RoundTripEveryField) {
   EXPECT_EQ(back.network, f.network);
 
   // each flag alone, so that no two are swapped
-  const std::array<bool Features::*, 7> flags = {&Features::stdin, &Features::ports,  &Features::desktop,
-                                                 &Features::cpus,  &Features::memory, &Features::pids,
+  const std::array<bool Features::*, 7> flags = {&Features::stdin,  &Features::ports,  &Features::desktop,
+                                                 &Features::cpus,   &Features::memory, &Features::pids,
                                                  &Features::seccomp};
   for (auto flag : flags) {
     Features one;
@@ -456,14 +460,24 @@ TEST(ServiceCreate, NullIsTakenAsAbsent) {
 }
 
 TEST(ServiceCreate, RefusesAnUnknownKeyByName) {
-  expect_refused([] { service::create_from(json{{"lifetimeMs", 1}, {"bogus", 1}}); }, Reason::INVALID_INPUT,
-                 {"'bogus'"});
-  expect_refused([] { service::create_from(json{{"lifetimeMs", 1}, {"lifetime_ms", 1}}); }, Reason::INVALID_INPUT,
-                 {"lifetime_ms"});
+  expect_refused(
+      [] {
+        service::create_from(json{{"lifetimeMs", 1}, {"bogus", 1}});
+      },
+      Reason::INVALID_INPUT, {"'bogus'"});
+  expect_refused(
+      [] {
+        service::create_from(json{{"lifetimeMs", 1}, {"lifetime_ms", 1}});
+      },
+      Reason::INVALID_INPUT, {"lifetime_ms"});
   // a long key is named, but cut short
   const std::string long_key(1000, 'k');
   std::string message;
-  EXPECT_EQ(reason_of([&] { service::create_from(json{{"lifetimeMs", 1}, {long_key, 1}}); }, &message),
+  EXPECT_EQ(reason_of(
+                [&] {
+                  service::create_from(json{{"lifetimeMs", 1}, {long_key, 1}});
+                },
+                &message),
             Reason::INVALID_INPUT);
   EXPECT_NE(message.find(std::string(64, 'k')), std::string::npos);
   EXPECT_LT(message.size(), 500u);
@@ -533,8 +547,8 @@ TEST(ServiceCreate, TakesTheBoundsOfEachRange) {
 // exec request
 
 TEST(ServiceExecRequest, RoundTripsEveryField) {
-  const std::vector<std::string> argv = {"python3", "-c", "print('caf\xc3\xa9')", "caf\xe9", std::string("a\0b", 3),
-                                         bytes({0x80, 0xff}), ""};
+  const std::vector<std::string> argv = {
+      "python3", "-c", "print('caf\xc3\xa9')", "caf\xe9", std::string("a\0b", 3), bytes({0x80, 0xff}), ""};
   ExecOptions o;
   o.cwd = "sub/dir\xff";
   o.env = {{"A", "1"}, {"B", bytes({0xc0, 0x80})}, {"C", ""}};
@@ -573,10 +587,16 @@ TEST(ServiceExecRequest, LeavesTimeoutsToTheLimitsLayer) {
   // only the type is checked here
   EXPECT_EQ(service::exec_request_from(json{{"argv", {"x"}}, {"timeoutMs", -1}}).options.timeout_ms, -1);
   EXPECT_EQ(service::exec_request_from(json{{"argv", {"x"}}, {"timeoutMs", 0}}).options.timeout_ms, 0);
-  expect_refused([] { service::exec_request_from(json{{"argv", {"x"}}, {"timeoutMs", "5"}}); }, Reason::INVALID_INPUT,
-                 {"timeoutMs"});
-  expect_refused([] { service::exec_request_from(json{{"argv", {"x"}}, {"timeoutMs", 1.5}}); }, Reason::INVALID_INPUT,
-                 {"timeoutMs"});
+  expect_refused(
+      [] {
+        service::exec_request_from(json{{"argv", {"x"}}, {"timeoutMs", "5"}});
+      },
+      Reason::INVALID_INPUT, {"timeoutMs"});
+  expect_refused(
+      [] {
+        service::exec_request_from(json{{"argv", {"x"}}, {"timeoutMs", 1.5}});
+      },
+      Reason::INVALID_INPUT, {"timeoutMs"});
 }
 
 TEST(ServiceExecRequest, RefusesWhatIsWrong) {
@@ -585,22 +605,46 @@ TEST(ServiceExecRequest, RefusesWhatIsWrong) {
   expect_refused([] { service::exec_request_from(json{{"cwd", "/"}}); }, Reason::INVALID_INPUT, {"argv"});
   expect_refused([] { service::exec_request_from(json{{"argv", "ls -l"}}); }, Reason::INVALID_INPUT, {"argv"});
   expect_refused([] { service::exec_request_from(json{{"argv", {"ls", 1}}}); }, Reason::INVALID_INPUT, {"argv"});
-  expect_refused([] { service::exec_request_from(json{{"argv", {{{"base64", "%%"}}}}}); }, Reason::INVALID_INPUT,
-                 {"argv"});
-  expect_refused([] { service::exec_request_from(json{{"argv", {"ls"}}, {"bogus", 1}}); }, Reason::INVALID_INPUT,
-                 {"'bogus'"});
-  expect_refused([] { service::exec_request_from(json{{"argv", {"ls"}}, {"cwd", 1}}); }, Reason::INVALID_INPUT,
-                 {"cwd"});
-  expect_refused([] { service::exec_request_from(json{{"argv", {"ls"}}, {"env", {{"A", 1}}}}); },
-                 Reason::INVALID_INPUT, {"env"});
-  expect_refused([] { service::exec_request_from(json{{"argv", {"ls"}}, {"env", {"A"}}}); }, Reason::INVALID_INPUT,
-                 {"env"});
-  expect_refused([] { service::exec_request_from(json{{"argv", {"ls"}}, {"stdin", 1}}); }, Reason::INVALID_INPUT,
-                 {"stdin"});
-  expect_refused([] { service::exec_request_from(json{{"argv", {"ls"}}, {"maxOutputBytes", -1}}); },
-                 Reason::INVALID_INPUT, {"maxOutputBytes"});
-  expect_refused([] { service::exec_request_from(json{{"argv", {"ls"}}, {"maxOutputBytes", "1"}}); },
-                 Reason::INVALID_INPUT, {"maxOutputBytes"});
+  expect_refused(
+      [] {
+        service::exec_request_from(json{{"argv", {{{"base64", "%%"}}}}});
+      },
+      Reason::INVALID_INPUT, {"argv"});
+  expect_refused(
+      [] {
+        service::exec_request_from(json{{"argv", {"ls"}}, {"bogus", 1}});
+      },
+      Reason::INVALID_INPUT, {"'bogus'"});
+  expect_refused(
+      [] {
+        service::exec_request_from(json{{"argv", {"ls"}}, {"cwd", 1}});
+      },
+      Reason::INVALID_INPUT, {"cwd"});
+  expect_refused(
+      [] {
+        service::exec_request_from(json{{"argv", {"ls"}}, {"env", {{"A", 1}}}});
+      },
+      Reason::INVALID_INPUT, {"env"});
+  expect_refused(
+      [] {
+        service::exec_request_from(json{{"argv", {"ls"}}, {"env", {"A"}}});
+      },
+      Reason::INVALID_INPUT, {"env"});
+  expect_refused(
+      [] {
+        service::exec_request_from(json{{"argv", {"ls"}}, {"stdin", 1}});
+      },
+      Reason::INVALID_INPUT, {"stdin"});
+  expect_refused(
+      [] {
+        service::exec_request_from(json{{"argv", {"ls"}}, {"maxOutputBytes", -1}});
+      },
+      Reason::INVALID_INPUT, {"maxOutputBytes"});
+  expect_refused(
+      [] {
+        service::exec_request_from(json{{"argv", {"ls"}}, {"maxOutputBytes", "1"}});
+      },
+      Reason::INVALID_INPUT, {"maxOutputBytes"});
   expect_refused([] { service::exec_request_from(json::array({"ls"})); }, Reason::INVALID_INPUT, {"exec"});
 }
 
@@ -653,16 +697,25 @@ TEST(ServiceExecResult, RoundTripsExitCodesAtTheEdges) {
     EXPECT_EQ(service::exec_result_from(service::exec_result_json(r)).exit_code, code);
   }
   expect_refused([] { service::exec_result_from(json{{"exitCode", -2}}); }, Reason::INVALID_INPUT, {"exitCode"});
-  expect_refused([] { service::exec_result_from(json{{"exitCode", (1 << 16) + 1}}); }, Reason::INVALID_INPUT,
-                 {"exitCode"});
+  expect_refused(
+      [] {
+        service::exec_result_from(json{{"exitCode", (1 << 16) + 1}});
+      },
+      Reason::INVALID_INPUT, {"exitCode"});
 }
 
 TEST(ServiceExecResult, RefusesAResultWithNeitherExitCodeNorTimeout) {
   expect_refused([] { service::exec_result_from(json::object()); }, Reason::INVALID_INPUT, {"exitCode"});
-  expect_refused([] { service::exec_result_from(json{{"stdout", "x"}, {"durationMs", 3}}); }, Reason::INVALID_INPUT,
-                 {"exitCode"});
-  expect_refused([] { service::exec_result_from(json{{"exitCode", nullptr}, {"timedOut", false}}); },
-                 Reason::INVALID_INPUT, {"exitCode"});
+  expect_refused(
+      [] {
+        service::exec_result_from(json{{"stdout", "x"}, {"durationMs", 3}});
+      },
+      Reason::INVALID_INPUT, {"exitCode"});
+  expect_refused(
+      [] {
+        service::exec_result_from(json{{"exitCode", nullptr}, {"timedOut", false}});
+      },
+      Reason::INVALID_INPUT, {"exitCode"});
   // either one is enough
   EXPECT_NO_THROW(service::exec_result_from(json{{"timedOut", true}}));
   EXPECT_NO_THROW(service::exec_result_from(json{{"exitCode", 0}}));
@@ -670,19 +723,37 @@ TEST(ServiceExecResult, RefusesAResultWithNeitherExitCodeNorTimeout) {
 
 TEST(ServiceExecResult, RefusesWrongTypes) {
   expect_refused([] { service::exec_result_from(json{{"exitCode", "0"}}); }, Reason::INVALID_INPUT, {"exitCode"});
-  expect_refused([] { service::exec_result_from(json{{"exitCode", 0}, {"stdout", 1}}); }, Reason::INVALID_INPUT,
-                 {"stdout"});
-  expect_refused([] { service::exec_result_from(json{{"exitCode", 0}, {"stderr", {1}}}); }, Reason::INVALID_INPUT,
-                 {"stderr"});
-  expect_refused([] { service::exec_result_from(json{{"exitCode", 0}, {"truncated", 1}}); }, Reason::INVALID_INPUT,
-                 {"truncated"});
-  expect_refused([] { service::exec_result_from(json{{"exitCode", 0}, {"durationMs", -1}}); }, Reason::INVALID_INPUT,
-                 {"durationMs"});
+  expect_refused(
+      [] {
+        service::exec_result_from(json{{"exitCode", 0}, {"stdout", 1}});
+      },
+      Reason::INVALID_INPUT, {"stdout"});
+  expect_refused(
+      [] {
+        service::exec_result_from(json{{"exitCode", 0}, {"stderr", {1}}});
+      },
+      Reason::INVALID_INPUT, {"stderr"});
+  expect_refused(
+      [] {
+        service::exec_result_from(json{{"exitCode", 0}, {"truncated", 1}});
+      },
+      Reason::INVALID_INPUT, {"truncated"});
+  expect_refused(
+      [] {
+        service::exec_result_from(json{{"exitCode", 0}, {"durationMs", -1}});
+      },
+      Reason::INVALID_INPUT, {"durationMs"});
   expect_refused([] { service::exec_result_from(json{{"timedOut", "yes"}}); }, Reason::INVALID_INPUT, {"timedOut"});
-  expect_refused([] { service::exec_result_from(json{{"exitCode", 0}, {"oomKilled", 0}}); }, Reason::INVALID_INPUT,
-                 {"oomKilled"});
-  expect_refused([] { service::exec_result_from(json{{"exitCode", 0}, {"signal", 9}}); }, Reason::INVALID_INPUT,
-                 {"'signal'"});
+  expect_refused(
+      [] {
+        service::exec_result_from(json{{"exitCode", 0}, {"oomKilled", 0}});
+      },
+      Reason::INVALID_INPUT, {"oomKilled"});
+  expect_refused(
+      [] {
+        service::exec_result_from(json{{"exitCode", 0}, {"signal", 9}});
+      },
+      Reason::INVALID_INPUT, {"'signal'"});
 }
 
 // ---------------------------------------------------------------------------
@@ -715,16 +786,25 @@ TEST(ServiceFileEntry, RoundTripsEveryFieldAndType) {
 }
 
 TEST(ServiceFileEntry, RefusesWhatIsWrong) {
-  expect_refused([] { service::file_entry_from(json{{"name", "a"}, {"mode", 010000}}); }, Reason::INVALID_INPUT,
-                 {"mode"});
+  expect_refused(
+      [] {
+        service::file_entry_from(json{{"name", "a"}, {"mode", 010000}});
+      },
+      Reason::INVALID_INPUT, {"mode"});
   expect_refused([] { service::file_entry_from(json{{"name", "a"}, {"mode", -1}}); }, Reason::INVALID_INPUT, {"mode"});
   expect_refused([] { service::file_entry_from(json{{"name", 1}}); }, Reason::INVALID_INPUT, {"name"});
   expect_refused([] { service::file_entry_from(json{{"name", "a"}, {"type", 1}}); }, Reason::INVALID_INPUT, {"type"});
   expect_refused([] { service::file_entry_from(json{{"name", "a"}, {"size", -1}}); }, Reason::INVALID_INPUT, {"size"});
-  expect_refused([] { service::file_entry_from(json{{"name", "a"}, {"mtimeMs", "0"}}); }, Reason::INVALID_INPUT,
-                 {"mtimeMs"});
-  expect_refused([] { service::file_entry_from(json{{"name", "a"}, {"owner", "root"}}); }, Reason::INVALID_INPUT,
-                 {"'owner'"});
+  expect_refused(
+      [] {
+        service::file_entry_from(json{{"name", "a"}, {"mtimeMs", "0"}});
+      },
+      Reason::INVALID_INPUT, {"mtimeMs"});
+  expect_refused(
+      [] {
+        service::file_entry_from(json{{"name", "a"}, {"owner", "root"}});
+      },
+      Reason::INVALID_INPUT, {"'owner'"});
   expect_refused([] { service::file_entry_from(json("a")); }, Reason::INVALID_INPUT, {"entry"});
 }
 
@@ -762,15 +842,28 @@ TEST(ServiceStatus, EveryReasonHasItsOwnStatus) {
 }
 
 TEST(ServiceStatus, TheSeedsStatusesMapAsDocumented) {
-  const std::vector<std::pair<int, Reason>> table = {
-      {400, Reason::INVALID_INPUT},     {409, Reason::INVALID_INPUT},     {422, Reason::INVALID_INPUT},
-      {401, Reason::PERMISSION_DENIED}, {403, Reason::PERMISSION_DENIED}, {404, Reason::GONE},
-      {410, Reason::GONE},              {408, Reason::INTERNAL},          {504, Reason::INTERNAL},
-      {413, Reason::LIMIT_REACHED},     {429, Reason::LIMIT_REACHED},     {501, Reason::UNSUPPORTED},
-      {412, Reason::NOT_FOUND},         {424, Reason::INVALID_CONFIG},    {499, Reason::CANCELLED},
-      {500, Reason::INTERNAL},          {502, Reason::INTERNAL},          {503, Reason::INTERNAL},
-      {418, Reason::INTERNAL},          {200, Reason::INTERNAL},          {0, Reason::INTERNAL},
-      {-1, Reason::INTERNAL}};
+  const std::vector<std::pair<int, Reason>> table = {{400, Reason::INVALID_INPUT},
+                                                     {409, Reason::INVALID_INPUT},
+                                                     {422, Reason::INVALID_INPUT},
+                                                     {401, Reason::PERMISSION_DENIED},
+                                                     {403, Reason::PERMISSION_DENIED},
+                                                     {404, Reason::GONE},
+                                                     {410, Reason::GONE},
+                                                     {408, Reason::INTERNAL},
+                                                     {504, Reason::INTERNAL},
+                                                     {413, Reason::LIMIT_REACHED},
+                                                     {429, Reason::LIMIT_REACHED},
+                                                     {501, Reason::UNSUPPORTED},
+                                                     {412, Reason::NOT_FOUND},
+                                                     {424, Reason::INVALID_CONFIG},
+                                                     {499, Reason::CANCELLED},
+                                                     {500, Reason::INTERNAL},
+                                                     {502, Reason::INTERNAL},
+                                                     {503, Reason::INTERNAL},
+                                                     {418, Reason::INTERNAL},
+                                                     {200, Reason::INTERNAL},
+                                                     {0, Reason::INTERNAL},
+                                                     {-1, Reason::INTERNAL}};
   for (const auto& [status, reason] : table) {
     const SandboxError e = sandbox_http_failure(status);
     EXPECT_EQ(e.reason(), reason) << status;
@@ -1007,8 +1100,7 @@ TEST(DaemonConfigParse, RefusesANetworkKindThatDoesNotExist) {
 
 TEST(DaemonConfigTls, ListenAddresses) {
   const auto tls = [](const std::string& listen) {
-    return parse_daemon_config(R"({"tls":{"listen":")" + listen +
-                                   R"(","certificate":"/c","key":"/k","tokens":"/t"}})",
+    return parse_daemon_config(R"({"tls":{"listen":")" + listen + R"(","certificate":"/c","key":"/k","tokens":"/t"}})",
                                kSource)
         .tls.value();
   };
@@ -1103,8 +1195,7 @@ TEST_F(DaemonConfigTokens, ReadsNamesAndTokens) {
                                     {"another-token-of-alice", "alice"}};
   EXPECT_EQ(tokens, expected);
   // no newline at the end
-  EXPECT_EQ(read_tokens(write("last", "dave 0123456789abcdef")),
-            (service::Tokens{{"0123456789abcdef", "dave"}}));
+  EXPECT_EQ(read_tokens(write("last", "dave 0123456789abcdef")), (service::Tokens{{"0123456789abcdef", "dave"}}));
 }
 
 TEST_F(DaemonConfigTokens, RefusesAFileOthersCanRead) {
@@ -1125,9 +1216,7 @@ TEST_F(DaemonConfigTokens, RefusesATokenGivenTwice) {
   expect_refused_file(write("twice", "alice 0123456789abcdef\nbob 0123456789abcdef\n"), {":2:", "twice"});
 }
 
-TEST_F(DaemonConfigTokens, RefusesAMissingFile) {
-  expect_refused_file(dir_ + "/not-there", {"cannot be opened"});
-}
+TEST_F(DaemonConfigTokens, RefusesAMissingFile) { expect_refused_file(dir_ + "/not-there", {"cannot be opened"}); }
 
 TEST_F(DaemonConfigTokens, RefusesAFileWithNoToken) {
   expect_refused_file(write("empty", ""), {"no token"});

@@ -70,7 +70,8 @@ ShellPlace::~ShellPlace() {
   std::error_code ec;
   // The tests make unwritable directories, too.
   for (const auto& e : fs::recursive_directory_iterator(root_, fs::directory_options::skip_permission_denied, ec)) {
-    if (e.is_directory(ec) && !e.is_symlink(ec)) fs::permissions(e.path(), fs::perms::owner_all, fs::perm_options::add, ec);
+    if (e.is_directory(ec) && !e.is_symlink(ec))
+      fs::permissions(e.path(), fs::perms::owner_all, fs::perm_options::add, ec);
   }
   fs::remove_all(root_, ec);
 }
@@ -89,7 +90,8 @@ ShellResult ShellPlace::run_as(uid_t uid, const std::string& script) const {
 ShellResult ShellPlace::run_with(const std::string& script, const std::optional<std::string>& stdin,
                                  const std::vector<std::string>& env, std::optional<uid_t> uid) const {
   int in[2], out[2], err[2];
-  if (::pipe2(in, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC)) throw std::runtime_error("pipe failed");
+  if (::pipe2(in, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC))
+    throw std::runtime_error("pipe failed");
   std::vector<std::string> environment{"PATH=" + path_};
   environment.insert(environment.end(), env.begin(), env.end());
   std::vector<char*> envp;

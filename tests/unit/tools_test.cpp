@@ -86,7 +86,8 @@ TEST_F(ToolsTest, DefinitionsAreReadyForAModelApi) {
   EXPECT_EQ(read.effect, ToolEffect::read);
   EXPECT_EQ(read.permissions.back(), "effect:read");
   // every definition serializes, as a model API takes it
-  for (const auto& t : tools) EXPECT_FALSE(json({{"name", t.definition.name}, {"parameters", t.definition.input_schema}}).dump().empty());
+  for (const auto& t : tools)
+    EXPECT_FALSE(json({{"name", t.definition.name}, {"parameters", t.definition.input_schema}}).dump().empty());
 }
 
 TEST_F(ToolsTest, ACallWithoutEveryPermissionIsRefusedAndReachesNoSandbox) {
@@ -101,7 +102,10 @@ TEST_F(ToolsTest, ACallWithoutEveryPermissionIsRefusedAndReachesNoSandbox) {
     EXPECT_EQ(reason_of([&] { exec.call({{"command", "true"}}, run); }), Reason::PERMISSION_DENIED) << missing;
   }
   // another tools' grant is not this one's
-  EXPECT_EQ(reason_of([&] { exec.call({{"command", "true"}}, granted({"exec"}, "other")); }), Reason::PERMISSION_DENIED);
+  EXPECT_EQ(reason_of([&] {
+              exec.call({{"command", "true"}}, granted({"exec"}, "other"));
+            }),
+            Reason::PERMISSION_DENIED);
   EXPECT_TRUE(provider->state->commands.empty());
   EXPECT_NO_THROW(exec.call({{"command", "true"}}, granted({"exec"})));
   ASSERT_EQ(provider->state->commands.size(), 1u);
@@ -120,7 +124,9 @@ TEST_F(ToolsTest, InputThatDoesNotFitTheSchemaIsInvalid) {
                           json{{"command", "ls"}, {"env", {{"A", 1}}}}}) {
     EXPECT_EQ(reason_of([&] { exec.call(bad, run); }), Reason::INVALID_INPUT) << bad.dump();
   }
-  EXPECT_EQ(reason_of([&] { find(tools, "workspace.write").call({{"path", "a"}, {"content", "!!"}, {"encoding", "base64"}}, run); }),
+  EXPECT_EQ(reason_of([&] {
+              find(tools, "workspace.write").call({{"path", "a"}, {"content", "!!"}, {"encoding", "base64"}}, run);
+            }),
             Reason::INVALID_INPUT);
   EXPECT_TRUE(provider->state->commands.empty());
 }
@@ -130,8 +136,12 @@ TEST_F(ToolsTest, ExecOutputIsClippedInTheMiddleAndAlwaysValidText) {
   o.name = "workspace";
   o.exec = true;
   o.max_output_bytes = 1000;
-  provider->state->next_result = ExecResult{3, std::string(600, 'a') + std::string(5000, 'm') + std::string(600, 'z'),
-                                            "bad \xff\xfe bytes \xe2\x82", false, 12, false};
+  provider->state->next_result = ExecResult{3,
+                                            std::string(600, 'a') + std::string(5000, 'm') + std::string(600, 'z'),
+                                            "bad \xff\xfe bytes \xe2\x82",
+                                            false,
+                                            12,
+                                            false};
   const json r = find(sandbox_tools(sandbox, o), "workspace.exec").call({{"command", "x"}}, granted({"exec"}));
   EXPECT_EQ(r["exitCode"], 3);
   const std::string out = r["stdout"];
@@ -203,7 +213,9 @@ TEST_F(ToolsTest, FilesAsTextOrBase64) {
   r = find(tools, "workspace.read").call({{"path", "f"}}, run);
   EXPECT_EQ(r["encoding"], "utf8");
   EXPECT_EQ(r["content"], "héllo");
-  EXPECT_EQ(reason_of([&] { find(tools, "workspace.write").call({{"path", "f"}, {"content", "123456789"}}, run); }),
+  EXPECT_EQ(reason_of([&] {
+              find(tools, "workspace.write").call({{"path", "f"}, {"content", "123456789"}}, run);
+            }),
             Reason::LIMIT_REACHED);
 }
 
@@ -252,7 +264,7 @@ TEST_F(ToolsTest, APerRunSandboxIsCreatedOnceOnFirstUseAndReleasedAtTheEnd) {
   o.exec = true;
   const auto tools = sandbox_tools(per_run->source(), o);
   const int before = provider->state->creates;  // the fixture's own sandbox
-  EXPECT_EQ(per_run->size(), 0u);  // nothing until a tool needs it
+  EXPECT_EQ(per_run->size(), 0u);               // nothing until a tool needs it
   std::vector<std::thread> racers;
   for (int i = 0; i < 8; ++i) {
     racers.emplace_back([&] { find(tools, "workspace.exec").call({{"command", "true"}}, granted({"exec"})); });
@@ -268,7 +280,10 @@ TEST_F(ToolsTest, APerRunSandboxIsCreatedOnceOnFirstUseAndReleasedAtTheEnd) {
   per_run->release("run-1");  // again: nothing more
   EXPECT_EQ(provider->state->releases, 1);
   // A late call of an ended run makes no new sandbox.
-  EXPECT_EQ(reason_of([&] { find(tools, "workspace.exec").call({{"command", "true"}}, granted({"exec"})); }), Reason::GONE);
+  EXPECT_EQ(reason_of([&] {
+              find(tools, "workspace.exec").call({{"command", "true"}}, granted({"exec"}));
+            }),
+            Reason::GONE);
   EXPECT_EQ(provider->state->creates - before, 2);
   per_run->on_finally()("run-2");
   EXPECT_EQ(provider->state->releases, 2);
@@ -288,9 +303,15 @@ TEST_F(ToolsTest, ARefusedCallMakesNoPerRunSandbox) {
   const int before = provider->state->creates;
   RunContext run = granted({"exec"});
   run.permissions.erase("effect:write");
-  EXPECT_EQ(reason_of([&] { find(tools, "workspace.exec").call({{"command", "true"}}, run); }), Reason::PERMISSION_DENIED);
+  EXPECT_EQ(reason_of([&] {
+              find(tools, "workspace.exec").call({{"command", "true"}}, run);
+            }),
+            Reason::PERMISSION_DENIED);
   // nor does input that does not fit
-  EXPECT_EQ(reason_of([&] { find(tools, "workspace.exec").call({{"command", 1}}, granted({"exec"})); }), Reason::INVALID_INPUT);
+  EXPECT_EQ(reason_of([&] {
+              find(tools, "workspace.exec").call({{"command", 1}}, granted({"exec"}));
+            }),
+            Reason::INVALID_INPUT);
   EXPECT_EQ(provider->state->creates, before);
   EXPECT_EQ(per_run->size(), 0u);
 }

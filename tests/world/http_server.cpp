@@ -32,8 +32,9 @@ constexpr std::size_t kChunk = 256 * 1024;
 constexpr std::uint64_t kMaxBytes = std::uint64_t{4} << 30;
 
 bool same_letters(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](char x, char y) { return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y)); });
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+  });
 }
 
 std::string_view trim(std::string_view s) {
@@ -113,10 +114,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     out_ = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: " +
            std::to_string(body.empty() ? remaining_ : body.size()) + "\r\n\r\n" + body;
-    asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
-      if (ec) return self->cut();
-      self->stream();
-    });
+    asio::async_write(socket_, asio::buffer(out_),
+                      [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+                        if (ec) return self->cut();
+                        self->stream();
+                      });
   }
 
   void stream() {
@@ -136,10 +138,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void finish() {
     boost::system::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
-    socket_.async_read_some(asio::buffer(drain_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
-      if (ec) return self->cut();
-      self->finish();
-    });
+    socket_.async_read_some(asio::buffer(drain_),
+                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+                              if (ec) return self->cut();
+                              self->finish();
+                            });
   }
 
   tcp::socket socket_;

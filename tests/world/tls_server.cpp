@@ -69,8 +69,8 @@ TlsServer::TlsServer(int netns, const std::string& directory, std::uint16_t port
       throw std::runtime_error("openssl s_server " + describe_status(*ended) + ": " + read_file(log));
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      throw std::runtime_error("openssl s_server did not accept on " + std::to_string(port) + " within 30 s: " +
-                               read_file(log));
+      throw std::runtime_error("openssl s_server did not accept on " + std::to_string(port) +
+                               " within 30 s: " + read_file(log));
     }
     std::this_thread::sleep_for(20ms);
   }

@@ -8,7 +8,7 @@
 namespace mayura::testing {
 
 struct VethEnd {
-  int netns = -1;                      // where this end lives (the caller keeps the fd)
+  int netns = -1;  // where this end lives (the caller keeps the fd)
   std::string name;
   std::vector<std::string> addresses;  // IPv4, "a.b.c.d/len"; the first one primary
   std::string gateway;                 // a default route via this address; "" for none

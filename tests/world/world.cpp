@@ -84,7 +84,8 @@ VethEnd host_end(int netns) { return {netns, World::kHostLink, {std::string(Worl
 VethEnd world_end(int netns) {
   return {netns,
           "eth0",
-          {"203.0.113.2/24", "203.0.113.10/32", "203.0.113.11/32", "203.0.113.12/32", std::string(World::kDnsAddress) + "/32"},
+          {"203.0.113.2/24", "203.0.113.10/32", "203.0.113.11/32", "203.0.113.12/32",
+           std::string(World::kDnsAddress) + "/32"},
           World::kHostAddress};
 }
 

@@ -31,8 +31,8 @@ class World {
   World(const World&) = delete;
   World& operator=(const World&) = delete;
 
-  static constexpr const char* kHostAddress = "203.0.113.1";   // the host's end of the link (`world0`)
-  static constexpr const char* kDnsAddress = "203.0.113.53";   // the world's DNS server, UDP 53
+  static constexpr const char* kHostAddress = "203.0.113.1";  // the host's end of the link (`world0`)
+  static constexpr const char* kDnsAddress = "203.0.113.53";  // the world's DNS server, UDP 53
   static constexpr const char* kHostLink = "world0";
 
   // The names the world's DNS answers; any other name gets NXDOMAIN.

@@ -49,8 +49,7 @@ auto async_run(const boost::asio::any_io_executor& fallback, Token&& token, Fn f
         }
         auto done_executor = asio::get_associated_executor(handler, fallback);
         auto guard = asio::make_work_guard(done_executor);
-        std::thread([handler = std::move(handler), work = std::move(work), stop,
-                     guard = std::move(guard)]() mutable {
+        std::thread([handler = std::move(handler), work = std::move(work), stop, guard = std::move(guard)]() mutable {
           std::exception_ptr error;
           // The work goes (with the Sandbox handle it holds, and through it
           // the provider) before the caller hears of the end: a caller that
@@ -127,9 +126,9 @@ auto async_start(const boost::asio::any_io_executor& fallback, Token&& token, St
           begin(stop->get_token(), std::function<void(std::exception_ptr)>(
                                        [complete, stop](std::exception_ptr error) { complete(error); }));
         } else {
-          begin(stop->get_token(), std::function<void(std::exception_ptr, R)>([complete, stop](std::exception_ptr error, R result) {
-                  complete(error, std::move(result));
-                }));
+          begin(stop->get_token(),
+                std::function<void(std::exception_ptr, R)>(
+                    [complete, stop](std::exception_ptr error, R result) { complete(error, std::move(result)); }));
         }
       },
       token, std::move(start));

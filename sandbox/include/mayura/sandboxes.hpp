@@ -102,13 +102,14 @@ class Sandbox {
   }
   template <class Token>
   auto async_write_file(std::string path, std::string data, Token&& token) const {
-    return detail::async_start<void>(
-        default_executor(), std::forward<Token>(token),
-        [self = *this, path = std::move(path), data = std::move(data)](std::stop_token stop, DoneCompletion done) mutable {
-          FileOptions o;
-          o.cancellation = stop;
-          self.start_write_file(std::move(path), std::move(data), std::move(o), std::move(done));
-        });
+    return detail::async_start<void>(default_executor(), std::forward<Token>(token),
+                                     [self = *this, path = std::move(path), data = std::move(data)](
+                                         std::stop_token stop, DoneCompletion done) mutable {
+                                       FileOptions o;
+                                       o.cancellation = stop;
+                                       self.start_write_file(std::move(path), std::move(data), std::move(o),
+                                                             std::move(done));
+                                     });
   }
   template <class Token>
   auto async_list(std::string path, Token&& token) const {
@@ -137,12 +138,14 @@ class Sandbox {
   }
   template <class Token>
   auto async_set_network(Network network, Token&& token) const {
-    return detail::async_run(default_executor(), std::forward<Token>(token),
-                             [self = *this, network = std::move(network)](std::stop_token) { self.set_network(network); });
+    return detail::async_run(
+        default_executor(), std::forward<Token>(token),
+        [self = *this, network = std::move(network)](std::stop_token) { self.set_network(network); });
   }
   template <class Token>
   auto async_release(Token&& token) const {
-    return detail::async_run(default_executor(), std::forward<Token>(token), [self = *this](std::stop_token) { self.release(); });
+    return detail::async_run(default_executor(), std::forward<Token>(token),
+                             [self = *this](std::stop_token) { self.release(); });
   }
 
  private:
@@ -162,8 +165,10 @@ class Sandbox {
   // The checks of each call, then the backend to run it on.
   std::shared_ptr<SandboxBackend> exec_backend(const std::vector<std::string>& argv, const ExecOptions& options,
                                                std::size_t& limit) const;
-  std::shared_ptr<SandboxBackend> read_backend(std::string_view path, const ReadOptions& options, std::size_t& limit) const;
-  std::shared_ptr<SandboxBackend> write_backend(std::string_view path, std::string_view data, const FileOptions& options) const;
+  std::shared_ptr<SandboxBackend> read_backend(std::string_view path, const ReadOptions& options,
+                                               std::size_t& limit) const;
+  std::shared_ptr<SandboxBackend> write_backend(std::string_view path, std::string_view data,
+                                                const FileOptions& options) const;
   std::shared_ptr<SandboxBackend> path_backend(std::string_view path, const FileOptions& options) const;
   boost::asio::any_io_executor default_executor() const;
   detail::SandboxState& state() const;
@@ -176,10 +181,9 @@ class Sandboxes {
 
   template <class Token>
   auto async_create(CreateOptions options, Token&& token) const {
-    return detail::async_run(default_executor(), std::forward<Token>(token),
-                             [self = *this, options = std::move(options)](std::stop_token stop) {
-                               return self.create(options, stop);
-                             });
+    return detail::async_run(
+        default_executor(), std::forward<Token>(token),
+        [self = *this, options = std::move(options)](std::stop_token stop) { return self.create(options, stop); });
   }
 
   // Releases every sandbox still alive and refuses new ones (GONE).

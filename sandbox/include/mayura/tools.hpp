@@ -86,7 +86,7 @@ using SandboxSource = std::function<Sandbox(const RunContext& run)>;
 
 struct SandboxToolsOptions {
   std::string name = "sandbox";  // letters, digits, _ and -
-  bool read = true;     // read, list, url
+  bool read = true;              // read, list, url
   bool exec = false;
   bool write = false;
   bool remove = false;
@@ -134,7 +134,8 @@ class SandboxPerRun {
   // every way out of the block that runs the agent.
   class RunScope {
    public:
-    RunScope(std::shared_ptr<SandboxPerRun> owner, std::string run_id) : owner_(std::move(owner)), run_id_(std::move(run_id)) {}
+    RunScope(std::shared_ptr<SandboxPerRun> owner, std::string run_id)
+        : owner_(std::move(owner)), run_id_(std::move(run_id)) {}
     ~RunScope() {
       if (owner_) owner_->release(run_id_);
     }
@@ -154,7 +155,8 @@ class SandboxPerRun {
   std::shared_ptr<State> state_;
 };
 
-std::shared_ptr<SandboxPerRun> sandbox_per_run(Sandboxes sandboxes, std::function<CreateOptions(const RunInfo&)> options);
+std::shared_ptr<SandboxPerRun> sandbox_per_run(Sandboxes sandboxes,
+                                               std::function<CreateOptions(const RunInfo&)> options);
 
 // A scope that releases `run_id`'s sandbox when it goes.
 inline SandboxPerRun::RunScope run_scope(const std::shared_ptr<SandboxPerRun>& per_run, std::string run_id) {

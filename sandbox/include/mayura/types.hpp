@@ -24,9 +24,7 @@ struct Network {
 
   static Network none() { return {}; }
   static Network all() { return {NetworkKind::all, {}}; }
-  static Network allow_only(std::vector<std::string> domains) {
-    return {NetworkKind::allowlist, std::move(domains)};
-  }
+  static Network allow_only(std::vector<std::string> domains) { return {NetworkKind::allowlist, std::move(domains)}; }
 };
 
 // What a provider supports beyond commands and files.
@@ -34,10 +32,10 @@ struct Features {
   bool stdin = false;
   bool ports = false;
   bool desktop = false;
-  bool cpus = false;        // honours CreateOptions::cpus
-  bool memory = false;      // honours CreateOptions::memory_mib
-  bool pids = false;        // honours CreateOptions::pids
-  bool seccomp = false;     // honours CreateOptions::seccomp_profile
+  bool cpus = false;                 // honours CreateOptions::cpus
+  bool memory = false;               // honours CreateOptions::memory_mib
+  bool pids = false;                 // honours CreateOptions::pids
+  bool seccomp = false;              // honours CreateOptions::seccomp_profile
   std::vector<NetworkKind> network;  // the kinds it can enforce
 };
 
@@ -46,8 +44,8 @@ struct CreateOptions {
   Network network;
   std::map<std::string, std::string> env;  // every command sees these
   std::vector<int> ports;
-  std::optional<double> cpus;               // none: the provider's default
-  std::optional<std::int64_t> memory_mib;   // none: the provider's default; never any swap
+  std::optional<double> cpus;              // none: the provider's default
+  std::optional<std::int64_t> memory_mib;  // none: the provider's default; never any swap
   // How many processes and threads its commands may have at once; none: the
   // provider's default.
   std::optional<std::int64_t> pids;
@@ -70,13 +68,13 @@ enum class OutputStream { out, err };
 using PacedOutputCallback = std::function<void(OutputStream from, std::string_view chunk, std::function<void()> more)>;
 
 struct ExecOptions {
-  std::string cwd;                         // relative to the workdir, or absolute; empty: the workdir
-  std::map<std::string, std::string> env;  // added to the sandbox's env
-  std::optional<std::int64_t> timeout_ms;  // none: until the sandbox's lifetime ends
-  std::optional<std::string> stdin;        // none: the command reads an empty input
-  std::stop_token cancellation;            // plays the seed's `signal`
+  std::string cwd;                              // relative to the workdir, or absolute; empty: the workdir
+  std::map<std::string, std::string> env;       // added to the sandbox's env
+  std::optional<std::int64_t> timeout_ms;       // none: until the sandbox's lifetime ends
+  std::optional<std::string> stdin;             // none: the command reads an empty input
+  std::stop_token cancellation;                 // plays the seed's `signal`
   std::optional<std::size_t> max_output_bytes;  // of each stream; more is dropped and `truncated` set
-  OutputCallback on_stdout;                // every chunk as it arrives
+  OutputCallback on_stdout;                     // every chunk as it arrives
   OutputCallback on_stderr;
   // For a consumer that must not block in a callback (an async server):
   // when set, every chunk comes here instead of on_stdout/on_stderr, and
@@ -107,7 +105,7 @@ struct FileEntry {
   std::string name;
   FileType type = FileType::other;
   std::uint64_t size = 0;
-  std::uint32_t mode = 0;       // permission bits
+  std::uint32_t mode = 0;  // permission bits
   std::int64_t mtime_ms = 0;
 };
 

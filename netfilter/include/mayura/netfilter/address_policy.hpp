@@ -17,9 +17,9 @@ enum class AddressClass {
   loopback,
   link_local,
   multicast,
-  metadata,       // a cloud's instance metadata service
-  unspecified,    // 0.0.0.0/8, ::
-  reserved,       // 240/4, broadcast, documentation and benchmark ranges
+  metadata,     // a cloud's instance metadata service
+  unspecified,  // 0.0.0.0/8, ::
+  reserved,     // 240/4, broadcast, documentation and benchmark ranges
 };
 
 std::string_view class_name(AddressClass c);

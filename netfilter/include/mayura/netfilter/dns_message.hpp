@@ -14,7 +14,14 @@ constexpr std::uint16_t kTypeA = 1;
 constexpr std::uint16_t kTypeAAAA = 28;
 constexpr std::uint16_t kClassIN = 1;
 
-enum class Rcode : std::uint8_t { no_error = 0, format_error = 1, server_failure = 2, name_error = 3, not_implemented = 4, refused = 5 };
+enum class Rcode : std::uint8_t {
+  no_error = 0,
+  format_error = 1,
+  server_failure = 2,
+  name_error = 3,
+  not_implemented = 4,
+  refused = 5
+};
 
 struct Query {
   std::uint16_t id = 0;
@@ -32,7 +39,8 @@ std::optional<Query> parse_query(std::string_view packet);
 
 // The answer to `query` held in `packet`: the question echoed, then one A
 // record with `address` (host byte order) and `ttl`, or no record at all.
-std::string answer(std::string_view packet, const Query& query, std::optional<std::uint32_t> address, std::uint32_t ttl);
+std::string answer(std::string_view packet, const Query& query, std::optional<std::uint32_t> address,
+                   std::uint32_t ttl);
 
 // An error answer (NXDOMAIN for a refused name, REFUSED, FORMERR, ...). With
 // a query, the question is echoed; without one (unparsable), only the header

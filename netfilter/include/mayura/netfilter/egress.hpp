@@ -52,7 +52,8 @@ class Egress {
 
  private:
   // The addresses `resolved` may be connected to, and why not if none.
-  std::vector<boost::asio::ip::address> permitted(const std::vector<boost::asio::ip::address>& resolved, std::string& why);
+  std::vector<boost::asio::ip::address> permitted(const std::vector<boost::asio::ip::address>& resolved,
+                                                  std::string& why);
   std::vector<boost::asio::ip::address> own_addresses();
 
   Options options_;

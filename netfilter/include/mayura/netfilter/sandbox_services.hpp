@@ -17,7 +17,9 @@ constexpr std::uint16_t kDnsPort = 53;
 constexpr std::uint16_t kProxyPort = 80;        // the HTTP proxy (CONNECT and absolute URIs)
 constexpr std::uint16_t kTransparentPort = 81;  // where nftables sends TCP to synthetic addresses
 
-inline std::string proxy_url() { return std::string("http://") + kServiceAddressText + ":" + std::to_string(kProxyPort); }
+inline std::string proxy_url() {
+  return std::string("http://") + kServiceAddressText + ":" + std::to_string(kProxyPort);
+}
 
 // What every sandbox's /etc/resolv.conf says, whatever its network: with no
 // network the address is unreachable and a lookup fails at once.

@@ -35,15 +35,15 @@ struct StoredLayer {
 };
 
 struct StoredImage {
-  std::string id;                  // sha256 of its config
-  std::vector<std::string> names;  // name:tag, as stored
+  std::string id;                   // sha256 of its config
+  std::vector<std::string> names;   // name:tag, as stored
   std::vector<StoredLayer> layers;  // bottom first
   std::vector<std::string> env;     // "KEY=value"
   std::string working_dir;
   std::string user;
   std::vector<std::string> entrypoint;
   std::vector<std::string> cmd;
-  std::vector<std::string> exposed_ports;         // recorded, not published
+  std::vector<std::string> exposed_ports;  // recorded, not published
   std::map<std::string, std::string> labels;
   std::string architecture;
   std::string os;
@@ -53,15 +53,15 @@ struct StoredImage {
 };
 
 struct ImportProgress {
-  std::uint64_t bytes_read = 0;   // of the archive file
+  std::uint64_t bytes_read = 0;  // of the archive file
   std::uint64_t bytes_total = 0;
-  std::size_t layers_done = 0;    // unpacked or found in the store
+  std::size_t layers_done = 0;  // unpacked or found in the store
   std::size_t layers_total = 0;
 };
 
 struct ImportResult {
   std::vector<std::pair<std::string, std::string>> images;  // name:tag, id
-  std::vector<std::string> moved;  // names that named another image before
+  std::vector<std::string> moved;                           // names that named another image before
   std::size_t layers_unpacked = 0;
   std::size_t layers_reused = 0;  // already in the store
   std::uint64_t bytes_unpacked = 0;
@@ -69,8 +69,8 @@ struct ImportResult {
 
 struct RemoveResult {
   std::vector<std::string> names_removed;
-  bool image_removed = false;       // false: another name or a running sandbox still holds it
-  std::size_t layers_removed = 0;   // layers no other image uses
+  bool image_removed = false;      // false: another name or a running sandbox still holds it
+  std::size_t layers_removed = 0;  // layers no other image uses
 };
 
 class ImageStore {

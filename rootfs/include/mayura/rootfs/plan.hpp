@@ -41,7 +41,7 @@ struct Op {
   OpKind kind = OpKind::mkdir;
   std::uint32_t flags = 0;
   std::string src;
-  std::string dst;   // absolute, inside the sandbox
+  std::string dst;  // absolute, inside the sandbox
   std::string data;
   std::uint32_t mode = 0755;
   std::uint32_t uid = 0;

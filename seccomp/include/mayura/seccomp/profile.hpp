@@ -48,8 +48,7 @@ Program compile_oci(std::string_view json);
 // CAP_SYS_ADMIN). Returns 0, or -1 with errno. Kernel calls only, so the
 // static in-sandbox init can use it without libseccomp or exceptions.
 inline int install(const char* bytes, std::size_t size) noexcept {
-  if (bytes == nullptr || size == 0 || size % sizeof(sock_filter) != 0 ||
-      size / sizeof(sock_filter) > BPF_MAXINSNS) {
+  if (bytes == nullptr || size == 0 || size % sizeof(sock_filter) != 0 || size / sizeof(sock_filter) > BPF_MAXINSNS) {
     errno = EINVAL;
     return -1;
   }
