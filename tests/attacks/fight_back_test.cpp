@@ -28,9 +28,11 @@ std::chrono::milliseconds timed_release(const Sandbox& sandbox) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
 }
 
-// Waits (up to 10 s) until at least `n` of the sandbox's processes exist.
+// Waits (up to 60 s: on an emulated cpu each look through /proc is slow)
+// until at least `n` of the sandbox's processes exist.
 bool wait_for_processes(const NativeOptions& options, std::size_t n) {
-  for (int i = 0; i < 1000; ++i) {
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < until) {
     if (processes_in_range(options).size() >= n) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -65,14 +67,15 @@ TEST_F(FightBackTest, ReleaseEndsAForkBombAtItsPidsBoundAtOnce) {
 }
 
 // No pids bound: processes multiply as fast as one shell can fork (not
-// exponentially, so the host's own limits stay far away), and release
-// still ends every one of them at once.
+// exponentially, and up to 3000, so the host's own limits stay far away),
+// and release, once 300 are up and the shell still forks, ends every one of
+// them at once.
 TEST_F(FightBackTest, ReleaseEndsAForkLoopWithNoPidsBoundAtOnce) {
   auto sandbox = create();
   ExecOptions eo;
   eo.timeout_ms = 60000;
   auto looping = std::async(std::launch::async, [&] {
-    return sandbox.exec({"sh", "-c", "while :; do sleep 600 & done"}, eo);
+    return sandbox.exec({"sh", "-c", "i=0; while [ $i -lt 3000 ]; do sleep 600 & i=$((i+1)); done; wait"}, eo);
   });
   ASSERT_TRUE(wait_for_processes(options(), 300)) << processes_in_range(options()).size() << " processes";
   const auto took = timed_release(sandbox);
