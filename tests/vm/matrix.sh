@@ -20,6 +20,10 @@ layouts=("$@")
 # daemon) run wherever the engine does: a daemon is how most hosts use it.
 core='ExecTest|LifetimeTest|LimitsTest|UnifiedCgroupTest|MayuraRunTest|MayuraRunEngineTest|NativeConformance|ServiceTest|DaemonTest'
 wide="$core|RemoteConformance|FilesTest|ImagesTest|ImageStoreTest|NetworkTest|HostLinkTest|PortsTest"
+# A login session runs what where the engine starts from changes (the engine's cgroup root, and so
+# exec, lifetimes, limits, mayura-run and the daemon), not the conformance
+# suite and the service's HTTP API again, which the other rows run.
+login='ExecTest|LifetimeTest|LimitsTest|UnifiedCgroupTest|MayuraRunTest|MayuraRunEngineTest|DaemonTest'
 # (A parameterized suite's name has its instantiation before it:
 # integration.Both/MayuraRunTest.X/Daemon, integration.Conformance/NativeConformance.Passes/X.)
 # A sandbox that fights back (tests/attacks/fight_back*): its release
@@ -33,7 +37,7 @@ select_for() {
   case "$1" in
     v2-root) echo "^integration\\.([A-Za-z]+/)?($wide)\\.|^attacks\\.(CgroupsTest|ExhaustionTest|ProcessesTest|$fight|$kernel_only)\\." ;;
     v2-delegated | v1) echo "^integration\\.([A-Za-z]+/)?($wide)\\.|^attacks\\.(CgroupsTest|ExhaustionTest|ProcessesTest|$fight)\\." ;;
-    *) echo "^integration\\.([A-Za-z]+/)?($core)\\.|^attacks\\.(CgroupsTest|ExhaustionTest)\\." ;;
+    *) echo "^integration\\.([A-Za-z]+/)?($login)\\.|^attacks\\.(CgroupsTest|ExhaustionTest)\\." ;;
   esac
 }
 # Suites that only a pure cgroup2 host can run (and that must fail
