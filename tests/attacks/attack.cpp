@@ -1,7 +1,11 @@
 #include "attack.hpp"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
+
+#include "../support/exec_load.hpp"
 
 namespace mayura::testing {
 
@@ -38,18 +42,8 @@ std::map<std::string, std::string> probe(const Sandbox& sandbox, const std::vect
   return parse_results(r.stdout);
 }
 
-namespace {
-long status_mib(const std::string& field) {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1)) / 1024;
-  }
-  return -1;
-}
-}  // namespace
-
-long memory_mib() { return status_mib("VmRSS"); }
-long peak_memory_mib() { return status_mib("VmHWM"); }
+long memory_mib() { return static_cast<long>(load::status_kib_of(::getpid(), "VmRSS") / 1024); }
+long peak_memory_mib() { return static_cast<long>(load::status_kib_of(::getpid(), "VmHWM") / 1024); }
 void reset_peak_memory() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 }  // namespace mayura::testing

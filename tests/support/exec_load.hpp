@@ -88,13 +88,16 @@ inline std::size_t threads_of(pid_t pid) {
   return n;
 }
 
-inline std::size_t rss_kib_of(pid_t pid) {
+// A field of /proc/PID/status in kB (VmRSS, VmHWM...); 0 if none.
+inline std::size_t status_kib_of(pid_t pid, const std::string& field) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6));
+    if (line.rfind(field + ":", 0) == 0) return std::stoul(line.substr(field.size() + 1));
   }
   return 0;
 }
+
+inline std::size_t rss_kib_of(pid_t pid) { return status_kib_of(pid, "VmRSS"); }
 
 // Sends `count` execs of `argv_json` (a JSON array) at once, spread over
 // the sandboxes `ids`, each on a connection of its own, and reads every
