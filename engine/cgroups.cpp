@@ -237,6 +237,10 @@ void SandboxCgroup::kill_command(const std::string& name) const noexcept {
   kill_tree(path_ + "/commands/" + name, std::chrono::seconds(2));
 }
 
+void SandboxCgroup::kill_command_again(const std::string& name) const noexcept {
+  kill_tree(path_ + "/commands/" + name, std::chrono::milliseconds(0));
+}
+
 void SandboxCgroup::apply(const Limits& limits) {
   if (applied_ == limits) return;
   applied_.reset();  // unknown until every write is done

@@ -88,6 +88,9 @@ class SandboxCgroup {
   // Kills every process of one command (and all it started), and waits
   // (bounded) until none is left.
   void kill_command(const std::string& name) const noexcept;
+  // The same kill, without the wait: for what joined the command's cgroup
+  // after the first one.
+  void kill_command_again(const std::string& name) const noexcept;
 
   // Kills everything in the sandbox and returns without waiting: every
   // process of the tree has SIGKILL pending (cgroup.kill). False where the

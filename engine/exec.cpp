@@ -40,6 +40,10 @@ constexpr auto kDrainAfterExit = std::chrono::milliseconds(250);
 // After a kill, the exit is waited for this long before the sandbox is
 // declared broken.
 constexpr auto kKillGrace = std::chrono::seconds(10);
+// Until then the kill is repeated this often: a command whose timeout passed
+// before the init had cloned it (a loaded host) lands in its cgroup after
+// the first kill, and would run, or stay stopped, unbounded.
+constexpr auto kKillAgainEvery = std::chrono::milliseconds(50);
 // A timeout beyond a year is no timeout (and must not overflow).
 constexpr std::int64_t kYearMs = 365LL * 24 * 3600 * 1000;
 constexpr std::size_t kChunk = 65536;
@@ -274,7 +278,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     if (finished_) return;
     Clock::time_point due = Clock::time_point::max();
     if (exited_) due = exit_time_ + kDrainAfterExit;
-    else if (killed_) due = kill_time_ + kKillGrace;
+    else if (killed_) due = std::min(kill_time_ + kKillGrace, Clock::now() + kKillAgainEvery);
     else due = deadline_;
     if (due == Clock::time_point::max()) return;
     timer_.expires_at(due);
@@ -290,6 +294,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
       if (now - exit_time_ >= kDrainAfterExit) return finish();
     } else if (killed_) {
       if (now - kill_time_ >= kKillGrace) return finish();
+      core_->cgroup.kill_command_again(cgroup_name_);
     } else if (now >= deadline_) {
       result_.timed_out = true;
       return kill();

@@ -72,6 +72,51 @@ TEST_F(ExecTest, TimeoutKillsEverythingTheCommandStarted) {
   EXPECT_EQ(other_processes(s), 0);
 }
 
+// The host pid of the one sandbox's init: in the options' id range, pid 1
+// of a pid namespace below the host's.
+pid_t sandbox_init(const NativeOptions& options) {
+  for (pid_t pid : processes_in_range(options)) {
+    const std::string status = read_host("/proc/" + std::to_string(pid) + "/status");
+    const auto at = status.find("\nNSpid:");
+    if (at == std::string::npos) continue;
+    const std::string ids = status.substr(at + 8, status.find('\n', at + 1) - at - 8);
+    if (ids.size() > 2 && ids.compare(ids.size() - 2, 2, "\t1") == 0) return pid;
+  }
+  return -1;
+}
+
+// A loaded host can let a command's timeout pass before the init has even
+// cloned it: the kill then finds an empty cgroup, and what lands in it later
+// must still be killed (seen in the v1 VM, where a command that a sandbox
+// process kept stopping then stayed stopped, and the exec failed INTERNAL).
+TEST_F(ExecTest, ACommandWhoseTimeoutPassesBeforeItStartsIsStillKilled) {
+  auto s = create();
+  sh(s, "true");
+  const pid_t init = sandbox_init(options());
+  ASSERT_GT(init, 0);
+  // The init held by the host until well past the timeout (even an emulated
+  // cpu's): the request waits in its socket.
+  ASSERT_EQ(::kill(init, SIGSTOP), 0);
+  std::thread resume([init] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    ::kill(init, SIGCONT);
+  });
+  ExecOptions o;
+  o.timeout_ms = 100;
+  std::optional<ExecResult> r;
+  std::string failure;
+  try {
+    r = s.exec({"sleep", "1000"}, o);
+  } catch (const SandboxError& e) {
+    failure = e.what();
+  }
+  resume.join();
+  ASSERT_TRUE(r.has_value()) << failure;
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_FALSE(r->exit_code.has_value());
+  EXPECT_EQ(other_processes(s), 0);
+}
+
 TEST_F(ExecTest, ACommandThatExitsLeavesWhatItStartedWithSetsidRunning) {
   auto s = create();
   auto r = s.exec({"/bin/sh", "-c", "setsid sleep 1000 >/dev/null 2>&1 </dev/null & echo $!"});
