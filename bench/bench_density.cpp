@@ -162,6 +162,7 @@ int main(int argc, char** argv) {
     std::atomic<int> next{0}, failed{0};
     const auto start = Clock::now();
     std::vector<std::thread> workers;
+    workers.reserve(threads);
     for (int t = 0; t < threads; ++t) {
       workers.emplace_back([&] {
         while (next.fetch_add(1) < churn) {

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,8 +37,6 @@
 #include "mayura/native.hpp"
 #include "run_quietly.hpp"
 #include "mayura/sandbox.hpp"
-
-extern char** environ;
 
 namespace fs = std::filesystem;
 namespace img = mayura::testing::images;
@@ -127,9 +126,11 @@ int main(int argc, char** argv) {
   drop_caches();
   const double first_run = seconds_of(once);
   std::vector<double> next;
+  next.reserve(iterations);
   for (int i = 0; i < iterations; ++i) next.push_back(seconds_of(once));
   std::sort(next.begin(), next.end());
   std::vector<double> bwrap;
+  bwrap.reserve(iterations);
   for (int i = 0; i < iterations; ++i) {
     bwrap.push_back(seconds_of([&] {
       run({"bwrap", "--ro-bind", work + "/rootfs", "/", "--proc", "/proc", "--dev", "/dev", "--unshare-all",

@@ -35,8 +35,6 @@
 #include "run_quietly.hpp"
 #include "mayura/sandbox.hpp"
 
-extern char** environ;
-
 namespace {
 
 using mayura::bench::measure;
@@ -52,7 +50,7 @@ void row(const char* name, const Stats& s) { std::printf("%-58s %9.3f %9.3f\n", 
 std::string make_crun_bundle() {
   char dir[] = "/tmp/mayura-bench-crun-XXXXXX";
   if (!mkdtemp(dir)) return {};
-  const std::string bundle = dir;
+  std::string bundle = dir;
   std::ofstream(bundle + "/config.json") << R"({
   "ociVersion": "1.0.2",
   "process": {"user": {"uid": 0, "gid": 0}, "args": ["/bin/true"], "cwd": "/", "env": ["PATH=/usr/bin:/bin"],

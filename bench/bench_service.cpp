@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::vector<std::string> ids;
+  ids.reserve(5);
   for (int i = 0; i < 5; ++i) ids.push_back(load::create(daemon.socket(), 3'600'000));
   if (std::count(ids.begin(), ids.end(), std::string()) > 0) {
     std::fprintf(stderr, "bench_service: the daemon made no sandbox\n");

@@ -19,7 +19,7 @@ namespace {
 std::string make_group(const std::string& mount, const std::string& root_name, const std::string& name) {
   const std::string root = mount + "/" + root_name;
   if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) fail_step("making the engine's cgroup " + root, errno);
-  const std::string path = root + "/" + name;
+  std::string path = root + "/" + name;
   if (::mkdir(path.c_str(), 0755) != 0) fail_step("making the sandbox's cgroup on " + mount, errno);
   return path;
 }

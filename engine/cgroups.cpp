@@ -88,7 +88,7 @@ bool remove_tree(const std::string& path) {
 // A legacy host has no cgroup2: mount one (with no controllers, all of them
 // being on v1) to track and kill processes with.
 std::string mount_own_cgroup2() {
-  const std::string path = kEngineCgroup2;
+  std::string path = kEngineCgroup2;
   if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) fail_step("making " + path, errno, Reason::UNSUPPORTED);
   // Engines starting at once mount it once: the check and the mount under a
   // lock (the lock file stays, like the mount).

@@ -412,7 +412,7 @@ ExecResult run_command(std::shared_ptr<SandboxCore> core, std::string cgroup_nam
   // it needs once it returns.
   if (options.on_output) {
     options.on_output = [paced = std::move(options.on_output)](OutputStream from, std::string_view chunk,
-                                                               std::function<void()> more) {
+                                                               const std::function<void()>& more) {
       paced(from, chunk, [] {});
       more();
     };

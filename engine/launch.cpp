@@ -280,7 +280,7 @@ void InitProcess::to_foreground() const noexcept {
 
 InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t host_id_base,
                         const protocol::Config& config, const std::function<void(pid_t)>& place, bool ahead,
-                        std::stop_token cancellation) {
+                        const std::stop_token& cancellation) {
   StepTimer timer("launch");
   auto [engine_end, init_end] = seqpacket_pair("the control socket");
 
@@ -308,6 +308,7 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
     ::setpriority(PRIO_PROCESS, static_cast<id_t>(init.pid_), kAheadNice);  // at worst it builds at the ordinary one
   }
   std::vector<int> layer_fds;
+  layer_fds.reserve(layers.size());
   for (const auto& layer : layers) layer_fds.push_back(layer.get());
   check_sys(fdpass::send(engine_end.get(), "g", layer_fds), "releasing the init");
   layers.clear();

@@ -69,7 +69,7 @@ class InitProcess {
 
  private:
   friend InitProcess launch_init(Zygote&, int, int, std::uint32_t, const protocol::Config&,
-                                 const std::function<void(pid_t)>&, bool, std::stop_token);
+                                 const std::function<void(pid_t)>&, bool, const std::stop_token&);
   pid_t pid_ = -1;
   UniqueFd pidfd_;
   UniqueFd control_;
@@ -85,6 +85,6 @@ class InitProcess {
 inline constexpr int kAheadNice = 19;
 InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t host_id_base,
                         const protocol::Config& config, const std::function<void(pid_t)>& place, bool ahead,
-                        std::stop_token cancellation);
+                        const std::stop_token& cancellation);
 
 }  // namespace mayura

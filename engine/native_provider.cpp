@@ -79,10 +79,10 @@ void check_options(const NativeOptions& o) {
     invalid("tmpfs sizes must be positive");
   if (o.state_dir.empty() || o.state_dir.front() != '/') invalid("state_dir must be an absolute path");
   if (!(o.default_cpus >= 0 && o.default_cpus <= 1024)) invalid("default_cpus must be between 0 (every cpu) and 1024");
-  if (o.default_memory_mib != 0 && (o.default_memory_mib < kMinMemoryMib || o.default_memory_mib > (1ll << 30))) {
+  if (o.default_memory_mib != 0 && (o.default_memory_mib < kMinMemoryMib || o.default_memory_mib > (1LL << 30))) {
     invalid("default_memory_mib must be 0 (no bound) or between 16 and 2^30");
   }
-  if (o.default_pids < 0 || o.default_pids > (1ll << 22)) invalid("default_pids must be 0 (no bound) or at most 2^22");
+  if (o.default_pids < 0 || o.default_pids > (1LL << 22)) invalid("default_pids must be 0 (no bound) or at most 2^22");
   netfilter::check_pool(o.all_network_pool);
   egress_options(o);  // throws on a bad server or range
 }
@@ -116,7 +116,7 @@ void check_host_memory() {
   std::string line;
   while (std::getline(meminfo, line)) {
     if (line.rfind("MemAvailable:", 0) != 0) continue;
-    const long mib = std::atol(line.c_str() + 13) / 1024;
+    const long mib = std::strtol(line.c_str() + 13, nullptr, 10) / 1024;  // kB; an unreadable one reads as 0
     if (mib < kMinAvailableMib) {
       throw SandboxError(Reason::LIMIT_REACHED, "the host's memory is nearly exhausted (MemAvailable " +
                                                     std::to_string(mib) + " MiB, below " +
@@ -218,7 +218,7 @@ class NativeProvider final : public SandboxProvider {
   // network namespace, the init and its root. `ahead`: for the pool, at the
   // lowest priority (launch_init).
   std::shared_ptr<native::SandboxCore> build(const SandboxImage& image, const Filters& filters,
-                                             std::stop_token cancellation, bool ahead = false) {
+                                             const std::stop_token& cancellation, bool ahead = false) {
     StepTimer timer("build");
     check_host_memory();
     auto core = std::make_shared<native::SandboxCore>();

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "exec.hpp"
 #include "fdpass.hpp"
@@ -177,12 +178,13 @@ void NativeSandbox::async_read_file(const std::string& path, const ReadOptions& 
 void NativeSandbox::async_write_file(const std::string& path, std::string data, const FileOptions& options,
                                      DoneCompletion done) {
   files::start_file_call(core_, files::write_op(absolute(path), path, std::move(data)), options.cancellation,
-                         reactor_executor(), [done = std::move(done)](std::exception_ptr e, std::string) { done(e); });
+                         reactor_executor(),
+                         [done = std::move(done)](std::exception_ptr e, const std::string&) { done(std::move(e)); });
 }
 
 void NativeSandbox::async_list(const std::string& path, const FileOptions& options, ListCompletion done) {
   files::start_file_call(core_, files::list_op(absolute(path), path), options.cancellation, reactor_executor(),
-                         [done = std::move(done)](std::exception_ptr e, std::string bytes) {
+                         [done = std::move(done)](std::exception_ptr e, const std::string& bytes) {
                            std::vector<FileEntry> entries;
                            if (!e) {
                              try {
@@ -197,7 +199,7 @@ void NativeSandbox::async_list(const std::string& path, const FileOptions& optio
 
 void NativeSandbox::async_remove(const std::string& path, const FileOptions& options, DoneCompletion done) {
   files::start_file_call(core_, files::remove_op(absolute(path), path), options.cancellation, reactor_executor(),
-                         [done = std::move(done)](std::exception_ptr e, std::string) { done(e); });
+                         [done = std::move(done)](std::exception_ptr e, const std::string&) { done(std::move(e)); });
 }
 
 std::string NativeSandbox::url(int port) { return core_->url(port); }

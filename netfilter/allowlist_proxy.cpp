@@ -133,7 +133,7 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
 
   bool allowed(const std::string& name, std::uint16_t port) const { return policy->allowlist()->allows(name, port); }
 
-  void serve_transparent(tcp::socket client, std::shared_ptr<Ticket> ticket) {
+  void serve_transparent(tcp::socket client, const std::shared_ptr<Ticket>& ticket) {
     const auto original = original_destination(client);
     std::optional<std::string> name;
     if (original && original->address().is_v4())
@@ -191,7 +191,7 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
                                  });
   }
 
-  void route(const std::shared_ptr<HttpClient>& conn, const std::string& head, std::string rest) {
+  void route(const std::shared_ptr<HttpClient>& conn, const std::string& head, const std::string& rest) {
     const ProxyParse parsed = parse_proxy_request(head);
     if (!parsed.request) return answer(conn, parsed.status, parsed.why);
     const ProxyRequest& r = *parsed.request;
@@ -233,7 +233,7 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
 
   using Opened = std::function<void(std::optional<tcp::socket>, const std::string& why, const std::shared_ptr<State>&,
                                     const Destination&)>;
-  void open(Destination d, Opened then) {
+  void open(const Destination& d, Opened then) {
     if (pending.load() >= kMaxOpening) {
       refused.fetch_add(1);
       return then(std::nullopt, "too many connections are being opened at once", shared_from_this(), d);

@@ -12,6 +12,7 @@
 #include <random>
 
 #include <boost/asio/system_executor.hpp>
+#include <utility>
 
 #include "pacing.hpp"
 
@@ -358,7 +359,7 @@ std::exception_ptr provider_failure(const char* what, std::exception_ptr error) 
 // closes its Sandboxes must find the provider gone), its failures as
 // guarded() gives them, and `check(result)` on what succeeded.
 template <class... R, class Start, class Check>
-void start_on(std::shared_ptr<SandboxBackend> backend, const char* what, Start start, Check check,
+void start_on(const std::shared_ptr<SandboxBackend>& backend, const char* what, Start start, Check check,
               std::function<void(std::exception_ptr, R...)> done) {
   auto holder = std::make_shared<std::shared_ptr<SandboxBackend>>(backend);
   auto finish = [holder, what, check, done](std::exception_ptr error, R... result) mutable {
@@ -406,7 +407,7 @@ void Sandbox::start_read_file(std::string path, ReadOptions options, ReadComplet
   start_on<std::string>(
       backend, "read_file",
       [path = std::move(path), options](SandboxBackend& b, ReadCompletion finish) {
-        b.async_read_file(path, options, finish);
+        b.async_read_file(path, options, std::move(finish));
       },
       [limit](const std::string& data) { check_read(data, limit); }, std::move(done));
 }
@@ -416,7 +417,8 @@ void Sandbox::write_file(std::string_view path, std::string_view data, const Fil
   guarded("write_file", [&] { backend->write_file(std::string(path), data, options); });
 }
 
-void Sandbox::start_write_file(std::string path, std::string data, FileOptions options, DoneCompletion done) const {
+void Sandbox::start_write_file(std::string path, std::string data, const FileOptions& options,
+                               DoneCompletion done) const {
   std::shared_ptr<SandboxBackend> backend;
   try {
     backend = write_backend(path, data, options);
@@ -426,7 +428,7 @@ void Sandbox::start_write_file(std::string path, std::string data, FileOptions o
   start_on<>(
       backend, "write_file",
       [path = std::move(path), data = std::move(data), options](SandboxBackend& b, DoneCompletion finish) mutable {
-        b.async_write_file(path, std::move(data), options, finish);
+        b.async_write_file(path, std::move(data), options, std::move(finish));
       },
       [] {}, std::move(done));
 }
@@ -438,7 +440,7 @@ std::vector<FileEntry> Sandbox::list(std::string_view path, const FileOptions& o
   return entries;
 }
 
-void Sandbox::start_list(std::string path, FileOptions options, ListCompletion done) const {
+void Sandbox::start_list(std::string path, const FileOptions& options, ListCompletion done) const {
   std::shared_ptr<SandboxBackend> backend;
   try {
     backend = path_backend(path, options);
@@ -448,7 +450,7 @@ void Sandbox::start_list(std::string path, FileOptions options, ListCompletion d
   start_on<std::vector<FileEntry>>(
       backend, "list",
       [path = std::move(path), options](SandboxBackend& b, ListCompletion finish) {
-        b.async_list(path, options, finish);
+        b.async_list(path, options, std::move(finish));
       },
       [](std::vector<FileEntry>& entries) { check_listing(entries); }, std::move(done));
 }
@@ -458,7 +460,7 @@ void Sandbox::remove(std::string_view path, const FileOptions& options) const {
   guarded("remove", [&] { backend->remove(std::string(path), options); });
 }
 
-void Sandbox::start_remove(std::string path, FileOptions options, DoneCompletion done) const {
+void Sandbox::start_remove(std::string path, const FileOptions& options, DoneCompletion done) const {
   std::shared_ptr<SandboxBackend> backend;
   try {
     backend = path_backend(path, options);
@@ -468,7 +470,7 @@ void Sandbox::start_remove(std::string path, FileOptions options, DoneCompletion
   start_on<>(
       backend, "remove",
       [path = std::move(path), options](SandboxBackend& b, DoneCompletion finish) {
-        b.async_remove(path, options, finish);
+        b.async_remove(path, options, std::move(finish));
       },
       [] {}, std::move(done));
 }
@@ -485,7 +487,7 @@ void Sandbox::start_exec(std::vector<std::string> argv, ExecOptions options, Exe
   start_on<ExecResult>(
       backend, "exec",
       [argv = std::move(argv), options](SandboxBackend& b, ExecCompletion finish) {
-        b.async_exec(argv, options, finish);
+        b.async_exec(argv, options, std::move(finish));
       },
       [limit](ExecResult& result) { result = checked_result(std::move(result), limit); }, std::move(done));
 }

@@ -295,7 +295,7 @@ std::vector<Tool> sandbox_tools(SandboxSource source, const SandboxToolsOptions&
   return tools;
 }
 
-std::vector<Tool> sandbox_tools(Sandbox sandbox, const SandboxToolsOptions& options) {
+std::vector<Tool> sandbox_tools(const Sandbox& sandbox, const SandboxToolsOptions& options) {
   return sandbox_tools([sandbox](const RunContext&) { return sandbox; }, options);
 }
 

@@ -123,7 +123,13 @@ Native native() {
     n.compatible.push_back(SCMP_ARCH_ARM);
   }
   utsname u{};
-  if (::uname(&u) == 0) std::sscanf(u.release, "%d.%d", &n.kernel_major, &n.kernel_minor);
+  if (::uname(&u) == 0) {
+    // "6.1.0-57-amd64": what does not parse stays 0 (an old kernel: every
+    // syscall gated on a version counts as absent)
+    char* end = nullptr;
+    n.kernel_major = static_cast<int>(std::strtol(u.release, &end, 10));
+    if (end && *end == '.') n.kernel_minor = static_cast<int>(std::strtol(end + 1, nullptr, 10));
+  }
   return n;
 }
 

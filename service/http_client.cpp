@@ -14,6 +14,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <optional>
+#include <utility>
 
 #include "mayura/errors.hpp"
 
@@ -70,7 +71,7 @@ awaitable<void> exchange(Stream& stream, const Endpoint& e, const HttpCall& call
 Endpoint parse_endpoint(const std::string& url) {
   Endpoint e;
   e.text = url;
-  if (url.rfind("unix://", 0) == 0 || url.rfind("/", 0) == 0) {
+  if (url.rfind("unix://", 0) == 0 || url.rfind('/', 0) == 0) {
     e.kind = Endpoint::Kind::unix_socket;
     e.path = url.rfind("unix://", 0) == 0 ? url.substr(7) : url;
     if (e.path.empty() || e.path.front() != '/')
@@ -109,7 +110,7 @@ HttpAnswer http_call(const Endpoint& e, const HttpCall& call) {
   std::function<void()> close_socket;
   std::function<void()> half_close;
   auto on_done = [&](std::exception_ptr error) {
-    thrown = error;
+    thrown = std::move(error);
     deadline.cancel();
   };
   std::optional<asio::local::stream_protocol::socket> unix_socket;

@@ -133,7 +133,7 @@ ExecResult streamed_exec(const Link& link, std::string target, std::string body,
   const HttpAnswer a = service::http_call(link.endpoint, c);
   if (a.cancelled) throw SandboxError(Reason::CANCELLED, "the operation was cancelled");
   if (a.status != 200) throw failure_of(a);
-  if (failed) throw *failed;
+  if (failed) throw SandboxError(*failed);
   if (!result) throw SandboxError(Reason::INTERNAL, "mayurad's exec stream ended with no result");
   return *result;
 }

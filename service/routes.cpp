@@ -257,8 +257,8 @@ std::optional<std::variant<FileCall, Reply>> Routes::file_call(http::verb method
   }
 }
 
-Reply Routes::file_reply(const FileCall& call, std::exception_ptr error, std::string data,
-                         std::vector<FileEntry> entries) noexcept {
+Reply Routes::file_reply(const FileCall& call, const std::exception_ptr& error, std::string data,
+                         const std::vector<FileEntry>& entries) noexcept {
   try {
     if (error) std::rethrow_exception(error);
     switch (call.kind) {

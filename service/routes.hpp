@@ -70,8 +70,8 @@ class Routes {
   std::optional<std::variant<FileCall, Reply>> file_call(boost::beast::http::verb method, std::string_view target,
                                                          const Client& client) noexcept;
   // The answer to a file call that ended (`error`, or what it read or listed).
-  Reply file_reply(const FileCall& call, std::exception_ptr error, std::string data,
-                   std::vector<FileEntry> entries) noexcept;
+  Reply file_reply(const FileCall& call, const std::exception_ptr& error, std::string data,
+                   const std::vector<FileEntry>& entries) noexcept;
 
   // For an exec: the client's sandbox and the request; SandboxError (GONE
   // for an id the client does not have) otherwise.

@@ -31,6 +31,7 @@
 #include <cerrno>
 #include <cstring>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "routes.hpp"
@@ -262,7 +263,8 @@ awaitable<bool> stream_command(Stream& stream, State& s, unsigned version, bool 
                        metrics->exec_seconds.observe(
                            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
                        channel->async_send(boost::system::error_code{},
-                                           ExecEvent{ExecEvent::done, {}, error, std::move(result)}, asio::detached);
+                                           ExecEvent{ExecEvent::done, {}, std::move(error), std::move(result)},
+                                           asio::detached);
                      });
   beast::get_lowest_layer(stream).expires_never();
   bool gone = false;

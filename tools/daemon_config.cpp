@@ -70,7 +70,7 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
   if (!root.is_object()) throw SandboxError(Reason::INVALID_CONFIG, source + " must hold one JSON object");
   DaemonConfig c;
   c.limits.max_sandboxes = 64;
-  c.limits.max_lifetime_ms = 24ll * 3600 * 1000;
+  c.limits.max_lifetime_ms = 24LL * 3600 * 1000;
   Keys k(root, source, "");
   constexpr std::int64_t kBig = std::int64_t{1} << 40;
 
@@ -137,7 +137,7 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
   if (const json* v = k.take("imageDir")) c.native.image_dir = text(k, "imageDir", *v);
   if (const json* v = k.take("cgroupRoot")) c.native.cgroup_root = text(k, "cgroupRoot", *v);
   if (const json* v = k.take("idBase"))
-    c.native.id_base = static_cast<std::uint32_t>(integer(k, "idBase", *v, 65536, 0xf0000000ll));
+    c.native.id_base = static_cast<std::uint32_t>(integer(k, "idBase", *v, 65536, 0xf0000000LL));
   if (const json* v = k.take("idSlots"))
     c.native.id_slots = static_cast<std::uint32_t>(integer(k, "idSlots", *v, 1, 65535));
   if (const json* v = k.take("maxConnections"))

@@ -220,6 +220,7 @@ int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
   std::vector<int> received;
   if (fdpass::receive(kControlFd, go, received) <= 0 || go != "g") ::_exit(1);
   std::vector<UniqueFd> layers;
+  layers.reserve(received.size());
   for (int fd : received) layers.emplace_back(fd);
   // Root of our user namespace, with no host groups left over.
   if (::setgroups(0, nullptr) != 0 || ::setresgid(0, 0, 0) != 0 || ::setresuid(0, 0, 0) != 0) fail(Step::ids, errno);

@@ -153,7 +153,7 @@ bool platform_matches(const json& platform) {
 std::string host_architecture() {
   utsname u{};
   ::uname(&u);
-  const std::string m = u.machine;
+  std::string m = u.machine;
   if (m == "x86_64") return "amd64";
   if (m == "aarch64") return "arm64";
   if (m == "i686" || m == "i386") return "386";

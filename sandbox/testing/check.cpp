@@ -108,7 +108,7 @@ std::string unique_token() {
   return out;
 }
 
-std::string sh(const Sandbox& sandbox, const std::string& script, ExecOptions options) {
+std::string sh(const Sandbox& sandbox, const std::string& script, const ExecOptions& options) {
   const ExecResult r = sandbox.exec({"/bin/sh", "-c", script}, options);
   if (r.exit_code != 0) {
     fail("sh -c " + show(script) + " exited " + show(r.exit_code) + (r.timed_out ? " (timed out)" : "") + ", stderr " +

@@ -100,7 +100,7 @@ std::string quote(std::string_view text);
 std::string unique_token();
 
 // Runs `sh -c script` and fails unless it exits 0; gives its stdout.
-std::string sh(const Sandbox& sandbox, const std::string& script, ExecOptions options = {});
+std::string sh(const Sandbox& sandbox, const std::string& script, const ExecOptions& options = {});
 
 // How long the suite waits for something it knows must come (a command's
 // end once it is to stop, the end of a release, processes leaving /proc)

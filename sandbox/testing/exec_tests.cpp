@@ -10,6 +10,7 @@
 #include <thread>
 
 #include <boost/asio/use_future.hpp>
+#include <utility>
 
 #include "areas.hpp"
 #include "check.hpp"
@@ -17,7 +18,7 @@
 namespace mayura::testing::conformance {
 namespace {
 
-ExecResult run_sh(const Sandbox& s, const std::string& script, ExecOptions options = {}) {
+ExecResult run_sh(const Sandbox& s, const std::string& script, const ExecOptions& options = {}) {
   return s.exec({"/bin/sh", "-c", script}, options);
 }
 
@@ -109,8 +110,7 @@ void argv_intact(const Sandbox& s) {
                                          "",
                                          "-n",
                                          "--",
-                                         "\xc3\xbcnic\xc3\xb8"
-                                         "de \xe2\x98\x83",
+                                         std::string("\xc3\xbcnic\xc3\xb8") + "de \xe2\x98\x83",
                                          std::string("\x01\x7f\xff", 3)};
   std::vector<std::string> argv = {"/bin/sh", "-c", "for a; do printf '[%s]' \"$a\"; done", "sh"};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -192,7 +192,7 @@ void streaming(const Sandbox& s) {
     // Stopped (and joined) once exec has returned, however it did.
     std::jthread answer([&](std::stop_token returned) {
       std::unique_lock lock(streamed.mutex);
-      if (!streamed.changed.wait(lock, returned, [&] { return streamed.out.size() >= 5; })) return;
+      if (!streamed.changed.wait(lock, std::move(returned), [&] { return streamed.out.size() >= 5; })) return;
       lock.unlock();
       try {
         s.write_file(dir.path("streamed"), "");
@@ -317,6 +317,7 @@ void many_threads(const Sandbox& s) {
   std::mutex mutex;
   std::vector<std::string> wrong;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kEach; ++i) {

@@ -140,6 +140,7 @@ void listing(const Sandbox& s) {
       {"link", FileType::symlink, {}}, {"zero", FileType::file, 0},
   };
   std::vector<std::string> names;
+  names.reserve(expected.size());
   for (const auto& e : expected) names.push_back(e.name);
 
   const auto entries = s.list(dir.relative());
@@ -184,6 +185,7 @@ void many_threads(const Sandbox& s) {
   constexpr int kThreads = 6;
   std::vector<std::string> wrong(kThreads);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       try {

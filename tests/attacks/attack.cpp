@@ -33,7 +33,7 @@ std::map<std::string, std::string> parse_results(const std::string& out) {
 }
 
 std::map<std::string, std::string> probe(const Sandbox& sandbox, const std::vector<std::string>& args,
-                                         ExecOptions options) {
+                                         const ExecOptions& options) {
   std::vector<std::string> argv = {"/workspace/probe"};
   argv.insert(argv.end(), args.begin(), args.end());
   const ExecResult r = sandbox.exec(argv, options);

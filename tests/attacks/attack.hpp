@@ -21,7 +21,7 @@ std::map<std::string, std::string> parse_results(const std::string& out);
 
 // Runs `/workspace/probe args...` and parses its output; expects exit 0.
 std::map<std::string, std::string> probe(const Sandbox& sandbox, const std::vector<std::string>& args,
-                                         ExecOptions options = {});
+                                         const ExecOptions& options = {});
 
 // The test process's resident memory (it holds the engine) from
 // /proc/self/status, in MiB: now (VmRSS) and at its peak (VmHWM) since the

@@ -254,7 +254,7 @@ int cmd_suid(char** argv) {
     status = read_small(proc + "/status");
     const std::string state = line_of(status, "State:");
     // sleeping in the new program (its ids committed), or already ended
-    if ((n > 0 && std::strcmp(exe, target) == 0 && state.rfind("S", 0) == 0) || state.rfind("Z", 0) == 0) {
+    if ((n > 0 && std::strcmp(exe, target) == 0 && state.rfind('S', 0) == 0) || state.rfind('Z', 0) == 0) {
       seen = n > 0;
       break;
     }

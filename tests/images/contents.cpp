@@ -180,7 +180,7 @@ std::vector<Entry> big_layer(std::size_t bytes, std::uint64_t seed) {
 std::string host_architecture() {
   utsname u{};
   if (uname(&u) != 0) throw std::runtime_error("image fixture: uname failed");
-  const std::string machine = u.machine;
+  std::string machine = u.machine;
   // The GOARCH names images use; ppc64le, s390x and riscv64 are the same.
   if (machine == "x86_64") return "amd64";
   if (machine == "aarch64") return "arm64";

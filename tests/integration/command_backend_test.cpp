@@ -254,7 +254,8 @@ class CommandConformance : public NativeTest, public ::testing::WithParamInterfa
 };
 
 TEST_P(CommandConformance, Passes) {
-  const auto& [variant, name] = GetParam();
+  const Variant& variant = std::get<0>(GetParam());
+  const std::string& name = std::get<1>(GetParam());
   const auto& suite = sandbox_conformance();
   const auto it = std::find_if(suite.begin(), suite.end(), [&](const ConformanceTest& t) { return t.name == name; });
   ASSERT_NE(it, suite.end());

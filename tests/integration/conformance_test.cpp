@@ -29,6 +29,7 @@ std::vector<std::string> suite_names() {
 
 std::vector<std::string> names_in(const std::vector<FileEntry>& entries) {
   std::vector<std::string> names;
+  names.reserve(entries.size());
   for (const auto& e : entries) names.push_back(e.name);
   return names;
 }

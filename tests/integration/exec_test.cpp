@@ -277,6 +277,7 @@ TEST_F(ExecTest, ManyThreadsExecAtOnce) {
   auto s = create();
   std::atomic<int> ok{0};
   std::vector<std::thread> threads;
+  threads.reserve(8);
   for (int i = 0; i < 8; ++i) {
     threads.emplace_back([&, i] {
       for (int j = 0; j < 5; ++j) {

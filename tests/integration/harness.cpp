@@ -301,7 +301,7 @@ Sandbox NativeTest::create(CreateOptions create) {
   return sandboxes().create(create);
 }
 
-std::string NativeTest::sh(const Sandbox& sandbox, const std::string& script, ExecOptions options) {
+std::string NativeTest::sh(const Sandbox& sandbox, const std::string& script, const ExecOptions& options) {
   const ExecResult r = sandbox.exec({"/bin/sh", "-c", script}, options);
   EXPECT_EQ(r.exit_code, 0) << script << "\nstdout: " << r.stdout << "\nstderr: " << r.stderr;
   return r.stdout;

@@ -73,7 +73,7 @@ class NativeTest : public ::testing::Test {
   Sandboxes& sandboxes();
   Sandbox create(CreateOptions create = {});
   // Runs `sh -c script` and expects exit 0; returns stdout.
-  std::string sh(const Sandbox& sandbox, const std::string& script, ExecOptions options = {});
+  std::string sh(const Sandbox& sandbox, const std::string& script, const ExecOptions& options = {});
   // Ends the provider (and with it every sandbox) before the leak check.
   void shutdown();
 

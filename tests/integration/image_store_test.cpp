@@ -342,8 +342,9 @@ TEST_F(ImageStoreTest, TwoImportsAtOnceBothLand) {
   img::write_oci_archive(b, spec_b, "b:1");
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
-  for (const auto& [file, times] : std::vector<std::pair<std::string, int>>{{a, 2}, {b, 2}}) {
-    for (int i = 0; i < times; ++i) {
+  for (const auto& entry : std::vector<std::pair<std::string, int>>{{a, 2}, {b, 2}}) {
+    const std::string& file = entry.first;
+    for (int i = 0; i < entry.second; ++i) {
       threads.emplace_back([&, file] {
         try {
           ImageStore(options().image_store).import_archive(file);

@@ -147,6 +147,7 @@ TEST_F(LifetimeTest, ManySandboxesAtOnceEachWithItsOwnIds) {
   std::vector<Sandbox> all;
   std::vector<std::thread> threads;
   std::mutex m;
+  threads.reserve(6);
   for (int i = 0; i < 6; ++i) {
     threads.emplace_back([&] {
       auto s = create();
@@ -171,6 +172,7 @@ TEST_F(LifetimeTest, TwoEnginesOnOneHostNeverShareAnIdRange) {
   sandboxes();
   std::vector<Sandbox> all(8);
   std::vector<std::thread> threads;
+  threads.reserve(8);
   for (int i = 0; i < 8; ++i) {
     threads.emplace_back([&, i] {
       CreateOptions c;

@@ -118,6 +118,7 @@ TEST_F(PathResolutionTest, TheEngineResolvesEveryPathAsRealpathDoes) {
     const Tree tree = random.make("/workspace/t");
     sh(sandbox, tree.script);
     std::vector<std::string> paths;
+    paths.reserve(40);
     for (int i = 0; i < 40; ++i) paths.push_back(random.path(tree));
     std::istringstream answers(sh(sandbox, shell_check(paths)));
     for (const auto& p : paths) {

@@ -719,6 +719,7 @@ TEST_F(DaemonTest, FiveHundredExecsAtOnceHoldNoThreadEach) {
     }
   } stop{pid};
   std::vector<std::string> ids;
+  ids.reserve(5);
   for (int i = 0; i < 5; ++i) ids.push_back(load::create(socket_, 120'000));
   ASSERT_EQ(std::count(ids.begin(), ids.end(), std::string()), 0);
   // The daemon's threads, warm: one exec each way through it first.

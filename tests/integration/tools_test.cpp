@@ -44,7 +44,7 @@ TEST_F(ToolsTest, EachRunHasASandboxOfItsOwnUntilItEnds) {
   EXPECT_EQ(per_run->size(), 2u);
   tool(tools, "ws.exec").call({{"command", "setsid sleep 300 >/dev/null 2>&1 < /dev/null &"}}, a);
   per_run->release("a");
-  EXPECT_TRUE(processes_in_range(options()).size() > 0);  // b's init is still there
+  EXPECT_TRUE(!processes_in_range(options()).empty());  // b's init is still there
   EXPECT_EQ(reason_of([&] { tool(tools, "ws.list").call(json::object(), a); }), Reason::GONE);
   per_run->release("b");
   EXPECT_EQ(processes_able_to_run(options()), std::vector<pid_t>{}) << "a run's process outlived its run";

@@ -182,6 +182,7 @@ TEST_F(WorldTest, BytesAreStreamedExactlyAndClientsAreServedTogether) {
   // Eight clients at once, each held open until all have connected: a
   // server that took them one by one would not accept the others.
   std::vector<int> fds;
+  fds.reserve(8);
   for (int i = 0; i < 8; ++i) fds.push_back(connected(SOCK_STREAM, "203.0.113.12", 80));
   std::vector<std::thread> clients;
   std::vector<std::size_t> sizes(fds.size());

@@ -46,10 +46,10 @@ TEST(Async, CallbackRunsOnTheConfiguredExecutor) {
   auto s = create_sandboxes(provider, o);
   bool done = false;
   std::thread::id where;
-  s.async_create(opts(), [&](std::exception_ptr e, Sandbox sb) {
+  s.async_create(opts(), [&](const std::exception_ptr& e, const Sandbox& sb) {
     ASSERT_FALSE(e);
     where = std::this_thread::get_id();
-    sb.async_exec({"x"}, {}, [&](std::exception_ptr e2, ExecResult r) {
+    sb.async_exec({"x"}, {}, [&](const std::exception_ptr& e2, const ExecResult& r) {
       EXPECT_FALSE(e2);
       EXPECT_EQ(r.exit_code, 0);
       done = true;

@@ -29,7 +29,7 @@ TEST(ImageReference, NamesGetATagAndLoseDockerHubsPrefixes) {
 TEST(ImageReference, WhatIsNoNameIsRefusedWithAReason) {
   for (const char* bad : {"", "Alpine", "alpine:", "alpine:-x", "alpine@sha256:abc", "/abs", "a//b", "a/", "-a", "a_",
                           "a...b", "../x", "a:b:c", "a b",
-                          "a:"
+                          "a:"  // NOLINT(bugprone-suspicious-missing-comma): one name, cut to fit the line
                           "01234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901"
                           "23456789012345678901234567890123456789"}) {
     std::string why;

@@ -116,6 +116,7 @@ TEST_F(Records, ALeaseHoldsNoDescriptorAndTheDirectoryGoesWithTheLastEngine) {
   auto engine = std::make_unique<EngineLock>(state_, 200);
   const int before = open_fds();
   std::vector<SlotLease> leases;
+  leases.reserve(200);
   for (int i = 0; i < 200; ++i) leases.push_back(engine->claim(places_, "/nowhere/0123456789abcdef"));
   EXPECT_EQ(open_fds(), before);
   remove_state_if_unused(state_);

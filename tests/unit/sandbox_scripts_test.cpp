@@ -224,6 +224,7 @@ TEST_P(SandboxScripts, ListingCarriesEveryNameAndKind) {
   for (const char* extra : {"link", "dangling", "sub", "fifo"}) expected.emplace_back(extra);
   std::sort(expected.begin(), expected.end());
   std::vector<std::string> names;
+  names.reserve(entries.size());
   for (const auto& e : entries) names.push_back(e.name);
   EXPECT_EQ(names, expected);
   for (const auto& e : entries) {

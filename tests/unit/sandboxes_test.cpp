@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <utility>
 
 #include "fake_provider.hpp"
 #include "mayura/sandbox.hpp"
@@ -17,7 +18,7 @@ using testing::FakeProvider;
 
 struct Fixture : ::testing::Test {
   std::shared_ptr<FakeProvider> provider = std::make_shared<FakeProvider>();
-  Sandboxes make(SandboxesOptions o = {}) { return create_sandboxes(provider, o); }
+  Sandboxes make(SandboxesOptions o = {}) { return create_sandboxes(provider, std::move(o)); }
   static CreateOptions opts(std::int64_t lifetime = 60'000) {
     CreateOptions c;
     c.lifetime_ms = lifetime;
@@ -203,6 +204,7 @@ TEST_F(Fixture, ManyThreadsCreateAndExecAtOnce) {
   auto s = make(o);
   std::atomic<int> ok{0}, limited{0};
   std::vector<std::thread> threads;
+  threads.reserve(16);
   for (int i = 0; i < 16; ++i) {
     threads.emplace_back([&] {
       try {

@@ -49,6 +49,7 @@ int errno_of(long nr, Args... args) {
 
 int exec(const std::vector<std::string>& argv) {
   std::vector<char*> raw;
+  raw.reserve(argv.size());
   for (const auto& a : argv) raw.push_back(const_cast<char*>(a.c_str()));
   raw.push_back(nullptr);
   ::execv(raw[0], raw.data());

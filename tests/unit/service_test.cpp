@@ -408,7 +408,7 @@ CreateOptions every_create_field() {
   o.cpus = 1.5;
   o.memory_mib = 2048;
   o.pids = 77;
-  o.seccomp_profile = std::string("{\"defaultAction\":\"SCMP_ACT_ERRNO\"}\xff", 36);
+  o.seccomp_profile = std::string("{\"defaultAction\":\"SCMP_ACT_ERRNO\"}\xff\0", 36);
   o.image = "python:3.12";
   o.labels = {{"team", "infra"}, {"run", "42"}};
   o.user = "1000:1000";
@@ -897,7 +897,7 @@ TEST(DaemonConfigParse, AnEmptyObjectGivesTheDefaults) {
   EXPECT_FALSE(c.socket_group_given);
   EXPECT_FALSE(c.tls);
   EXPECT_EQ(c.limits.max_sandboxes, 64u);
-  EXPECT_EQ(c.limits.max_lifetime_ms, 24ll * 3600 * 1000);
+  EXPECT_EQ(c.limits.max_lifetime_ms, 24LL * 3600 * 1000);
   const SandboxesOptions limits;
   EXPECT_EQ(c.limits.network, limits.network);
   EXPECT_EQ(c.limits.max_output_bytes, limits.max_output_bytes);
@@ -1160,7 +1160,7 @@ class DaemonConfigTokens : public ::testing::Test {
     std::filesystem::remove_all(dir_, ec);
   }
   std::string write(const std::string& name, const std::string& text, mode_t mode = 0600) {
-    const std::string path = dir_ + "/" + name;
+    std::string path = dir_ + "/" + name;
     {
       std::ofstream out(path, std::ios::binary);
       out << text;

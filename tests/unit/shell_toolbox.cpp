@@ -95,6 +95,7 @@ ShellResult ShellPlace::run_with(const std::string& script, const std::optional<
   std::vector<std::string> environment{"PATH=" + path_};
   environment.insert(environment.end(), env.begin(), env.end());
   std::vector<char*> envp;
+  envp.reserve(environment.size());
   for (auto& e : environment) envp.push_back(e.data());
   envp.push_back(nullptr);
   std::string arg0 = "sh", arg1 = "-c", arg2 = script;

@@ -21,7 +21,7 @@ using nlohmann::json;
 using testing::FakeProvider;
 using testing::reason_of;
 
-RunContext granted(std::vector<std::string> verbs, const std::string& name = "workspace") {
+RunContext granted(const std::vector<std::string>& verbs, const std::string& name = "workspace") {
   RunContext run;
   run.run_id = "run-1";
   for (const auto& v : verbs) {
@@ -60,6 +60,7 @@ TEST_F(ToolsTest, OnlyReadingIsOnByDefault) {
   o.name = "workspace";
   const auto tools = sandbox_tools(sandbox, o);
   std::vector<std::string> ids;
+  ids.reserve(tools.size());
   for (const auto& t : tools) ids.push_back(t.definition.id);
   EXPECT_EQ(ids, (std::vector<std::string>{"workspace.read", "workspace.list", "workspace.url"}));
   o.exec = o.write = o.remove = true;
@@ -266,6 +267,7 @@ TEST_F(ToolsTest, APerRunSandboxIsCreatedOnceOnFirstUseAndReleasedAtTheEnd) {
   const int before = provider->state->creates;  // the fixture's own sandbox
   EXPECT_EQ(per_run->size(), 0u);               // nothing until a tool needs it
   std::vector<std::thread> racers;
+  racers.reserve(8);
   for (int i = 0; i < 8; ++i) {
     racers.emplace_back([&] { find(tools, "workspace.exec").call({{"command", "true"}}, granted({"exec"})); });
   }

@@ -38,6 +38,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
   if (argv.empty()) throw std::invalid_argument("ChildProcess: no program");
   const std::string program = find_program(argv[0]);
   std::vector<char*> args;
+  args.reserve(argv.size());
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const pid_t parent = ::getpid();

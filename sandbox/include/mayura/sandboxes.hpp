@@ -159,9 +159,9 @@ class Sandbox {
   // gets its end (or its refusal), once.
   void start_exec(std::vector<std::string> argv, ExecOptions options, ExecCompletion done) const;
   void start_read_file(std::string path, ReadOptions options, ReadCompletion done) const;
-  void start_write_file(std::string path, std::string data, FileOptions options, DoneCompletion done) const;
-  void start_list(std::string path, FileOptions options, ListCompletion done) const;
-  void start_remove(std::string path, FileOptions options, DoneCompletion done) const;
+  void start_write_file(std::string path, std::string data, const FileOptions& options, DoneCompletion done) const;
+  void start_list(std::string path, const FileOptions& options, ListCompletion done) const;
+  void start_remove(std::string path, const FileOptions& options, DoneCompletion done) const;
   // The checks of each call, then the backend to run it on.
   std::shared_ptr<SandboxBackend> exec_backend(const std::vector<std::string>& argv, const ExecOptions& options,
                                                std::size_t& limit) const;

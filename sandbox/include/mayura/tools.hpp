@@ -99,7 +99,7 @@ struct SandboxToolsOptions {
 
 // The tools for `options` (INVALID_INPUT for a bad name or size).
 std::vector<Tool> sandbox_tools(SandboxSource source, const SandboxToolsOptions& options);
-std::vector<Tool> sandbox_tools(Sandbox sandbox, const SandboxToolsOptions& options);
+std::vector<Tool> sandbox_tools(const Sandbox& sandbox, const SandboxToolsOptions& options);
 
 // Per-run sandboxes: a run's sandbox is created the first time one of its
 // tools needs it (once, however many ask at once), and released when the
