@@ -89,19 +89,22 @@ s=$(stat -L -c %s "$p") || exit 9
 }
 
 std::string list(std::string_view path) {
-  // The glob takes every name but . and ..; a pattern that matched nothing
-  // stays as it is and is dropped for not existing. One stat for all the
-  // entries; if one went away meanwhile, one stat each for those still
-  // there. The names go as hex bytes through od, and awk puts each beside
-  // its stat line.
+  // The globs take every name but . and ..; a pattern that matched nothing
+  // stays as it is, first in what it gave, and is dropped for not existing.
+  // Each glob is put before the names already taken, so that this is one
+  // pass (a loop that rebuilt the list name by name took bash 40 s for
+  // 3,000 names). One stat for all the entries; if one went away
+  // meanwhile, one stat each for those still there. The names go as hex
+  // bytes through od, and awk puts each beside its stat line.
   return "p=" + path_word(path) + "\n" + R"(if [ ! -e "$p" ]; then exit 3; fi
 if [ ! -d "$p" ]; then exit 4; fi
 cd "$p" 2>/dev/null && [ -r . ] || exit 5
-set -- * .[!.]* ..?*
-for f do
-  shift
-  if [ -e "$f" ] || [ -L "$f" ]; then set -- "$@" "$f"; fi
-done
+set -- ..?*
+[ -e "$1" ] || [ -L "$1" ] || shift
+set -- .[!.]* "$@"
+[ -e "$1" ] || [ -L "$1" ] || shift
+set -- * "$@"
+[ -e "$1" ] || [ -L "$1" ] || shift
 if [ $# -gt 0 ] && ! s=$(stat -c '%f %s %.3Y' -- "$@" 2>/dev/null); then
   s=
   for f do
