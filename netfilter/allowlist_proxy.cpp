@@ -115,7 +115,7 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
       } else {
         auto ticket = std::make_shared<Ticket>(self);
         if (is_transparent) {
-          self->serve_transparent(std::move(client), std::move(ticket));
+          self->serve_transparent(std::move(client), ticket);
         } else {
           self->serve_http(std::move(client), std::move(ticket));
         }

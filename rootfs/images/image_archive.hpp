@@ -45,10 +45,10 @@ class ImageArchive {
   const std::vector<ArchiveImage>& images() const { return images_; }
   std::uint64_t file_size() const { return file_size_; }
 
-  // Calls `take(entry, reader, bytes_read)` for each entry in `entries`, in
+  // Calls `take(entry, reader, bytes_read)` for each entry in `wanted`, in
   // the archive's order, with `reader` positioned at its data; `bytes_read`
   // tells how much of the archive file has been read so far.
-  void stream(const std::set<std::string>& entries,
+  void stream(const std::set<std::string>& wanted,
               const std::function<void(const std::string& entry, archive* reader)>& take,
               const std::function<void(std::uint64_t bytes_read)>& progress = {}) const;
 

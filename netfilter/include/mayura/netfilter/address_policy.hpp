@@ -32,7 +32,7 @@ AddressClass classify(const boost::asio::ip::address& address);
 struct Prefix {
   boost::asio::ip::address network;
   int length = 0;
-  bool contains(const boost::asio::ip::address& address) const;
+  bool contains(const boost::asio::ip::address& candidate) const;
 };
 // Throws SandboxError(INVALID_CONFIG) naming `text` if it is no prefix.
 Prefix parse_prefix(const std::string& text);

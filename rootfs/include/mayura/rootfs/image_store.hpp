@@ -87,11 +87,11 @@ class ImageStore {
 
   std::vector<StoredImage> list() const;
   // By name:tag, or by id (sha256:… or a unique prefix of at least 12 hex digits).
-  std::optional<StoredImage> find(const std::string& text) const;
+  std::optional<StoredImage> find(const std::string& what) const;
   // Removes the name. The image goes with its last name unless a sandbox
   // runs on it (then with the next removal or import after that); its
   // layers go unless another image uses them.
-  RemoveResult remove(const std::string& text);
+  RemoveResult remove(const std::string& what);
 
   // The image and a shared lock of it that keeps it (and its layers) in the
   // store for as long as the fd is open.

@@ -42,7 +42,7 @@ Program compile_baseline();
 Program baseline_program();
 
 // An OCI/Docker JSON profile. Throws ProfileError naming what is wrong.
-Program compile_oci(std::string_view json);
+Program compile_oci(std::string_view text);
 
 // Installs a program in the calling thread. Needs no_new_privs (or
 // CAP_SYS_ADMIN). Returns 0, or -1 with errno. Kernel calls only, so the

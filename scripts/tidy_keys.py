@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Prints, for each translation unit of a build, a key of everything
+clang-tidy's verdict on it depends on, and its path:
+
+    tidy_keys.py BUILD_DIR ROOT > keys
+
+The key is a SHA-256 over clang-tidy's version, every .clang-tidy of the
+tree, the unit's compile flags and its preprocessed text (the source with
+every header it includes, Boost's and the C++ library's too). The same key
+means clang-tidy reads exactly the same program with the same checks.
+Paths are made relative to ROOT first (flags, and __FILE__ through
+-fmacro-prefix-map), so that a key holds in any checkout.
+"""
+
+import concurrent.futures
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+
+def units(build, root):
+    seen = set()
+    for entry in json.load(open(os.path.join(build, "compile_commands.json"))):
+        path = entry["file"]
+        if not path.startswith(root + "/") or "/build" in path[len(root):] or path in seen:
+            continue
+        seen.add(path)
+        yield entry
+
+
+def preprocess_args(entry, root):
+    args = shlex.split(entry["command"])
+    out = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a in ("-o", "-MT", "-MF", "-MQ"):
+            skip = True
+            continue
+        if a in ("-c", "-MD", "-MMD"):
+            continue
+        out.append(a)
+    return out + ["-E", "-P", "-fmacro-prefix-map=" + root + "/="]
+
+
+def key(entry, root, common):
+    args = preprocess_args(entry, root)
+    text = subprocess.run(args, cwd=entry["directory"], capture_output=True, check=True).stdout
+    h = hashlib.sha256(common)
+    h.update(" ".join(args).replace(root, ".").encode())
+    h.update(b"\0")
+    h.update(text)
+    return h.hexdigest()
+
+
+def main():
+    build, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    version = subprocess.run(["clang-tidy", "--version"], capture_output=True, check=True).stdout
+    configs = subprocess.run(["git", "-C", root, "ls-files", "*.clang-tidy", ".clang-tidy"], capture_output=True,
+                             check=True, text=True).stdout.split()
+    common = version
+    for c in sorted(configs):
+        common += c.encode() + b"\0" + open(os.path.join(root, c), "rb").read()
+    entries = list(units(build, root))
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        keys = list(pool.map(lambda e: key(e, root, common), entries))
+    for k, e in zip(keys, entries):
+        print(k, os.path.relpath(e["file"], root))
+
+
+if __name__ == "__main__":
+    main()
