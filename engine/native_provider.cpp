@@ -360,10 +360,10 @@ class NativeProvider final : public SandboxProvider {
   Zygote zygote_;
   native::LifetimeReaper reaper_;
   // Last: its thread uses everything above, and stops first.
-  native::PreparedPool prepared_{options_.prepared, [this](std::stop_token stop) {
+  native::PreparedPool prepared_{options_.prepared, [this](const std::stop_token& stop) {
                                    SandboxImage host;
                                    host.image = rootfs::Image{"host", "/", true, {}};
-                                   return build(host, default_seccomp_, std::move(stop), true);
+                                   return build(host, default_seccomp_, stop, true);
                                  }};
 };
 

@@ -45,7 +45,7 @@ class SandboxCore {
   // variables), then the create's, which win.
   std::map<std::string, std::string> command_env() const;
   // Changes the network; GONE if the sandbox has ended.
-  void set_network(const Network& network);
+  void set_network(const Network& next);
 
   // The host URL of a published port; GONE if the sandbox has ended.
   std::string url(int port);

@@ -132,7 +132,7 @@ service::Reply run_file_call(service::Routes& routes, const service::FileCall& c
   } catch (...) {
     error = std::current_exception();
   }
-  return routes.file_reply(call, error, std::move(data), std::move(entries));
+  return routes.file_reply(call, error, std::move(data), entries);
 }
 
 // One request as the server serves it; false when the connection would end.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite from scratch, as root: installs what is needed,
 # checks the format (scripts/format.sh), builds with warnings as errors and
-# runs every test on this machine, with clang-tidy over the whole tree
-# (scripts/tidy.sh) beside the tests; runs the TypeScript provider's tests
+# runs clang-tidy over the whole tree (scripts/tidy.sh) and every test on
+# this machine; runs the TypeScript provider's tests
 # against its mayurad; runs the suites that
 # depend on the kind of host again in VMs of Debian 12's kernel,
 # one per cgroup layout (pure cgroup2 in the root cgroup, delegated and in a
@@ -25,16 +25,9 @@ echo "== format (.clang-format, over the whole tree)"
 echo "== build (warnings as errors)"
 "$here/build.sh" "$root/build"
 
-# clang-tidy over the whole tree costs about 23 minutes of both cores: it
-# runs beside the tests at idle priority (SCHED_IDLE), so it takes only the
-# time they leave (the VMs' guests wait for their sandboxes much of the
-# time), and its findings are waited for after the VMs.
-echo "== static checks (.clang-tidy, over the whole tree): started, at idle priority beside the tests"
-tidy_log=$root/build/tidy.log
-setsid chrt --idle 0 "$here/tidy.sh" "$root/build" >"$tidy_log" 2>&1 &
-tidy_pid=$!
-tidy_started=$(date +%s)
-trap 'kill -- -"$tidy_pid" 2>/dev/null || true' EXIT
+echo "== static checks (.clang-tidy, over the whole tree: scripts/tidy.sh)"
+"$here/tidy.sh" "$root/build"
+
 echo "== tests on this machine ($(uname -r), $("$root/build/tools/mayura-run" doctor | sed -n 2p | cut -d' ' -f2))"
 # UnifiedCgroupTest needs a pure cgroup2 host: it runs in the VMs below.
 (cd "$root/build" && ctest -j"$(($(nproc) * 2))" --timeout 120 --output-on-failure --no-tests=error -E 'UnifiedCgroupTest|AtTheOpenFileLimit')
@@ -44,13 +37,6 @@ echo "== the TypeScript provider (clients/typescript), against this build's mayu
 
 echo "== tests in VMs of Debian 12's kernel, one per cgroup layout (tests/vm)"
 "$root/tests/vm/matrix.sh" "$root/build"
-
-echo "== static checks (.clang-tidy): the findings"
-tidy_status=0
-wait "$tidy_pid" || tidy_status=$?
-echo "($(($(date +%s) - tidy_started)) s since they started)"
-grep -vE '^[0-9]+ warnings? generated|^Suppressed [0-9]+ warnings|^Use -header-filter|^$' "$tidy_log" | tail -200
-[ "$tidy_status" = 0 ] || { echo "test.sh: clang-tidy has findings (scripts/tidy.sh)" >&2; exit 1; }
 
 echo "== build (ASan + UBSan)"
 "$here/build.sh" "$root/build-asan" -DMAYURA_SANITIZE=ON -DMAYURA_BENCH=OFF

@@ -8,8 +8,9 @@ The key is a SHA-256 over clang-tidy's version, every .clang-tidy of the
 tree, the unit's compile flags and its preprocessed text (the source with
 every header it includes, Boost's and the C++ library's too). The same key
 means clang-tidy reads exactly the same program with the same checks.
-Paths are made relative to ROOT first (flags, and __FILE__ through
--fmacro-prefix-map), so that a key holds in any checkout.
+Paths are made relative to ROOT first (in the flags, __FILE__ through
+-fmacro-prefix-map, and paths the build defines), so that a key holds in
+any checkout.
 """
 
 import concurrent.futures
@@ -54,13 +55,14 @@ def key(entry, root, common):
     h = hashlib.sha256(common)
     h.update(" ".join(args).replace(root, ".").encode())
     h.update(b"\0")
-    h.update(text)
+    h.update(text.replace(root.encode(), b"."))  # paths the build defines (-DX="ROOT/build/...")
     return h.hexdigest()
 
 
 def main():
     build, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    version = subprocess.run(["clang-tidy", "--version"], capture_output=True, check=True).stdout
+    # Its first line: the rest names the machine's cpu, which says nothing of the checks.
+    version = subprocess.run(["clang-tidy", "--version"], capture_output=True, check=True).stdout.split(b"\n")[0]
     configs = subprocess.run(["git", "-C", root, "ls-files", "*.clang-tidy", ".clang-tidy"], capture_output=True,
                              check=True, text=True).stdout.split()
     common = version

@@ -368,7 +368,7 @@ awaitable<Reply> run_file_call(State* s, FileCall call, std::string body) {
       break;
     }
   }
-  co_return s->routes.file_reply(call, error, std::move(data), std::move(entries));
+  co_return s->routes.file_reply(call, error, std::move(data), entries);
 }
 
 std::optional<Client> client_of_token(const State& s, const Request& req) {

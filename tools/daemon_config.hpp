@@ -32,9 +32,9 @@ struct DaemonConfig {
   std::optional<TlsListener> tls;
 };
 
-// The settings in `text` (a file's contents; `source` names it in errors).
+// The settings in `input` (a file's contents; `source` names it in errors).
 // SandboxError(INVALID_CONFIG) naming the key that is wrong.
-DaemonConfig parse_daemon_config(const std::string& text, const std::string& source);
+DaemonConfig parse_daemon_config(const std::string& input, const std::string& source);
 
 // A tokens file: one client a line, "NAME TOKEN"; blank lines and lines
 // starting with '#' are skipped. It must not be readable by group or others.

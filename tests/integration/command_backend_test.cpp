@@ -226,6 +226,7 @@ TEST_P(CommandBackend, ReleaseDuringAnExecEndsIt) {
 TEST_P(CommandBackend, ManyCommandsAtOnce) {
   auto s = create_command();
   std::vector<std::thread> threads;
+  threads.reserve(8);
   std::atomic<int> right{0};
   for (int i = 0; i < 8; ++i) {
     threads.emplace_back([&, i] {

@@ -273,6 +273,7 @@ TEST_F(ImageStoreTest, BadArchivesFailClearlyAndLeaveTheStoreAsItWas) {
   // More names than an image may have (they would crowd out the store's).
   {
     std::vector<std::string> tags;
+    tags.reserve(65);
     for (int i = 0; i < 65; ++i) tags.push_back("many:" + std::to_string(i));
     img::write_docker_archive(archive("many.tar"), fresh, tags);
     try {
