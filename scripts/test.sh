@@ -17,35 +17,38 @@ if [ "$(id -u)" != 0 ]; then
   echo "test.sh: the integration tests need root (run it with sudo)" >&2
   exit 1
 fi
+# Each step says when it starts, so a slow CI run shows where its time went.
+step() { echo "== $* (at $((SECONDS / 60))m$((SECONDS % 60))s)"; }
 "$here/deps.sh" vm
 
-echo "== format (.clang-format, over the whole tree)"
+step "format (.clang-format, over the whole tree)"
 "$here/format.sh"
 
-echo "== build (warnings as errors)"
+step "build (warnings as errors)"
 "$here/build.sh" "$root/build"
 
-echo "== static checks (.clang-tidy, over the whole tree: scripts/tidy.sh)"
+step "static checks (.clang-tidy, over the whole tree: scripts/tidy.sh)"
 "$here/tidy.sh" "$root/build"
 
-echo "== tests on this machine ($(uname -r), $("$root/build/tools/mayura-run" doctor | sed -n 2p | cut -d' ' -f2))"
+step "tests on this machine ($(uname -r), $("$root/build/tools/mayura-run" doctor | sed -n 2p | cut -d' ' -f2))"
 # UnifiedCgroupTest needs a pure cgroup2 host: it runs in the VMs below.
 (cd "$root/build" && ctest -j"$(($(nproc) * 2))" --timeout 120 --output-on-failure --no-tests=error -E 'UnifiedCgroupTest|AtTheOpenFileLimit')
 
-echo "== the TypeScript provider (clients/typescript), against this build's mayurad"
+step "the TypeScript provider (clients/typescript), against this build's mayurad"
 "$root/clients/typescript/test.sh" "$root/build"
 
-echo "== tests in VMs of Debian 12's kernel, one per cgroup layout (tests/vm)"
+step "tests in VMs of Debian 12's kernel, one per cgroup layout (tests/vm)"
 "$root/tests/vm/matrix.sh" "$root/build"
 
-echo "== build (ASan + UBSan)"
+step "build (ASan + UBSan)"
 "$here/build.sh" "$root/build-asan" -DMAYURA_SANITIZE=ON -DMAYURA_BENCH=OFF
-echo "== tests under ASan + UBSan"
+step "tests under ASan + UBSan"
 # Not here: the VM-only tests, and the test that runs the process out of
 # descriptors (the sanitizers' own checks need some: UBSan reports a false
 # "invalid vptr" when it cannot open a pipe). It runs in the plain build.
 (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest -j"$(($(nproc) * 2))" --timeout 120 --output-on-failure --no-tests=error -E 'UnifiedCgroupTest|AtTheOpenFileLimit')
 
-echo "== fuzzing (fuzz/): each corpus replayed, then each harness fuzzed for 20 s"
+step "fuzzing (fuzz/): each corpus replayed, then each harness fuzzed for 20 s"
 "$here/fuzz.sh" 20
+step "done"
