@@ -5,17 +5,17 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>  // environ (glibc declares it under _GNU_SOURCE, which g++ defines)
 
 #include <string>
 #include <vector>
-
-extern char** environ;
 
 namespace mayura::bench {
 
 // False if it could not start or did not exit 0.
 inline bool run_quietly(const std::vector<std::string>& argv) {
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   posix_spawn_file_actions_t actions;

@@ -75,7 +75,7 @@ std::string what_it_threw(Fn&& fn) {
   return "";
 }
 
-inline ExecResult sh(const Sandbox& s, const std::string& script, ExecOptions options = {}) {
+inline ExecResult sh(const Sandbox& s, const std::string& script, const ExecOptions& options = {}) {
   return s.exec({"sh", "-c", script}, options);
 }
 
@@ -367,6 +367,7 @@ inline void listing_and_removal(const Sandbox& s) {
   for (const auto& name : awkward) s.write_file("d/" + name, name);
   const auto entries = s.list("d");
   std::vector<std::string> names;
+  names.reserve(entries.size());
   for (const auto& e : entries) names.push_back(e.name);
   std::vector<std::string> expected = awkward;
   for (const char* n : {"f", "fifo", "link", "sub"}) expected.emplace_back(n);

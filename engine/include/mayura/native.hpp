@@ -42,7 +42,7 @@ struct NativeOptions {
   std::uint64_t tmp_mib = 512;
   std::uint64_t shm_mib = 64;
   std::uint64_t tmpfs_inodes = 262144;
-  std::int64_t max_lifetime_ms = 24ll * 3600 * 1000;
+  std::int64_t max_lifetime_ms = 24LL * 3600 * 1000;
   // Limits of a sandbox whose create options do not set them. cpus 0: every
   // cpu. Memory is never stretched by swap; pids counts its commands'
   // processes and threads.

@@ -73,7 +73,7 @@ class Sandbox {
         [self = *this, argv = std::move(argv), options = std::move(options)](
             std::stop_token stop, std::function<void(std::exception_ptr, ExecResult)> done) mutable {
           // Either the caller's own token or the operation's cancellation stops it.
-          auto joined = std::make_shared<detail::JoinedStop>(stop, options.cancellation);
+          auto joined = std::make_shared<detail::JoinedStop>(std::move(stop), options.cancellation);
           options.cancellation = joined->token();
           self.start_exec(std::move(argv), std::move(options),
                           [joined, done = std::move(done)](std::exception_ptr e, ExecResult r) mutable {
@@ -92,7 +92,7 @@ class Sandbox {
         default_executor(), std::forward<Token>(token),
         [self = *this, path = std::move(path), options = std::move(options)](std::stop_token stop,
                                                                              ReadCompletion done) mutable {
-          auto joined = std::make_shared<detail::JoinedStop>(stop, options.cancellation);
+          auto joined = std::make_shared<detail::JoinedStop>(std::move(stop), options.cancellation);
           options.cancellation = joined->token();
           self.start_read_file(std::move(path), std::move(options),
                                [joined, done = std::move(done)](std::exception_ptr e, std::string data) {
@@ -106,9 +106,8 @@ class Sandbox {
                                      [self = *this, path = std::move(path), data = std::move(data)](
                                          std::stop_token stop, DoneCompletion done) mutable {
                                        FileOptions o;
-                                       o.cancellation = stop;
-                                       self.start_write_file(std::move(path), std::move(data), std::move(o),
-                                                             std::move(done));
+                                       o.cancellation = std::move(stop);
+                                       self.start_write_file(std::move(path), std::move(data), o, std::move(done));
                                      });
   }
   template <class Token>
@@ -117,8 +116,8 @@ class Sandbox {
         default_executor(), std::forward<Token>(token),
         [self = *this, path = std::move(path)](std::stop_token stop, ListCompletion done) mutable {
           FileOptions o;
-          o.cancellation = stop;
-          self.start_list(std::move(path), std::move(o), std::move(done));
+          o.cancellation = std::move(stop);
+          self.start_list(std::move(path), o, std::move(done));
         });
   }
   template <class Token>
@@ -127,25 +126,25 @@ class Sandbox {
         default_executor(), std::forward<Token>(token),
         [self = *this, path = std::move(path)](std::stop_token stop, DoneCompletion done) mutable {
           FileOptions o;
-          o.cancellation = stop;
-          self.start_remove(std::move(path), std::move(o), std::move(done));
+          o.cancellation = std::move(stop);
+          self.start_remove(std::move(path), o, std::move(done));
         });
   }
   template <class Token>
   auto async_url(int port, Token&& token) const {
     return detail::async_run(default_executor(), std::forward<Token>(token),
-                             [self = *this, port](std::stop_token) { return self.url(port); });
+                             [self = *this, port](const std::stop_token&) { return self.url(port); });
   }
   template <class Token>
   auto async_set_network(Network network, Token&& token) const {
     return detail::async_run(
         default_executor(), std::forward<Token>(token),
-        [self = *this, network = std::move(network)](std::stop_token) { self.set_network(network); });
+        [self = *this, network = std::move(network)](const std::stop_token&) { self.set_network(network); });
   }
   template <class Token>
   auto async_release(Token&& token) const {
     return detail::async_run(default_executor(), std::forward<Token>(token),
-                             [self = *this](std::stop_token) { self.release(); });
+                             [self = *this](const std::stop_token&) { self.release(); });
   }
 
  private:
@@ -181,9 +180,10 @@ class Sandboxes {
 
   template <class Token>
   auto async_create(CreateOptions options, Token&& token) const {
-    return detail::async_run(
-        default_executor(), std::forward<Token>(token),
-        [self = *this, options = std::move(options)](std::stop_token stop) { return self.create(options, stop); });
+    return detail::async_run(default_executor(), std::forward<Token>(token),
+                             [self = *this, options = std::move(options)](std::stop_token stop) {
+                               return self.create(options, std::move(stop));
+                             });
   }
 
   // Releases every sandbox still alive and refuses new ones (GONE).

@@ -74,7 +74,7 @@ auto async_call(const Tool& tool, nlohmann::json input, RunContext run, const bo
                 Token&& token) {
   return detail::async_run(executor, std::forward<Token>(token),
                            [call = tool.call, input = std::move(input), run = std::move(run)](std::stop_token stop) {
-                             detail::JoinedStop joined(stop, run.cancellation);
+                             detail::JoinedStop joined(std::move(stop), run.cancellation);
                              RunContext r = run;
                              r.cancellation = joined.token();
                              return call(input, r);
