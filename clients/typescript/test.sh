@@ -5,8 +5,9 @@
 #   test.sh [BUILD-DIR]      (default: the repository's build/)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-build=${1:-$here/../../build}
+# (resolved before the cd below, so a relative BUILD-DIR means the caller's)
+build=$(cd "${1:-$here/../../build}" && pwd)
 cd "$here"
 npm ci --no-audit --no-fund --silent
-export MAYURAD=$(cd "$build" && pwd)/tools/mayurad
+export MAYURAD=$build/tools/mayurad
 npm test
