@@ -2,7 +2,7 @@
 # Runs clang-tidy (.clang-tidy's checks, from Debian's clang-tidy) over every
 # C++ file the build compiles, in parallel, and fails on any finding.
 #   scripts/tidy.sh [BUILD_DIR] [--record]     (a built tree; default: build)
-# Over the whole tree that is about 23 minutes of two cores, most of it
+# Over the whole tree that is 13 to 23 minutes of two cores, most of it
 # clang-tidy walking Boost's and GoogleTest's declarations. So a unit that
 # reads exactly as it did when it was last checked clean is not checked
 # again: scripts/tidy_keys.py keys each unit by clang-tidy's version, the
