@@ -25,6 +25,9 @@ packages=(
   dash busybox
   # the test world's HTTPS server and certificate, and the client the network tests run
   openssl curl
+  # the desktop: its helper (libxcb with XTEST, and libpng, linked statically),
+  # key names (libxkbcommon), and the X server it is tested against
+  libxcb1-dev libxcb-xtest0-dev libpng-dev libxkbcommon-dev xvfb
   # anchors for the benchmarks
   bubblewrap crun
   # the TypeScript provider (clients/typescript), its tests and the seed's
