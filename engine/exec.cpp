@@ -51,11 +51,12 @@ constexpr std::size_t kChunk = 65536;
 class CommandRun : public std::enable_shared_from_this<CommandRun> {
  public:
   CommandRun(std::shared_ptr<SandboxCore> core, std::string cgroup_name, std::string cwd, std::vector<std::string> argv,
-             ExecOptions options, const asio::any_io_executor& executor, ExecDone done)
+             ExecOptions options, const asio::any_io_executor& executor, ExecDone done, int program)
       : core_(std::move(core)),
         cgroup_name_(std::move(cgroup_name)),
         cwd_(std::move(cwd)),
         argv_(std::move(argv)),
+        program_(program),
         options_(std::move(options)),
         strand_(asio::make_strand(executor)),
         out_(strand_),
@@ -85,6 +86,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     request.env.reserve(env.size());
     for (const auto& [k, v] : env) request.env.push_back(k + "=" + v);
     request.cwd = cwd_;
+    request.program_fd = program_ >= 0;
 
     io::Pipe out = io::make_pipe(true, false);
     io::Pipe err = io::make_pipe(true, false);
@@ -99,6 +101,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     std::vector<int> fds = {child_stdin, out.write.get(), err.write.get(), status.write.get(), cgroup.get()};
     const UniqueFd v1_procs = core_->cgroup.commands_procs();
     if (v1_procs) fds.push_back(v1_procs.get());
+    if (program_ >= 0) fds.push_back(program_);
     oom_kills_before_ = core_->cgroup.oom_kills();
     core_->send(protocol::encode(request), fds);
     trace_.step("request sent");
@@ -368,6 +371,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   const std::string cgroup_name_;
   const std::string cwd_;
   const std::vector<std::string> argv_;
+  const int program_;  // the program's memfd (the provider's), or -1: argv[0] from the sandbox's PATH
   const ExecOptions options_;
 
   const Clock::time_point start_ = Clock::now();
@@ -400,14 +404,14 @@ int dev_null() {
 
 void start_command(std::shared_ptr<SandboxCore> core, std::string cgroup_name, std::string cwd,
                    std::vector<std::string> argv, ExecOptions options, const asio::any_io_executor& executor,
-                   ExecDone done) {
+                   ExecDone done, int program) {
   std::make_shared<CommandRun>(std::move(core), std::move(cgroup_name), std::move(cwd), std::move(argv),
-                               std::move(options), executor, std::move(done))
+                               std::move(options), executor, std::move(done), program)
       ->start();
 }
 
 ExecResult run_command(std::shared_ptr<SandboxCore> core, std::string cgroup_name, std::string cwd,
-                       std::vector<std::string> argv, ExecOptions options) {
+                       std::vector<std::string> argv, ExecOptions options, int program) {
   // The caller's thread is the consumer here: a paced callback has had all
   // it needs once it returns.
   if (options.on_output) {
@@ -420,11 +424,14 @@ ExecResult run_command(std::shared_ptr<SandboxCore> core, std::string cgroup_nam
   asio::io_context context(1);
   std::exception_ptr error;
   ExecResult result;
-  start_command(std::move(core), std::move(cgroup_name), std::move(cwd), std::move(argv), std::move(options),
-                context.get_executor(), [&](std::exception_ptr e, ExecResult r) {
-                  error = std::move(e);
-                  result = std::move(r);
-                });
+  start_command(
+      std::move(core), std::move(cgroup_name), std::move(cwd), std::move(argv), std::move(options),
+      context.get_executor(),
+      [&](std::exception_ptr e, ExecResult r) {
+        error = std::move(e);
+        result = std::move(r);
+      },
+      program);
   context.run();
   if (error) std::rethrow_exception(error);
   return result;

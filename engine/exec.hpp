@@ -20,9 +20,11 @@ using ExecDone = std::function<void(std::exception_ptr, ExecResult)>;
 // absolute directory `cwd`) and supervises it on `executor` to its end, its
 // timeout or the caller's cancellation; `done` gets its result, once. What
 // fails before the command starts is thrown here, and `done` is not called.
+// With `program` (a sealed memfd of the provider's, open while the command
+// starts) that is what runs, not argv[0] from the sandbox's PATH.
 void start_command(std::shared_ptr<SandboxCore> core, std::string cgroup_name, std::string cwd,
                    std::vector<std::string> argv, ExecOptions options, const boost::asio::any_io_executor& executor,
-                   ExecDone done);
+                   ExecDone done, int program = -1);
 
 // Read-only /dev/null, the input of every command given none: opened once
 // for the process (the provider opens it at its start, so the engine's
@@ -31,6 +33,6 @@ int dev_null();
 
 // The same, supervised on the calling thread (its callbacks run there too).
 ExecResult run_command(std::shared_ptr<SandboxCore> core, std::string cgroup_name, std::string cwd,
-                       std::vector<std::string> argv, ExecOptions options);
+                       std::vector<std::string> argv, ExecOptions options, int program = -1);
 
 }  // namespace mayura::native

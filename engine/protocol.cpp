@@ -77,6 +77,7 @@ std::string encode(const Exec& e) {
   w.strings(e.argv);
   w.strings(e.env);
   w.str(e.cwd);
+  w.u32(e.program_fd ? 1 : 0);
   return w.bytes();
 }
 
@@ -86,7 +87,9 @@ bool decode(const std::string& bytes, Exec& out) {
   out.argv = r.strings();
   out.env = r.strings();
   out.cwd = r.str();
-  return r.ok() && r.at_end() && !out.argv.empty();
+  const std::uint32_t program_fd = r.u32();
+  out.program_fd = program_fd == 1;
+  return r.ok() && r.at_end() && !out.argv.empty() && program_fd <= 1;
 }
 
 std::string encode(Request kind, const FileRequest& f) {

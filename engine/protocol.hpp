@@ -21,7 +21,8 @@ enum class Request : std::uint32_t { config = 1, exec = 2, read = 3, write = 4, 
 //   config: none
 //   exec:   stdin, stdout, stderr, status, cgroup directory, and on a host
 //           with the process limit on cgroup v1 the commands' v1
-//           cgroup.procs (the command joins it before it runs)
+//           cgroup.procs (the command joins it before it runs); last, with
+//           Exec::program_fd, the program
 //   read:   data (write end), status
 //   write:  data (read end), status
 //   list:   data (write end), status
@@ -42,6 +43,10 @@ struct Exec {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // NAME=VALUE
   std::string cwd;               // absolute
+  // The program is the request's last fd (a sealed memfd of the engine's:
+  // the desktop helper), run as it is, with no path in the sandbox; argv[0]
+  // only names it.
+  bool program_fd = false;
 };
 
 struct FileRequest {

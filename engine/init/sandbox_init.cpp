@@ -123,7 +123,9 @@ class Server {
     switch (protocol::kind_of(bytes)) {
       case protocol::Request::exec: {
         protocol::Exec exec;
-        if ((fds.size() == 5 || fds.size() == 6) && protocol::decode(bytes, exec)) {
+        // 5 fds, 6 with a v1 cgroup.procs, and one more with the program
+        if (protocol::decode(bytes, exec) && fds.size() >= 5 + (exec.program_fd ? 1u : 0u) &&
+            fds.size() <= 6 + (exec.program_fd ? 1u : 0u)) {
           const Spawned spawned = spawn_command(exec, fds, who_, seccomp_);
           if (spawned.pid > 0) {
             // keep only the status pipe: the start and the exit go there

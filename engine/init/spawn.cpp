@@ -65,6 +65,15 @@ int exec_search(const std::vector<std::string>& argv, const std::vector<std::str
   return result;
 }
 
+// The engine's own program, from its memfd (close-on-exec, as every fd
+// here is by now: an ELF program needs no path to itself after the exec).
+int exec_fd(int program, const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  auto args = pointers(argv);
+  auto envp = pointers(env);
+  ::syscall(SYS_execveat, program, "", args.data(), envp.data(), AT_EMPTY_PATH);
+  return errno;
+}
+
 [[noreturn]] void child(const protocol::Exec& exec, const std::vector<int>& fds, int error_pipe, const Identity& who,
                         const std::vector<std::string>& seccomp) {
   // A fresh process group, default signal handling, nothing blocked. exec
@@ -83,7 +92,8 @@ int exec_search(const std::vector<std::string>& argv, const std::vector<std::str
   if (!error && ::syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC) != 0) error = errno;
   // Into the process limit that is on cgroup v1 (on cgroup2 the clone put it
   // there), before it can fork.
-  if (!error && fds.size() > kExecCgroupFd + 1 && ::write(fds[kExecCgroupFd + 1], "0", 1) != 1) {
+  const std::size_t program = exec.program_fd ? 1 : 0;
+  if (!error && fds.size() > kExecCgroupFd + 1 + program && ::write(fds[kExecCgroupFd + 1], "0", 1) != 1) {
     message[0] = static_cast<int>(protocol::SpawnStep::limits);
     error = errno;
   }
@@ -116,7 +126,7 @@ int exec_search(const std::vector<std::string>& argv, const std::vector<std::str
   }
   if (!error) {
     message[0] = static_cast<int>(protocol::SpawnStep::exec);
-    error = exec_search(exec.argv, exec.env);
+    error = exec.program_fd ? exec_fd(fds.back(), exec.argv, exec.env) : exec_search(exec.argv, exec.env);
   }
   [[maybe_unused]] ssize_t n = ::write(error_pipe, message, sizeof message);
   ::_exit(127);
