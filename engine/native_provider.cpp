@@ -15,6 +15,7 @@
 #include "cgroups.hpp"
 #include "exec.hpp"
 #include "mayura/seccomp/profile.hpp"
+#include "desktop.hpp"
 #include "init_image.hpp"
 #include "lifetimes.hpp"
 #include "mayura/native.hpp"
@@ -146,6 +147,7 @@ class NativeProvider final : public SandboxProvider {
     default_seccomp_ = {seccomp::default_program()};
     default_limits_ = limits_for(CreateOptions{});
     init_memfd_ = make_init_memfd();
+    desktop_memfd_ = native::make_desktop_helper_memfd();
     native::dev_null();
     zygote_.use_program(init_memfd_.get());
     prepared_.start();
@@ -162,6 +164,7 @@ class NativeProvider final : public SandboxProvider {
     f.pids = places_.cgroups.host.pids.available();
     f.seccomp = true;
     f.ports = true;
+    f.desktop = true;  // on an image that carries Xvfb
     return f;
   }
 
@@ -208,6 +211,17 @@ class NativeProvider final : public SandboxProvider {
     timer.step("limits and ports");
     core->image_hold = std::move(image.hold);
     core->base_env = base_env(options, image, core->hostname, core->workdir);
+    if (options.desktop) {
+      core->base_env["DISPLAY"] = ":0";
+      core->desktop_helper = desktop_memfd_.get();
+      try {
+        native::start_desktop(core, *options.desktop, cancellation);
+      } catch (...) {
+        core->end();
+        throw;
+      }
+      timer.step("desktop");
+    }
     reaper_.watch(deadline, core);
     timer.step("ready");
     return std::make_unique<native::NativeSandbox>(core);
@@ -348,6 +362,7 @@ class NativeProvider final : public SandboxProvider {
   Filters default_seccomp_;
   cgroups::Limits default_limits_;  // what a create that sets none gets
   UniqueFd init_memfd_;
+  UniqueFd desktop_memfd_;  // the desktop helper's, for every sandbox with a desktop
   netfilter::NetnsPool netns_pool_{options_.netns_pool};
   // The engine's network services (published ports, the allowlists' DNS and
   // proxies, network all's DNS); outlive every sandbox. The way out (Egress)

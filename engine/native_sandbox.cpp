@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "desktop.hpp"
 #include "exec.hpp"
 #include "fdpass.hpp"
 #include "file_requests.hpp"
@@ -203,5 +204,9 @@ void NativeSandbox::async_remove(const std::string& path, const FileOptions& opt
 }
 
 std::string NativeSandbox::url(int port) { return core_->url(port); }
+
+std::string NativeSandbox::desktop(const DesktopAction& action, std::stop_token cancellation) {
+  return run_desktop_action(core_, "cmd-" + std::to_string(next_command_.fetch_add(1)), action, cancellation);
+}
 
 }  // namespace mayura::native

@@ -36,6 +36,9 @@ class SandboxCore {
   std::string workdir;
   UniqueFd image_hold;                          // a stored image's shared lock: its layers stay while the sandbox runs
   std::map<std::string, std::string> base_env;  // every command's, before the exec's own
+  // The desktop helper's memfd (the provider's, which outlives every
+  // sandbox) for a sandbox created with a desktop; else -1.
+  int desktop_helper = -1;
   // What the sandbox's namespace reaches: none while null. Set at create,
   // before the sandbox is handed out; changed by set_network under
   // network_mutex_.
@@ -93,6 +96,7 @@ class NativeSandbox final : public SandboxBackend {
   void async_list(const std::string& path, const FileOptions& options, ListCompletion done) override;
   void async_remove(const std::string& path, const FileOptions& options, DoneCompletion done) override;
   std::string url(int port) override;
+  std::string desktop(const DesktopAction& action, std::stop_token cancellation) override;
   std::string workdir() const override { return core_->workdir; }
   void set_network(const Network& network) override { core_->set_network(network); }
   void release() noexcept override { core_->end(); }

@@ -55,4 +55,8 @@ void SandboxBackend::set_network(const Network&) {
   throw SandboxError(Reason::UNSUPPORTED, "the provider cannot change a running sandbox's network");
 }
 
+std::string SandboxBackend::desktop(const DesktopAction&, std::stop_token) {
+  throw SandboxError(Reason::UNSUPPORTED, "the provider has no desktop");
+}
+
 }  // namespace mayura

@@ -4,6 +4,7 @@
 #include "mayura/sandboxes.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <atomic>
 #include <chrono>
 #include <cctype>
@@ -47,6 +48,7 @@ struct SandboxState {
   std::map<std::string, std::string> labels;
   std::vector<int> ports;
   std::string workdir;
+  std::optional<DesktopSize> desktop;
   Clock::time_point deadline;
 
   mutable std::mutex mutex;                 // guards backend against release while a call starts
@@ -225,6 +227,10 @@ void check_create(const SandboxesOptions& limits, const Features& features, std:
     if (o.seccomp_profile->size() > kMaxSeccompProfileBytes) {
       throw SandboxError(Reason::INVALID_INPUT, "the seccomp profile is larger than 1 MiB");
     }
+  }
+  if (o.desktop) {
+    if (!features.desktop) throw SandboxError(Reason::INVALID_INPUT, "the provider has no desktop");
+    check_desktop_size(*o.desktop);
   }
   check_env(o.env);
   check_labels(o.labels);
@@ -514,6 +520,106 @@ void Sandbox::set_network(const Network& network) const {
 
 void Sandbox::release() const { state().end(); }
 
+// --- The desktop ---------------------------------------------------------
+
+std::string Sandbox::desktop(const DesktopAction& action, std::stop_token cancellation) const {
+  if (!state().owner->features.desktop) throw SandboxError(Reason::INVALID_INPUT, "the provider has no desktop");
+  if (!state().desktop) throw SandboxError(Reason::INVALID_INPUT, "the sandbox was created without a desktop");
+  check_desktop_action(action, *state().desktop);
+  throw_if_cancelled(cancellation);
+  auto backend = state().use();
+  return guarded("desktop", [&] { return backend->desktop(action, cancellation); });
+}
+
+std::string Sandbox::desktop_screenshot(const std::optional<Region>& region, std::stop_token stop,
+                                        const std::stop_token& caller) const {
+  DesktopAction a;
+  a.kind = DesktopAction::Kind::screenshot;
+  a.region = region;
+  const detail::JoinedStop joined(std::move(stop), caller);
+  std::string png = desktop(a, joined.token());
+  // What comes back went through the sandbox: it is handed on as bytes, and
+  // only its kind is checked.
+  constexpr std::string_view kSignature("\x89PNG\r\n\x1a\n", 8);
+  if (std::string_view(png).substr(0, kSignature.size()) != kSignature) {
+    throw SandboxError(Reason::INTERNAL, "the desktop's screenshot is not a PNG");
+  }
+  return png;
+}
+
+Point Sandbox::desktop_cursor(std::stop_token cancellation) const {
+  DesktopAction a;
+  a.kind = DesktopAction::Kind::cursor;
+  const std::string answer = desktop(a, std::move(cancellation));
+  // "X Y\n", both on the screen
+  Point p;
+  const char* at = answer.data();
+  const char* end = answer.data() + answer.size();
+  auto [after_x, ex] = std::from_chars(at, end, p.x);
+  bool ok = ex == std::errc{} && after_x < end && *after_x == ' ';
+  if (ok) {
+    auto [after_y, ey] = std::from_chars(after_x + 1, end, p.y);
+    ok = ey == std::errc{} && after_y + 1 == end && *after_y == '\n';
+  }
+  const DesktopSize& screen = *state().desktop;
+  if (!ok || p.x < 0 || p.y < 0 || p.x >= screen.width || p.y >= screen.height) {
+    throw SandboxError(Reason::INTERNAL, "the desktop gave no cursor position");
+  }
+  return p;
+}
+
+std::string Sandbox::screenshot(const ScreenshotOptions& options) const {
+  return desktop_screenshot(options.region, {}, options.cancellation);
+}
+
+Point Sandbox::cursor_position() const { return desktop_cursor({}); }
+
+void Sandbox::move(Point to) const {
+  DesktopAction a;
+  a.kind = DesktopAction::Kind::move;
+  a.points = {to};
+  desktop(a, {});
+}
+
+void Sandbox::click(Point at, MouseButton button, int count) const {
+  DesktopAction a;
+  a.kind = DesktopAction::Kind::click;
+  a.points = {at};
+  a.button = button;
+  a.count = count;
+  desktop(a, {});
+}
+
+void Sandbox::drag(const std::vector<Point>& path) const {
+  DesktopAction a;
+  a.kind = DesktopAction::Kind::drag;
+  a.points = path;
+  desktop(a, {});
+}
+
+void Sandbox::scroll(Point at, ScrollDirection direction, int amount) const {
+  DesktopAction a;
+  a.kind = DesktopAction::Kind::scroll;
+  a.points = {at};
+  a.direction = direction;
+  a.amount = amount;
+  desktop(a, {});
+}
+
+void Sandbox::type(std::string_view text) const {
+  DesktopAction a;
+  a.kind = DesktopAction::Kind::type;
+  a.text = text;
+  desktop(a, {});
+}
+
+void Sandbox::key(std::string_view combo) const {
+  DesktopAction a;
+  a.kind = DesktopAction::Kind::key;
+  a.text = combo;
+  desktop(a, {});
+}
+
 // --- Sandboxes -----------------------------------------------------------
 
 boost::asio::any_io_executor Sandboxes::default_executor() const { return state_->executor; }
@@ -570,6 +676,7 @@ Sandbox Sandboxes::create(const CreateOptions& options, std::stop_token cancella
   state->id = new_id();
   state->labels = options.labels;
   state->ports = options.ports;
+  state->desktop = options.desktop;
   try {
     state->workdir = backend->workdir();
   } catch (...) {

@@ -132,4 +132,84 @@ void check_labels(const std::map<std::string, std::string>& labels) {
   }
 }
 
+void check_desktop_size(const DesktopSize& size) {
+  if (size.width < kMinDesktopSide || size.height < kMinDesktopSide || size.width > kMaxDesktopWidth ||
+      size.height > kMaxDesktopHeight) {
+    throw SandboxError(Reason::INVALID_INPUT,
+                       "a desktop is " + std::to_string(kMinDesktopSide) + "x" + std::to_string(kMinDesktopSide) +
+                           " to " + std::to_string(kMaxDesktopWidth) + "x" + std::to_string(kMaxDesktopHeight) +
+                           ", not " + std::to_string(size.width) + "x" + std::to_string(size.height));
+  }
+}
+
+namespace {
+
+void check_point(const Point& p, const DesktopSize& screen) {
+  if (p.x < 0 || p.y < 0 || p.x >= screen.width || p.y >= screen.height) {
+    throw SandboxError(Reason::INVALID_INPUT, "(" + std::to_string(p.x) + ", " + std::to_string(p.y) +
+                                                  ") is outside the screen (" + std::to_string(screen.width) + "x" +
+                                                  std::to_string(screen.height) + ")");
+  }
+}
+
+}  // namespace
+
+void check_desktop_action(const DesktopAction& action, const DesktopSize& screen) {
+  using Kind = DesktopAction::Kind;
+  const auto one_point = [&] {
+    if (action.points.size() != 1) throw SandboxError(Reason::INVALID_INPUT, "the action takes one point");
+    check_point(action.points[0], screen);
+  };
+  switch (action.kind) {
+    case Kind::screenshot:
+      if (action.region) {
+        const Region& r = *action.region;
+        // in 64 bits: a caller's sums must not overflow
+        if (r.x < 0 || r.y < 0 || r.width <= 0 || r.height <= 0 || std::int64_t{r.x} + r.width > screen.width ||
+            std::int64_t{r.y} + r.height > screen.height) {
+          throw SandboxError(Reason::INVALID_INPUT, "the region is not on the screen (" + std::to_string(screen.width) +
+                                                        "x" + std::to_string(screen.height) + ")");
+        }
+      }
+      return;
+    case Kind::cursor: return;
+    case Kind::move: return one_point();
+    case Kind::click:
+      one_point();
+      if (action.count < 1 || action.count > 3) throw SandboxError(Reason::INVALID_INPUT, "a click count is 1 to 3");
+      if (action.button != MouseButton::left && action.button != MouseButton::middle &&
+          action.button != MouseButton::right) {
+        throw SandboxError(Reason::INVALID_INPUT, "no such mouse button");
+      }
+      return;
+    case Kind::drag:
+      if (action.points.size() < 2 || action.points.size() > kMaxDragPoints) {
+        throw SandboxError(Reason::INVALID_INPUT,
+                           "a drag goes through 2 to " + std::to_string(kMaxDragPoints) + " points");
+      }
+      for (const Point& p : action.points) check_point(p, screen);
+      return;
+    case Kind::scroll:
+      one_point();
+      if (action.amount < 1 || action.amount > 100)
+        throw SandboxError(Reason::INVALID_INPUT, "a scroll is 1 to 100 steps");
+      if (action.direction != ScrollDirection::up && action.direction != ScrollDirection::down &&
+          action.direction != ScrollDirection::left && action.direction != ScrollDirection::right) {
+        throw SandboxError(Reason::INVALID_INPUT, "no such scroll direction");
+      }
+      return;
+    case Kind::type:
+    case Kind::key:
+      if (action.text.empty()) {
+        throw SandboxError(Reason::INVALID_INPUT, action.kind == Kind::type ? "no text to type" : "no key to press");
+      }
+      if (action.text.size() > kMaxDesktopTextBytes) {
+        throw SandboxError(Reason::INVALID_INPUT,
+                           "more than " + std::to_string(kMaxDesktopTextBytes) + " bytes to type or press at once");
+      }
+      return;
+  }
+  throw SandboxError(Reason::INVALID_INPUT, "no such desktop action");
+}
+
 }  // namespace mayura

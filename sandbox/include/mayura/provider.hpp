@@ -45,6 +45,11 @@ class SandboxBackend {
   // Changes the running sandbox's network (already checked). A provider that
   // cannot fails UNSUPPORTED.
   virtual void set_network(const Network& network);
+  // One action on the sandbox's desktop (created with one; the action is
+  // checked against its screen already): a screenshot's PNG bytes, the
+  // cursor as "X Y", nothing for the input actions. A provider without a
+  // desktop fails UNSUPPORTED.
+  virtual std::string desktop(const DesktopAction& action, std::stop_token cancellation);
   // Ends the sandbox and everything in it. Called once; must not throw.
   virtual void release() noexcept = 0;
   // True while the sandbox is running (false once its lifetime ended).

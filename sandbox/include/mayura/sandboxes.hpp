@@ -64,6 +64,27 @@ class Sandbox {
   void release() const;
   bool released() const;
 
+  // The desktop of a sandbox created with CreateOptions::desktop: the screen
+  // as PNG bytes (or a region of it), where the pointer is, and input that
+  // the programs on the screen get as from a real mouse and keyboard. Each
+  // has happened when the call returns. Points off the screen, unknown keys
+  // and empty input fail INVALID_INPUT, as does a sandbox with no desktop.
+  std::string screenshot(const ScreenshotOptions& options = {}) const;
+  Point cursor_position() const;
+  void move(Point to) const;
+  // `count` 2 is a double click.
+  void click(Point at, MouseButton button = MouseButton::left, int count = 1) const;
+  // The left button pressed at the first point, held through the rest,
+  // released at the last.
+  void drag(const std::vector<Point>& path) const;
+  void scroll(Point at, ScrollDirection direction, int amount = 1) const;
+  // UTF-8 text, characters no key on the keymap carries included; a newline
+  // is Return.
+  void type(std::string_view text) const;
+  // xdotool's syntax: "ctrl+s", "Return", "alt+Tab"; several combos one
+  // after the other when separated by spaces ("ctrl+a Delete").
+  void key(std::string_view combo) const;
+
   // The native provider waits for the command on its engine's few threads,
   // not a thread of its own; other providers run exec() on one.
   template <class Token>
@@ -141,6 +162,66 @@ class Sandbox {
         default_executor(), std::forward<Token>(token),
         [self = *this, network = std::move(network)](const std::stop_token&) { self.set_network(network); });
   }
+  // The desktop's actions; the operation's cancellation stops the one
+  // under way.
+  template <class Token>
+  auto async_screenshot(ScreenshotOptions options, Token&& token) const {
+    return detail::async_run(default_executor(), std::forward<Token>(token),
+                             [self = *this, options = std::move(options)](std::stop_token stop) {
+                               return self.desktop_screenshot(options.region, std::move(stop), options.cancellation);
+                             });
+  }
+  template <class Token>
+  auto async_cursor_position(Token&& token) const {
+    return detail::async_run(default_executor(), std::forward<Token>(token),
+                             [self = *this](std::stop_token stop) { return self.desktop_cursor(std::move(stop)); });
+  }
+  template <class Token>
+  auto async_move(Point to, Token&& token) const {
+    DesktopAction a;
+    a.kind = DesktopAction::Kind::move;
+    a.points = {to};
+    return async_desktop(std::move(a), std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_click(Point at, MouseButton button, int count, Token&& token) const {
+    DesktopAction a;
+    a.kind = DesktopAction::Kind::click;
+    a.points = {at};
+    a.button = button;
+    a.count = count;
+    return async_desktop(std::move(a), std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_drag(std::vector<Point> path, Token&& token) const {
+    DesktopAction a;
+    a.kind = DesktopAction::Kind::drag;
+    a.points = std::move(path);
+    return async_desktop(std::move(a), std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_scroll(Point at, ScrollDirection direction, int amount, Token&& token) const {
+    DesktopAction a;
+    a.kind = DesktopAction::Kind::scroll;
+    a.points = {at};
+    a.direction = direction;
+    a.amount = amount;
+    return async_desktop(std::move(a), std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_type(std::string text, Token&& token) const {
+    DesktopAction a;
+    a.kind = DesktopAction::Kind::type;
+    a.text = std::move(text);
+    return async_desktop(std::move(a), std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_key(std::string combo, Token&& token) const {
+    DesktopAction a;
+    a.kind = DesktopAction::Kind::key;
+    a.text = std::move(combo);
+    return async_desktop(std::move(a), std::forward<Token>(token));
+  }
   template <class Token>
   auto async_release(Token&& token) const {
     return detail::async_run(default_executor(), std::forward<Token>(token),
@@ -161,6 +242,19 @@ class Sandbox {
   void start_write_file(std::string path, std::string data, const FileOptions& options, DoneCompletion done) const;
   void start_list(std::string path, const FileOptions& options, ListCompletion done) const;
   void start_remove(std::string path, const FileOptions& options, DoneCompletion done) const;
+  // An input action (no answer), for the async forms.
+  template <class Token>
+  auto async_desktop(DesktopAction action, Token&& token) const {
+    return detail::async_run(
+        default_executor(), std::forward<Token>(token),
+        [self = *this, action = std::move(action)](std::stop_token stop) { self.desktop(action, std::move(stop)); });
+  }
+  // A desktop action checked against the sandbox's screen and run; what the
+  // provider answered, checked.
+  std::string desktop(const DesktopAction& action, std::stop_token cancellation) const;
+  std::string desktop_screenshot(const std::optional<Region>& region, std::stop_token stop,
+                                 const std::stop_token& caller) const;
+  Point desktop_cursor(std::stop_token cancellation) const;
   // The checks of each call, then the backend to run it on.
   std::shared_ptr<SandboxBackend> exec_backend(const std::vector<std::string>& argv, const ExecOptions& options,
                                                std::size_t& limit) const;

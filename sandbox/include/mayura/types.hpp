@@ -39,6 +39,12 @@ struct Features {
   std::vector<NetworkKind> network;  // the kinds it can enforce
 };
 
+// A desktop's screen, in pixels.
+struct DesktopSize {
+  int width = 1280;
+  int height = 800;
+};
+
 struct CreateOptions {
   std::int64_t lifetime_ms = 0;  // required, > 0
   Network network;
@@ -61,6 +67,10 @@ struct CreateOptions {
   // The working directory, absolute: writable, over what the image has
   // there. Empty: the image's WorkingDir, else the provider's.
   std::string workdir;
+  // An X display of this size in the sandbox (features().desktop), which
+  // every command sees as DISPLAY; none: no display. The image must carry
+  // the X server (Xvfb).
+  std::optional<DesktopSize> desktop;
 };
 
 using OutputCallback = std::function<void(std::string_view chunk)>;
@@ -97,6 +107,40 @@ struct ExecResult {
   // OOM count is the sandbox's, so a command killed by another SIGKILL while
   // a concurrent command of the same sandbox was OOM-killed says so too.
   bool oom_killed = false;
+};
+
+// The desktop's actions (Sandbox::screenshot, click, ...).
+struct Point {
+  int x = 0;
+  int y = 0;
+  bool operator==(const Point&) const = default;
+};
+struct Region {
+  int x = 0;
+  int y = 0;
+  int width = 0;
+  int height = 0;
+};
+enum class MouseButton { left = 1, middle = 2, right = 3 };
+enum class ScrollDirection { up, down, left, right };
+
+struct ScreenshotOptions {
+  std::optional<Region> region;  // none: the whole screen
+  std::stop_token cancellation;
+};
+
+// One desktop action, as the limits layer hands it to a provider (already
+// checked against the sandbox's screen).
+struct DesktopAction {
+  enum class Kind { screenshot, cursor, move, click, drag, scroll, type, key };
+  Kind kind = Kind::screenshot;
+  std::optional<Region> region;  // screenshot
+  std::vector<Point> points;     // move, click, scroll: one; drag: the path
+  MouseButton button = MouseButton::left;
+  int count = 1;  // click
+  ScrollDirection direction = ScrollDirection::down;
+  int amount = 1;    // scroll
+  std::string text;  // type: UTF-8 text; key: xdotool combos, space-separated
 };
 
 enum class FileType { file, directory, symlink, other };

@@ -20,6 +20,12 @@ constexpr std::size_t kMaxEnvEntries = 1024;
 constexpr std::size_t kMaxLabelBytes = 256;
 constexpr std::size_t kMaxSeccompProfileBytes = 1 << 20;
 constexpr std::size_t kMaxAllowedDomains = 1024;  // entries of one allowlist network
+// A desktop's screen: from 64x64 to 3840x2160 (4K).
+constexpr int kMinDesktopSide = 64;
+constexpr int kMaxDesktopWidth = 3840;
+constexpr int kMaxDesktopHeight = 2160;
+constexpr std::size_t kMaxDesktopTextBytes = 64 * 1024;  // of one type or key action
+constexpr std::size_t kMaxDragPoints = 1000;
 
 // Each throws SandboxError(INVALID_INPUT) naming what is wrong.
 void check_path(std::string_view path, std::string_view what = "path");
@@ -43,5 +49,10 @@ DomainPattern parse_domain_pattern(std::string_view pattern);
 // top-level domain).
 std::string normalize_domain(std::string_view name);
 void check_labels(const std::map<std::string, std::string>& labels);
+void check_desktop_size(const DesktopSize& size);
+// An action on a screen of `screen`'s size: every point and the region on
+// it, a click count of 1 to 3, a scroll of 1 to 100 steps, text and keys not
+// empty and within kMaxDesktopTextBytes, a drag of 2 to kMaxDragPoints.
+void check_desktop_action(const DesktopAction& action, const DesktopSize& screen);
 
 }  // namespace mayura
