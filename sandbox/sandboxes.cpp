@@ -574,51 +574,66 @@ std::string Sandbox::screenshot(const ScreenshotOptions& options) const {
 
 Point Sandbox::cursor_position() const { return desktop_cursor({}); }
 
-void Sandbox::move(Point to) const {
-  DesktopAction a;
-  a.kind = DesktopAction::Kind::move;
-  a.points = {to};
-  desktop(a, {});
-}
+void Sandbox::move(Point to) const { desktop(detail::move_action(to), {}); }
 
 void Sandbox::click(Point at, MouseButton button, int count) const {
-  DesktopAction a;
-  a.kind = DesktopAction::Kind::click;
-  a.points = {at};
-  a.button = button;
-  a.count = count;
-  desktop(a, {});
+  desktop(detail::click_action(at, button, count), {});
 }
 
-void Sandbox::drag(const std::vector<Point>& path) const {
-  DesktopAction a;
-  a.kind = DesktopAction::Kind::drag;
-  a.points = path;
-  desktop(a, {});
-}
+void Sandbox::drag(const std::vector<Point>& path) const { desktop(detail::drag_action(path), {}); }
 
 void Sandbox::scroll(Point at, ScrollDirection direction, int amount) const {
-  DesktopAction a;
-  a.kind = DesktopAction::Kind::scroll;
-  a.points = {at};
-  a.direction = direction;
-  a.amount = amount;
-  desktop(a, {});
+  desktop(detail::scroll_action(at, direction, amount), {});
 }
 
 void Sandbox::type(std::string_view text) const {
-  DesktopAction a;
-  a.kind = DesktopAction::Kind::type;
-  a.text = text;
-  desktop(a, {});
+  desktop(detail::text_action(DesktopAction::Kind::type, std::string(text)), {});
 }
 
 void Sandbox::key(std::string_view combo) const {
-  DesktopAction a;
-  a.kind = DesktopAction::Kind::key;
-  a.text = combo;
-  desktop(a, {});
+  desktop(detail::text_action(DesktopAction::Kind::key, std::string(combo)), {});
 }
+
+namespace detail {
+
+DesktopAction move_action(Point to) {
+  DesktopAction a;
+  a.kind = DesktopAction::Kind::move;
+  a.points = {to};
+  return a;
+}
+
+DesktopAction click_action(Point at, MouseButton button, int count) {
+  DesktopAction a = move_action(at);
+  a.kind = DesktopAction::Kind::click;
+  a.button = button;
+  a.count = count;
+  return a;
+}
+
+DesktopAction drag_action(std::vector<Point> path) {
+  DesktopAction a;
+  a.kind = DesktopAction::Kind::drag;
+  a.points = std::move(path);
+  return a;
+}
+
+DesktopAction scroll_action(Point at, ScrollDirection direction, int amount) {
+  DesktopAction a = move_action(at);
+  a.kind = DesktopAction::Kind::scroll;
+  a.direction = direction;
+  a.amount = amount;
+  return a;
+}
+
+DesktopAction text_action(DesktopAction::Kind kind, std::string text) {
+  DesktopAction a;
+  a.kind = kind;
+  a.text = std::move(text);
+  return a;
+}
+
+}  // namespace detail
 
 // --- Sandboxes -----------------------------------------------------------
 

@@ -39,6 +39,12 @@ struct SandboxesOptions {
 namespace detail {
 struct SandboxesState;
 struct SandboxState;
+// The desktop's input actions, as the blocking and async forms send them.
+DesktopAction move_action(Point to);
+DesktopAction click_action(Point at, MouseButton button, int count);
+DesktopAction drag_action(std::vector<Point> path);
+DesktopAction scroll_action(Point at, ScrollDirection direction, int amount);
+DesktopAction text_action(DesktopAction::Kind kind, std::string text);  // type or key
 }  // namespace detail
 
 class Sandbox {
@@ -178,49 +184,27 @@ class Sandbox {
   }
   template <class Token>
   auto async_move(Point to, Token&& token) const {
-    DesktopAction a;
-    a.kind = DesktopAction::Kind::move;
-    a.points = {to};
-    return async_desktop(std::move(a), std::forward<Token>(token));
+    return async_desktop(detail::move_action(to), std::forward<Token>(token));
   }
   template <class Token>
   auto async_click(Point at, MouseButton button, int count, Token&& token) const {
-    DesktopAction a;
-    a.kind = DesktopAction::Kind::click;
-    a.points = {at};
-    a.button = button;
-    a.count = count;
-    return async_desktop(std::move(a), std::forward<Token>(token));
+    return async_desktop(detail::click_action(at, button, count), std::forward<Token>(token));
   }
   template <class Token>
   auto async_drag(std::vector<Point> path, Token&& token) const {
-    DesktopAction a;
-    a.kind = DesktopAction::Kind::drag;
-    a.points = std::move(path);
-    return async_desktop(std::move(a), std::forward<Token>(token));
+    return async_desktop(detail::drag_action(std::move(path)), std::forward<Token>(token));
   }
   template <class Token>
   auto async_scroll(Point at, ScrollDirection direction, int amount, Token&& token) const {
-    DesktopAction a;
-    a.kind = DesktopAction::Kind::scroll;
-    a.points = {at};
-    a.direction = direction;
-    a.amount = amount;
-    return async_desktop(std::move(a), std::forward<Token>(token));
+    return async_desktop(detail::scroll_action(at, direction, amount), std::forward<Token>(token));
   }
   template <class Token>
   auto async_type(std::string text, Token&& token) const {
-    DesktopAction a;
-    a.kind = DesktopAction::Kind::type;
-    a.text = std::move(text);
-    return async_desktop(std::move(a), std::forward<Token>(token));
+    return async_desktop(detail::text_action(DesktopAction::Kind::type, std::move(text)), std::forward<Token>(token));
   }
   template <class Token>
   auto async_key(std::string combo, Token&& token) const {
-    DesktopAction a;
-    a.kind = DesktopAction::Kind::key;
-    a.text = std::move(combo);
-    return async_desktop(std::move(a), std::forward<Token>(token));
+    return async_desktop(detail::text_action(DesktopAction::Kind::key, std::move(combo)), std::forward<Token>(token));
   }
   template <class Token>
   auto async_release(Token&& token) const {
