@@ -55,6 +55,8 @@ void SandboxBackend::set_network(const Network&) {
   throw SandboxError(Reason::UNSUPPORTED, "the provider cannot change a running sandbox's network");
 }
 
+// The token by value, as every provider call takes it.
+// NOLINTNEXTLINE(performance-unnecessary-value-param)
 std::string SandboxBackend::desktop(const DesktopAction&, std::stop_token) {
   throw SandboxError(Reason::UNSUPPORTED, "the provider has no desktop");
 }

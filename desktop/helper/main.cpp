@@ -124,6 +124,7 @@ void run(const std::vector<std::string_view>& args) {
   if (verb == "type") {
     if (rest.empty()) throw Failure{kBadInput, "usage: mayura-desktop type KEYSYM ..."};
     std::vector<std::uint32_t> keysyms;
+    keysyms.reserve(rest.size());
     for (std::string_view k : rest) keysyms.push_back(keysym(k));
     return type(display, keysyms);
   }

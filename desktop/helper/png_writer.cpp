@@ -43,6 +43,7 @@ void on_warning(png_structp, png_const_charp) {}
 // through it as usual.
 bool encode(png_structp png, png_infop info, int width, int height,
             const std::function<const unsigned char*(int)>& row) {
+  // NOLINTNEXTLINE(cert-err52-cpp): libpng reports an error only by longjmp
   if (setjmp(png_jmpbuf(png)) != 0) return false;
   png_set_IHDR(png, info, static_cast<png_uint_32>(width), static_cast<png_uint_32>(height), 8, PNG_COLOR_TYPE_RGB,
                PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);

@@ -11,8 +11,8 @@ struct Region {
   long x = 0, y = 0, width = 0, height = 0;
 };
 
-// The whole screen when there is no `region`. A Failure (kBadInput) when
-// the region does not lie whole on the screen.
-void screenshot(const Display& display, std::optional<Region> region, int fd);
+// The region `asked`, or the whole screen. A Failure (kBadInput) when the
+// region does not lie whole on the screen.
+void screenshot(const Display& display, std::optional<Region> asked, int fd);
 
 }  // namespace mayura::desktop

@@ -32,6 +32,7 @@ constexpr auto kStartBound = std::chrono::seconds(20);
   const std::string fd = std::to_string(ready);
   std::vector<std::string> args{"Xvfb", ":0", "-screen", "0", screen, "-nolisten", "tcp", "-displayfd", fd};
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   ::execvp("Xvfb", argv.data());

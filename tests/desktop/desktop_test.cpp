@@ -26,8 +26,6 @@
 #include "mayura/errors.hpp"
 #include "../support/png_image.hpp"
 
-extern char** environ;
-
 namespace mayura::desktop {
 namespace {
 
@@ -51,11 +49,13 @@ class Child {
  public:
   Child(const std::vector<std::string>& argv, const std::vector<std::string>& env, int keep_fd = -1) {
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     std::vector<std::string> environment(env);
     for (char** e = environ; *e != nullptr; ++e) environment.emplace_back(*e);
     std::vector<char*> envp;
+    envp.reserve(environment.size() + 1);
     for (auto& e : environment) envp.push_back(e.data());
     envp.push_back(nullptr);
     posix_spawn_file_actions_t actions;
@@ -139,6 +139,7 @@ class DesktopTest : public ::testing::Test {
     std::vector<std::string> argv{HELPER_PATH};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> raw;
+    raw.reserve(argv.size() + 1);
     for (auto& a : argv) raw.push_back(a.data());
     raw.push_back(nullptr);
     const std::string out = log_ + ".out", err = log_ + ".err";
