@@ -57,10 +57,17 @@ json labels_json(const std::map<std::string, std::string>& labels) {
   return out;
 }
 
+// What a client of the daemon can use: the HTTP API has no desktop yet, so
+// a provider's desktop is not offered through it.
+json served_features_json(Features f) {
+  f.desktop = false;
+  return features_json(f);
+}
+
 json sandbox_json(const Owned& o) {
   return {{"id", o.sandbox.id()},
           {"labels", labels_json(o.sandbox.labels())},
-          {"features", features_json(o.sandbox.features())},
+          {"features", served_features_json(o.sandbox.features())},
           {"workdir", bytes_json(o.sandbox.workdir())},
           {"owner", o.owner},
           {"createdAt", o.created_at_ms},
@@ -291,7 +298,7 @@ Reply Routes::dispatch(http::verb method, std::string_view target, const std::st
     json kinds = json::array();
     for (NetworkKind k : info_.network) kinds.push_back(std::string(network_kind_name(k)));
     return json_reply(200, {{"id", info_.provider_id},
-                            {"features", features_json(sandboxes_.features())},
+                            {"features", served_features_json(sandboxes_.features())},
                             {"workdir", sandboxes_.workdir()},
                             {"maxLifetimeMs", info_.max_lifetime_ms},
                             {"network", kinds}});
