@@ -574,6 +574,8 @@ std::string Sandbox::screenshot(const ScreenshotOptions& options) const {
 
 Point Sandbox::cursor_position() const { return desktop_cursor({}); }
 
+std::optional<DesktopSize> Sandbox::desktop_size() const { return state().desktop; }
+
 void Sandbox::move(Point to) const { desktop(detail::move_action(to), {}); }
 
 void Sandbox::click(Point at, MouseButton button, int count) const {

@@ -7,22 +7,18 @@
 #include <algorithm>
 #include <cctype>
 
+#include "mayura/validate.hpp"
 #include "tool_json.hpp"
+#include "tool_maker.hpp"
 
 namespace mayura {
 namespace {
 
 using nlohmann::json;
 using tool_json::Input;
-
-json string_property(const std::string& description) { return {{"type", "string"}, {"description", description}}; }
-
-json object_schema(json properties, std::vector<std::string> required) {
-  return {{"type", "object"},
-          {"properties", std::move(properties)},
-          {"required", std::move(required)},
-          {"additionalProperties", false}};
-}
+using tool_maker::object_schema;
+using tool_maker::string_property;
+using tool_maker::ToolMaker;
 
 std::string file_type_name(FileType t) {
   switch (t) {
@@ -45,44 +41,8 @@ void check_options(const SandboxToolsOptions& o) {
   if (o.exec_cost_micros < 0) bad("exec_cost_micros must not be negative");
   if (o.max_output_bytes < 256) bad("max_output_bytes must be at least 256");
   if (o.max_read_bytes == 0 || o.max_write_bytes == 0) bad("max_read_bytes and max_write_bytes must be positive");
+  if (o.desktop) check_desktop_size(o.screen);
 }
-
-// Builds one tool: its definition, and a call that checks the run's
-// permissions before anything else.
-class ToolMaker {
- public:
-  ToolMaker(SandboxSource source, const SandboxToolsOptions& options) : source_(std::move(source)), options_(options) {}
-
-  // The sandbox, reached only when asked for: an act checks its input (and
-  // the budget) first, so a refused call creates no per-run sandbox.
-  using SandboxOf = std::function<Sandbox()>;
-  using Act = std::function<json(const SandboxOf&, const json&, const RunContext&)>;
-
-  Tool make(const std::string& verb, ToolEffect effect, std::string description, json schema, Act act) const {
-    Tool tool;
-    ToolDefinition& d = tool.definition;
-    d.name = options_.name + "_" + verb;
-    d.id = options_.name + "." + verb;
-    d.description = std::move(description);
-    d.input_schema = std::move(schema);
-    d.effect = effect;
-    d.permissions = {"tool:" + d.id, "sandbox:" + options_.name + ":" + verb,
-                     "effect:" + std::string(tool_effect_name(effect))};
-    tool.call = [source = source_, permissions = d.permissions, id = d.id, act = std::move(act)](
-                    const json& input, const RunContext& run) {
-      for (const auto& p : permissions) {
-        if (!run.permissions.count(p)) throw SandboxError(Reason::PERMISSION_DENIED, id + " needs the permission " + p);
-      }
-      if (run.cancellation.stop_requested()) throw SandboxError(Reason::CANCELLED, "the run was cancelled");
-      return act([&] { return source(run); }, input, run);
-    };
-    return tool;
-  }
-
- private:
-  SandboxSource source_;
-  SandboxToolsOptions options_;
-};
 
 Tool read_tool(const ToolMaker& maker, const SandboxToolsOptions& o) {
   return maker.make(
@@ -292,11 +252,20 @@ std::vector<Tool> sandbox_tools(SandboxSource source, const SandboxToolsOptions&
   if (options.exec) tools.push_back(exec_tool(maker, options));
   if (options.write) tools.push_back(write_tool(maker, options));
   if (options.remove) tools.push_back(remove_tool(maker));
+  if (options.desktop) {
+    for (Tool& t : tool_maker::desktop_tools(maker, options)) tools.push_back(std::move(t));
+  }
   return tools;
 }
 
 std::vector<Tool> sandbox_tools(const Sandbox& sandbox, const SandboxToolsOptions& options) {
-  return sandbox_tools([sandbox](const RunContext&) { return sandbox; }, options);
+  SandboxToolsOptions o = options;
+  if (o.desktop) {
+    const auto screen = sandbox.desktop_size();
+    if (!screen) throw SandboxError(Reason::INVALID_INPUT, "the desktop tools need a sandbox created with a desktop");
+    o.screen = *screen;
+  }
+  return sandbox_tools([sandbox](const RunContext&) { return sandbox; }, o);
 }
 
 }  // namespace mayura

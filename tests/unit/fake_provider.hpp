@@ -26,6 +26,10 @@ struct FakeState {
   bool throw_foreign = false;  // throw a non-SandboxError from exec
   bool block_until_cancelled = false;
   int blocked_then_cancelled = 0;  // execs that blocked and saw their cancellation
+  std::vector<DesktopAction> desktop_actions;
+  // A screenshot's answer: a PNG's signature is all the limits layer checks.
+  std::string screenshot = std::string("\x89PNG\r\n\x1a\n", 8) + "pixels";
+  std::string cursor = "5 6\n";
 
   // Waits until `count` commands have reached the backend; false if they
   // have not within `bound` (a backstop, not a measure).
@@ -68,6 +72,13 @@ class FakeBackend final : public SandboxBackend {
     ++s_->releases;
   }
   bool alive() const noexcept override { return s_->alive; }
+  std::string desktop(const DesktopAction& action, std::stop_token) override {
+    std::lock_guard lock(s_->mutex);
+    s_->desktop_actions.push_back(action);
+    if (action.kind == DesktopAction::Kind::screenshot) return s_->screenshot;
+    if (action.kind == DesktopAction::Kind::cursor) return s_->cursor;
+    return "";
+  }
 
  private:
   std::shared_ptr<FakeState> s_;

@@ -76,6 +76,8 @@ class Sandbox {
   // has happened when the call returns. Points off the screen, unknown keys
   // and empty input fail INVALID_INPUT, as does a sandbox with no desktop.
   std::string screenshot(const ScreenshotOptions& options = {}) const;
+  // The screen's size; none for a sandbox created without a desktop.
+  std::optional<DesktopSize> desktop_size() const;
   Point cursor_position() const;
   void move(Point to) const;
   // `count` 2 is a double click.

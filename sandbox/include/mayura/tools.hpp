@@ -2,8 +2,9 @@
 // Tools for agents: what an agent calls to work in a sandbox, each a
 // definition a model API takes (a name, a description, a JSON Schema for its
 // input) and a handler that takes the model's JSON input and gives a JSON
-// result. Only reading is on by default; exec, write and remove each need an
-// option of their own, and every call needs the permissions the run granted.
+// result. Only reading is on by default; exec, write, remove and the desktop
+// each need an option of their own, and every call needs the permissions the
+// run granted.
 
 #include <cstdint>
 #include <functional>
@@ -90,6 +91,11 @@ struct SandboxToolsOptions {
   bool exec = false;
   bool write = false;
   bool remove = false;
+  // The desktop's tools: screenshot and cursor (read); click, move, drag,
+  // scroll, type and key (write). Their definitions tell the model the
+  // screen's size: `screen`, or a Sandbox's own when one is given.
+  bool desktop = false;
+  DesktopSize screen;
   std::int64_t exec_timeout_ms = 5 * 60 * 1000;  // the most a command may take
   std::int64_t exec_cost_micros = 0;             // charged per command to the run's budget
   std::size_t max_output_bytes = 32 * 1024;      // of each stream, to the model; the middle left out
@@ -97,8 +103,11 @@ struct SandboxToolsOptions {
   std::size_t max_write_bytes = 1 << 20;
 };
 
-// The tools for `options` (INVALID_INPUT for a bad name or size).
+// The tools for `options` (INVALID_INPUT for a bad name or size). A desktop
+// tool called on a sandbox whose screen is not the size its definition told
+// the model fails INVALID_CONFIG, before any action.
 std::vector<Tool> sandbox_tools(SandboxSource source, const SandboxToolsOptions& options);
+// With `desktop`, the sandbox must have one; its size is the tools'.
 std::vector<Tool> sandbox_tools(const Sandbox& sandbox, const SandboxToolsOptions& options);
 
 // Per-run sandboxes: a run's sandbox is created the first time one of its
