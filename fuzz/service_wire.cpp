@@ -1,8 +1,8 @@
 // The JSON bodies mayurad takes from its clients (service/wire.hpp): a
-// create, an exec request, a network; and those the remote provider takes
-// back from a mayurad (results, entries, features, errors). Properties:
-// anything malformed is SandboxError(INVALID_INPUT); what parses, written
-// out again, parses to the same JSON.
+// create, an exec request, a network, a desktop input; and those the remote
+// provider takes back from a mayurad (results, entries, features, errors).
+// Properties: anything malformed is SandboxError(INVALID_INPUT); what
+// parses, written out again, parses to the same JSON.
 // Input: one byte choosing the shape, then the body.
 
 #include "fuzz.hpp"
@@ -39,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(e.reason() == mayura::Reason::INVALID_INPUT);
     return 0;
   }
-  switch (data[0] % 6) {
+  switch (data[0] % 7) {
     case 0: round_trip(body, service::create_from, service::create_json); break;
     case 1:
       round_trip(body, service::exec_request_from,
@@ -48,7 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 2: round_trip(body, service::network_from, service::network_json); break;
     case 3: round_trip(body, service::features_from, service::features_json); break;
     case 4: round_trip(body, service::exec_result_from, service::exec_result_json); break;
-    default: round_trip(body, service::file_entry_from, service::file_entry_json); break;
+    case 5: round_trip(body, service::file_entry_from, service::file_entry_json); break;
+    default: round_trip(body, service::desktop_input_from, service::desktop_input_json); break;
   }
   return 0;
 }

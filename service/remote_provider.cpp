@@ -204,6 +204,37 @@ class RemoteSandbox final : public SandboxBackend {
 
   bool alive() const noexcept override { return !ended_; }
 
+  // What the engine's backend answers: a screenshot's PNG, the cursor as
+  // "X Y", nothing for input. The limits layer here checks the PNG and the
+  // point against the screen, as it does an engine's.
+  std::string desktop(const DesktopAction& action, std::stop_token cancellation) override {
+    const std::string base = base_ + "/desktop/";
+    switch (action.kind) {
+      case DesktopAction::Kind::screenshot: {
+        std::string t = target(base + "screenshot");
+        if (const auto& r = action.region) {
+          t = target(base + "screenshot", {{"x", std::to_string(r->x)},
+                                           {"y", std::to_string(r->y)},
+                                           {"width", std::to_string(r->width)},
+                                           {"height", std::to_string(r->height)}});
+        }
+        HttpAnswer a = checked(link_->call(http_verb::get, t, {}, std::move(cancellation)));
+        return std::move(a.body);
+      }
+      case DesktopAction::Kind::cursor: {
+        const HttpAnswer a = checked(link_->call(http_verb::get, base + "cursor", {}, std::move(cancellation)));
+        const json body = parse_answer(a, "the cursor");
+        return decoded("cursor", [&] {
+          return std::to_string(body.at("x").get<int>()) + " " + std::to_string(body.at("y").get<int>()) + "\n";
+        });
+      }
+      default:
+        checked(link_->call(http_verb::post, base + "input", service::dump(service::desktop_input_json(action)),
+                            std::move(cancellation)));
+        return {};
+    }
+  }
+
  private:
   void ended_if_gone(unsigned status) {
     if (status == 404 || status == 410) ended_ = true;

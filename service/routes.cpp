@@ -48,6 +48,8 @@ std::int64_t number_param(const Target& t, const std::string& name, std::int64_t
   return n;
 }
 
+Reply wrong_method() { return error_reply(405, Reason::INVALID_INPUT, "the resource does not take that method"); }
+
 Reply json_reply(unsigned status, const json& body) { return {status, "application/json", dump(body)}; }
 Reply no_content() { return {204, "", ""}; }
 
@@ -57,21 +59,16 @@ json labels_json(const std::map<std::string, std::string>& labels) {
   return out;
 }
 
-// What a client of the daemon can use: the HTTP API has no desktop yet, so
-// a provider's desktop is not offered through it.
-json served_features_json(Features f) {
-  f.desktop = false;
-  return features_json(f);
-}
-
 json sandbox_json(const Owned& o) {
-  return {{"id", o.sandbox.id()},
-          {"labels", labels_json(o.sandbox.labels())},
-          {"features", served_features_json(o.sandbox.features())},
-          {"workdir", bytes_json(o.sandbox.workdir())},
-          {"owner", o.owner},
-          {"createdAt", o.created_at_ms},
-          {"expiresAt", o.expires_at_ms}};
+  json j = {{"id", o.sandbox.id()},
+            {"labels", labels_json(o.sandbox.labels())},
+            {"features", features_json(o.sandbox.features())},
+            {"workdir", bytes_json(o.sandbox.workdir())},
+            {"owner", o.owner},
+            {"createdAt", o.created_at_ms},
+            {"expiresAt", o.expires_at_ms}};
+  if (const auto size = o.sandbox.desktop_size()) j["desktop"] = desktop_size_json(*size);
+  return j;
 }
 
 bool is(const Target& t, std::initializer_list<const char*> path) {
@@ -86,6 +83,44 @@ bool is(const Target& t, std::initializer_list<const char*> path) {
 
 // A sandbox's resource: /v1/sandboxes/{id}/NAME.
 bool sandbox_resource(const Target& t, const char* name) { return is(t, {"v1", "sandboxes", "*", name}); }
+
+// The desktop: GET .../desktop/screenshot (a PNG; a region with x, y, width
+// and height), GET .../desktop/cursor, POST .../desktop/input (one action).
+Reply desktop_reply(http::verb method, const Target& t, const std::string& body, const Sandbox& s) {
+  const std::string& what = t.segments[4];
+  if (what != "screenshot" && what != "cursor" && what != "input") {
+    return error_reply(404, Reason::INVALID_INPUT, "there is no such resource");
+  }
+  if (what == "input") {
+    if (method != http::verb::post) return wrong_method();
+    const DesktopAction a = desktop_input_from(parse_body(body, "the desktop input"));
+    using Kind = DesktopAction::Kind;
+    const Point at = a.points.empty() ? Point{} : a.points.front();
+    switch (a.kind) {
+      case Kind::move: s.move(at); break;
+      case Kind::click: s.click(at, a.button, a.count); break;
+      case Kind::drag: s.drag(a.points); break;
+      case Kind::scroll: s.scroll(at, a.direction, a.amount); break;
+      case Kind::type: s.type(a.text); break;
+      case Kind::key: s.key(a.text); break;
+      default: throw SandboxError(Reason::INVALID_INPUT, "the desktop input: not an input action");
+    }
+    return no_content();
+  }
+  if (method != http::verb::get) return wrong_method();
+  if (what == "cursor") {
+    const Point p = s.cursor_position();
+    return json_reply(200, {{"x", p.x}, {"y", p.y}});
+  }
+  ScreenshotOptions o;
+  if (!t.params.empty()) {
+    constexpr std::int64_t kMax = 1 << 20;
+    o.region = Region{static_cast<int>(number_param(t, "x", 0, kMax)), static_cast<int>(number_param(t, "y", 0, kMax)),
+                      static_cast<int>(number_param(t, "width", 0, kMax)),
+                      static_cast<int>(number_param(t, "height", 0, kMax))};
+  }
+  return {200, "image/png", s.screenshot(o)};
+}
 
 }  // namespace
 
@@ -287,7 +322,6 @@ Reply Routes::dispatch(http::verb method, std::string_view target, const std::st
   if (!parsed) return error_reply(400, Reason::INVALID_INPUT, "the request's target is malformed");
   const Target& t = *parsed;
   using V = http::verb;
-  auto wrong_method = [] { return error_reply(405, Reason::INVALID_INPUT, "the resource does not take that method"); };
 
   if (is(t, {"v1", "health"})) {
     if (method != V::get) return wrong_method();
@@ -298,7 +332,7 @@ Reply Routes::dispatch(http::verb method, std::string_view target, const std::st
     json kinds = json::array();
     for (NetworkKind k : info_.network) kinds.push_back(std::string(network_kind_name(k)));
     return json_reply(200, {{"id", info_.provider_id},
-                            {"features", served_features_json(sandboxes_.features())},
+                            {"features", features_json(sandboxes_.features())},
                             {"workdir", sandboxes_.workdir()},
                             {"maxLifetimeMs", info_.max_lifetime_ms},
                             {"network", kinds}});
@@ -354,6 +388,7 @@ Reply Routes::dispatch(http::verb method, std::string_view target, const std::st
     return no_content();
   }
   if (sandbox_resource(t, "exec")) return wrong_method();
+  if (t.segments.size() == 5 && t.segments[3] == "desktop") return desktop_reply(method, t, body, owned(id, client));
   return error_reply(404, Reason::INVALID_INPUT, "there is no such resource");
 }
 

@@ -1,5 +1,6 @@
 #include "wire.hpp"
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -223,7 +224,137 @@ json create_json(const CreateOptions& o) {
   if (!o.labels.empty()) j["labels"] = byte_map_json(o.labels);
   if (!o.user.empty()) j["user"] = o.user;
   if (!o.workdir.empty()) j["workdir"] = bytes_json(o.workdir);
+  if (o.desktop) j["desktop"] = desktop_size_json(*o.desktop);
   return j;
+}
+
+json desktop_size_json(const DesktopSize& size) { return {{"width", size.width}, {"height", size.height}}; }
+
+namespace {
+
+// The limits layer checks the size against the screen's bounds; here only
+// that the numbers are numbers.
+constexpr std::int64_t kMaxCoordinate = 1 << 20;
+
+DesktopSize desktop_size_from(const json& value) {
+  if (value.is_boolean()) {
+    if (!value.get<bool>()) bad("desktop", "is a size {\"width\", \"height\"}, or true for the default size");
+    return {};
+  }
+  Fields f(value, "desktop");
+  DesktopSize size;
+  if (const json* v = f.take("width")) size.width = static_cast<int>(integer(*v, "desktop.width", 0, kMaxCoordinate));
+  if (const json* v = f.take("height")) {
+    size.height = static_cast<int>(integer(*v, "desktop.height", 0, kMaxCoordinate));
+  }
+  f.done();
+  return size;
+}
+
+Point point_from(const json& value, std::string_view what) {
+  Fields f(value, what);
+  const json* x = f.take("x");
+  const json* y = f.take("y");
+  f.done();
+  if (!x || !y) bad(what, "needs x and y");
+  return {static_cast<int>(integer(*x, "x", -kMaxCoordinate, kMaxCoordinate)),
+          static_cast<int>(integer(*y, "y", -kMaxCoordinate, kMaxCoordinate))};
+}
+
+constexpr std::array<std::pair<DesktopAction::Kind, const char*>, 6> kInputKinds = {{
+    {DesktopAction::Kind::move, "move"},
+    {DesktopAction::Kind::click, "click"},
+    {DesktopAction::Kind::drag, "drag"},
+    {DesktopAction::Kind::scroll, "scroll"},
+    {DesktopAction::Kind::type, "type"},
+    {DesktopAction::Kind::key, "key"},
+}};
+constexpr std::array<const char*, 3> kButtons = {"left", "middle", "right"};
+constexpr std::array<const char*, 4> kDirections = {"up", "down", "left", "right"};
+
+template <std::size_t N>
+std::size_t index_of(const std::array<const char*, N>& names, const std::string& name, std::string_view key) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (name == names[i]) return i;
+  }
+  bad(key, "is not one of its names");
+}
+
+}  // namespace
+
+json desktop_input_json(const DesktopAction& a) {
+  json j;
+  for (const auto& [kind, name] : kInputKinds) {
+    if (kind == a.kind) j["action"] = name;
+  }
+  if (!j.contains("action")) throw SandboxError(Reason::INVALID_INPUT, "a screenshot or the cursor is no input");
+  const auto point = [](const Point& p) { return json{{"x", p.x}, {"y", p.y}}; };
+  switch (a.kind) {
+    case DesktopAction::Kind::drag: {
+      json path = json::array();
+      for (const Point& p : a.points) path.push_back(point(p));
+      j["path"] = std::move(path);
+      break;
+    }
+    case DesktopAction::Kind::type:
+    case DesktopAction::Kind::key: j["text"] = bytes_json(a.text); break;
+    default:
+      if (!a.points.empty()) j["at"] = point(a.points.front());
+      break;
+  }
+  if (a.kind == DesktopAction::Kind::click) {
+    j["button"] = kButtons.at(static_cast<std::size_t>(a.button) - 1);
+    j["count"] = a.count;
+  }
+  if (a.kind == DesktopAction::Kind::scroll) {
+    j["direction"] = kDirections.at(static_cast<std::size_t>(a.direction));
+    j["amount"] = a.amount;
+  }
+  return j;
+}
+
+DesktopAction desktop_input_from(const json& value) {
+  Fields f(value, "the desktop input");
+  DesktopAction a;
+  const json* action = f.take("action");
+  if (!action) bad("action", "is required");
+  const std::string name = text(*action, "action");
+  bool known = false;
+  for (const auto& [kind, kind_name] : kInputKinds) {
+    if (name == kind_name) a.kind = kind, known = true;
+  }
+  if (!known) bad("action", "is move, click, drag, scroll, type or key");
+  using Kind = DesktopAction::Kind;
+  const bool at_a_point = a.kind == Kind::move || a.kind == Kind::click || a.kind == Kind::scroll;
+  if (at_a_point) {
+    const json* at = f.take("at");
+    if (!at) bad("at", "is required");
+    a.points.push_back(point_from(*at, "at"));
+  }
+  if (a.kind == Kind::drag) {
+    const json* path = f.take("path");
+    if (!path || !path->is_array()) bad("path", "must be an array of {\"x\", \"y\"}");
+    for (const json& p : *path) a.points.push_back(point_from(p, "path"));
+  }
+  if (a.kind == Kind::type || a.kind == Kind::key) {
+    const json* t = f.take("text");
+    if (!t) bad("text", "is required");
+    a.text = bytes_from(*t, "text");
+  }
+  if (a.kind == Kind::click) {
+    if (const json* v = f.take("button")) {
+      a.button = static_cast<MouseButton>(index_of(kButtons, text(*v, "button"), "button") + 1);
+    }
+    if (const json* v = f.take("count")) a.count = static_cast<int>(integer(*v, "count", 0, 1000));
+  }
+  if (a.kind == Kind::scroll) {
+    const json* d = f.take("direction");
+    if (!d) bad("direction", "is required");
+    a.direction = static_cast<ScrollDirection>(index_of(kDirections, text(*d, "direction"), "direction"));
+    if (const json* v = f.take("amount")) a.amount = static_cast<int>(integer(*v, "amount", 0, 1000));
+  }
+  f.done();
+  return a;
 }
 
 CreateOptions create_from(const json& value) {
@@ -249,6 +380,7 @@ CreateOptions create_from(const json& value) {
   if (const json* v = f.take("labels")) o.labels = byte_map(*v, "labels");
   if (const json* v = f.take("user")) o.user = text(*v, "user");
   if (const json* v = f.take("workdir")) o.workdir = bytes_from(*v, "workdir");
+  if (const json* v = f.take("desktop")) o.desktop = desktop_size_from(*v);
   f.done();
   return o;
 }

@@ -56,6 +56,14 @@ ExecResult exec_result_from(const json& value);
 json file_entry_json(const FileEntry& entry);
 FileEntry file_entry_from(const json& value);
 
+// A desktop's size, as a create and a sandbox's description carry it.
+json desktop_size_json(const DesktopSize& size);
+// A desktop input action (move, click, drag, scroll, type, key) as the body
+// of POST /v1/sandboxes/{id}/desktop/input; a screenshot or the cursor is a
+// GET of its own.
+json desktop_input_json(const DesktopAction& action);
+DesktopAction desktop_input_from(const json& value);
+
 json error_json(Reason reason, std::string_view message);
 // The reason named in an error body, if it is one.
 std::optional<Reason> reason_from_name(std::string_view name) noexcept;

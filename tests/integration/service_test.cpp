@@ -161,9 +161,11 @@ TEST_F(ServiceTest, TheFixedResourcesAnswerAsDocumented) {
   EXPECT_EQ(sandbox.at("labels"), json({{"run", "r1"}}));
   EXPECT_EQ(sandbox.at("workdir"), "/workspace");
   EXPECT_GT(sandbox.at("expiresAt").get<std::int64_t>(), sandbox.at("createdAt").get<std::int64_t>());
-  // the engine has a desktop; the HTTP API does not serve one yet, and says so
-  EXPECT_EQ(sandbox.at("features").at("desktop"), false);
-  EXPECT_EQ(json::parse(call(verb::get, "/v1/features").body).at("features").at("desktop"), false);
+  // the engine's desktop is served (DesktopTest drives it through here)
+  EXPECT_EQ(sandbox.at("features").at("desktop"), true);
+  EXPECT_FALSE(sandbox.contains("desktop"));
+  EXPECT_EQ(json::parse(call(verb::get, "/v1/features").body).at("features").at("desktop"), true);
+  EXPECT_EQ(call(verb::get, "/v1/sandboxes/" + id + "/desktop/cursor").status, 400u);
 
   const json listed = json::parse(call(verb::get, "/v1/sandboxes").body);
   ASSERT_EQ(listed.at("sandboxes").size(), 1u);
