@@ -2,16 +2,21 @@
 // of both mayura-run (the light client of mayurad) and mayura-run-local (an
 // engine in this process): run_engine.hpp says which does what.
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stop_token>
@@ -79,6 +84,10 @@ Options:
                          printed on stderr (repeatable)
   --seccomp FILE         an OCI/Docker JSON seccomp profile instead of the
                          built-in one (unknown syscall names are skipped)
+  --desktop [WxH]        give the sandbox an X display (Xvfb from the image) of
+                         WxH pixels (default 1280x800); commands see DISPLAY
+  --screenshot FILE      with --desktop: write a PNG of the screen to FILE when
+                         the command ends, or at --timeout before it is stopped
   --json                 print one JSON object: exitCode, stdout, stderr,
                          truncated, durationMs, timedOut, oomKilled
   --local                an engine in this process, never a daemon
@@ -161,8 +170,23 @@ struct Args {
   std::optional<std::int64_t> pids;
   std::optional<std::string> seccomp_file;
   std::vector<int> ports;
+  std::optional<mayura::DesktopSize> desktop;
+  std::string screenshot;  // a host file; empty: none
   std::vector<std::string> command;
 };
+
+// "WxH", two whole numbers; the limits layer checks the bounds.
+std::optional<mayura::DesktopSize> parse_size(const std::string& text) {
+  const auto x = text.find('x');
+  const auto digits = [](std::string_view d) {
+    return !d.empty() && d.size() <= 5 && d.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  if (x == std::string::npos || !digits(std::string_view(text).substr(0, x)) ||
+      !digits(std::string_view(text).substr(x + 1))) {
+    return std::nullopt;
+  }
+  return mayura::DesktopSize{std::stoi(text.substr(0, x)), std::stoi(text.substr(x + 1))};
+}
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -199,6 +223,18 @@ Args parse(int argc, char** argv) {
       a.ports.push_back(static_cast<int>(parse_count(arg, value(arg), 65535, "a port number")));
     } else if (arg == "--seccomp") {
       a.seccomp_file = value(arg);
+    } else if (arg == "--desktop") {
+      // The size is optional: a next argument that is no size is not ours.
+      a.desktop = mayura::DesktopSize{};
+      if (i + 1 < argc) {
+        if (const auto size = parse_size(argv[i + 1])) {
+          a.desktop = size;
+          ++i;
+        }
+      }
+    } else if (arg == "--screenshot") {
+      a.screenshot = value(arg);
+      if (a.screenshot.empty()) usage_error("--screenshot takes a file");
     } else if (arg == "--image") {
       a.image = value(arg);
     } else if (arg == "--user") {
@@ -253,6 +289,7 @@ Args parse(int argc, char** argv) {
   for (; i < argc; ++i) a.command.emplace_back(argv[i]);
   // Without a command, an image from the store runs its own (Entrypoint and Cmd).
   if (a.command.empty() && a.image.empty()) usage_error("no command given");
+  if (!a.screenshot.empty() && !a.desktop) usage_error("--screenshot needs --desktop");
   if (network_all) {
     if (a.network.kind == mayura::NetworkKind::allowlist) usage_error("--network all and --allow do not go together");
     a.network.kind = mayura::NetworkKind::all;
@@ -277,12 +314,89 @@ void write_out(int fd, std::string_view chunk) {
   }
 }
 
+void write_screenshot(const mayura::Sandbox& sandbox, const std::string& file) {
+  const std::string png = sandbox.screenshot();
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out.write(png.data(), static_cast<std::streamsize>(png.size()));
+  out.close();
+  if (!out) throw mayura::SandboxError(mayura::Reason::INVALID_INPUT, "cannot write the screenshot to " + file);
+}
+
+// The command, and the screenshot --screenshot asks for: when the command
+// ends, or at --timeout while it still runs (a GUI program's window is gone
+// once it is stopped), and then it is stopped as a timeout stops it.
+mayura::ExecResult exec_with_screenshot(const mayura::Sandbox& sandbox, const Args& args, mayura::ExecOptions exec,
+                                        const std::stop_source& stop) {
+  if (args.screenshot.empty()) return sandbox.exec(args.command, exec);
+  if (!args.timeout_ms) {
+    mayura::ExecResult r = sandbox.exec(args.command, exec);
+    write_screenshot(sandbox, args.screenshot);
+    return r;
+  }
+  std::stop_source command_stop;
+  const std::stop_callback forward(stop.get_token(), [&command_stop] { command_stop.request_stop(); });
+  exec.timeout_ms.reset();
+  exec.cancellation = command_stop.get_token();
+  std::mutex mutex;
+  std::condition_variable ended;
+  bool done = false;
+  std::atomic<bool> shot{false};
+  std::exception_ptr shot_failed;
+  std::thread timer([&] {
+    std::unique_lock lock(mutex);
+    if (ended.wait_for(lock, std::chrono::milliseconds(*args.timeout_ms), [&] { return done; })) return;
+    lock.unlock();
+    try {
+      write_screenshot(sandbox, args.screenshot);
+    } catch (...) {
+      shot_failed = std::current_exception();
+    }
+    shot = true;
+    command_stop.request_stop();
+  });
+  const auto finish = [&] {
+    {
+      const std::lock_guard lock(mutex);
+      done = true;
+    }
+    ended.notify_all();
+    timer.join();
+  };
+  mayura::ExecResult r;
+  try {
+    r = sandbox.exec(args.command, exec);
+  } catch (const mayura::SandboxError& e) {
+    finish();
+    if (!shot || e.reason() != mayura::Reason::CANCELLED || stop.stop_requested()) throw;
+    if (shot_failed) std::rethrow_exception(shot_failed);
+    mayura::ExecResult timed_out;
+    timed_out.timed_out = true;
+    timed_out.duration_ms = *args.timeout_ms;
+    return timed_out;
+  } catch (...) {
+    finish();
+    throw;
+  }
+  finish();
+  if (shot_failed) std::rethrow_exception(shot_failed);
+  if (!shot) write_screenshot(sandbox, args.screenshot);
+  return r;
+}
+
+// A file --screenshot cannot write is bad input before anything is made.
+void check_writable(const std::string& file) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) usage_error("--screenshot " + file + ": " + std::strerror(errno));
+  ::close(fd);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   mayura::tools::keep_command_line(argv);
   if (argc >= 2 && std::string(argv[1]) == "image") return mayura::tools::run_image_command(argc - 1, argv + 1);
   Args args = parse(argc, argv);
+  if (!args.screenshot.empty()) check_writable(args.screenshot);
 
   // SIGINT, SIGTERM and SIGHUP cancel the command and release the sandbox.
   sigset_t stop_signals;
@@ -324,6 +438,7 @@ int main(int argc, char** argv) {
     create.pids = args.pids;
     create.seccomp_profile = profile;
     create.ports = args.ports;
+    create.desktop = args.desktop;
 
     mayura::ExecOptions exec;
     exec.cwd = args.cwd;
@@ -338,7 +453,7 @@ int main(int argc, char** argv) {
     }
 
     mayura::ExecResult result;
-    if (engine.run && files.empty() && args.ports.empty()) {
+    if (engine.run && files.empty() && args.ports.empty() && !args.desktop) {
       // Nothing to do between the create and the command, nor after it: one
       // request, checked by the daemon as the limits layer here would.
       // Without --lifetime, the daemon's maximum bounds the command (its
@@ -364,7 +479,7 @@ int main(int argc, char** argv) {
       for (int port : args.ports) {
         std::fprintf(stderr, "mayura-run: port %d is at %s\n", port, sandbox->url(port).c_str());
       }
-      result = sandbox->exec(args.command, exec);
+      result = exec_with_screenshot(*sandbox, args, exec, stop);
       sandbox->release();
     }
 

@@ -11,12 +11,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
 #include "harness.hpp"
+#include "../support/png_image.hpp"
 #include "../world/world.hpp"
 #include "image_archives.hpp"
 
@@ -166,6 +168,37 @@ class MayuraRunTest : public NativeTest, public ::testing::WithParamInterface<Vi
   pid_t daemon_ = -1;
   std::string socket_;
 };
+
+// --desktop gives the command a display; --screenshot writes the screen
+// when the command ends, or, as here, at --timeout before it is stopped
+// (the tests' X client paints and runs until then).
+TEST_P(MayuraRunTest, ADesktopRunWritesTheScreenAtTheTimeout) {
+  const std::string png = options().state_dir + "-screen.png";
+  const Outcome shown =
+      run("--desktop 320x200 --screenshot " + png +
+          " --timeout 5 --copy-in " X_CLIENT_PATH
+          ":/workspace/x_client -- sh -c 'chmod 755 x_client && echo $DISPLAY && exec ./x_client log'");
+  EXPECT_EQ(shown.status, 124) << shown.err;
+  EXPECT_EQ(shown.out, ":0\n");
+  std::ifstream in(png, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  std::filesystem::remove(png);
+  const PngImage image = decode_png(bytes);
+  EXPECT_EQ(image.width, 320);
+  EXPECT_EQ(image.height, 200);
+  EXPECT_EQ(image.at(10, 10), 0xff0000u);
+  EXPECT_EQ(image.at(225, 125), 0x00ff00u);
+  // a command that ends: the screen as it left it, and its own status
+  const Outcome ended = run("--desktop 64x64 --screenshot " + png + " -- sh -c 'exit 3'");
+  EXPECT_EQ(ended.status, 3) << ended.err;
+  std::ifstream again(png, std::ios::binary);
+  EXPECT_EQ(decode_png(std::string((std::istreambuf_iterator<char>(again)), {})).width, 64);
+  std::filesystem::remove(png);
+  // bad input, before anything is made
+  EXPECT_TRUE(failed_with(run("--screenshot " + png + " true"), "INVALID_INPUT", "--screenshot needs --desktop"));
+  EXPECT_TRUE(failed_with(run("--desktop 10x10 true"), "INVALID_INPUT"));
+  EXPECT_TRUE(failed_with(run("--desktop --screenshot /nonexistent/dir/x.png true"), "INVALID_INPUT"));
+}
 
 INSTANTIATE_TEST_SUITE_P(Both, MayuraRunTest, ::testing::Values(Via::local, Via::daemon),
                          [](const auto& p) { return p.param == Via::local ? "Local" : "Daemon"; });

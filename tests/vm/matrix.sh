@@ -50,6 +50,10 @@ select_for() {
 # emulated cpu takes minutes to make, and the tree 25,000 levels deep, which
 # it takes two minutes to make and remove.
 slow='OneSandboxsConnectionsAreBounded|Conformance\.Passes/exec_timeout_stops_everything|AMillionEntriesListInBoundedMemory|ATree25000LevelsDeepListsAndGoes'
+# The desktop's runs (Xvfb in a sandbox; mayura-run --desktop) run on this
+# machine only: under the emulated cpu the first of them once hung the
+# guest's kernel (a soft lockup in cgroup_mkdir), which is not understood yet.
+slow="$slow|Desktop"
 exclude_for() {
   case "$1" in
     v2-*) echo "$slow" ;;
