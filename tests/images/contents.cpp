@@ -4,6 +4,7 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -29,22 +30,22 @@ std::string read_host_file(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// The absolute paths of the libraries BusyBox loads, from ldd's lines
+// The absolute paths of the libraries `program` loads, from ldd's lines
 // "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and
-// "/lib64/ld-linux-x86-64.so.2 (0x...)"; none for a static BusyBox. Asking
+// "/lib64/ld-linux-x86-64.so.2 (0x...)"; none for a static program. Asking
 // ldd keeps the image runnable on whatever the host's loader and libc are.
-std::vector<std::string> busybox_libraries() {
-  std::unique_ptr<FILE, int (*)(FILE*)> ldd(popen((std::string("ldd ") + kBusybox + " 2>&1").c_str(), "r"), pclose);
+std::vector<std::string> libraries_of(const std::string& program) {
+  std::unique_ptr<FILE, int (*)(FILE*)> ldd(popen(("ldd '" + program + "' 2>&1").c_str(), "r"), pclose);
   if (!ldd) throw std::runtime_error("image fixture: cannot run ldd");
   std::string out;
   char buffer[4096];
   for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, ldd.get())) > 0;) out.append(buffer, n);
   const int status = pclose(ldd.release());
-  // A BusyBox without its libraries would fail only later, inside a
+  // A program without its libraries would fail only later, inside a
   // sandbox, with a far less telling error.
   if (status != 0 && out.find("not a dynamic executable") == std::string::npos &&
       out.find("statically linked") == std::string::npos) {
-    throw std::runtime_error("image fixture: ldd " + std::string(kBusybox) + " failed: " + out);
+    throw std::runtime_error("image fixture: ldd " + program + " failed: " + out);
   }
   std::vector<std::string> libraries;
   std::istringstream lines(out);
@@ -90,7 +91,7 @@ std::vector<Entry> base_layer() {
 
   layer.push_back(file("bin/busybox", read_host_file(kBusybox), 0755));
   for (const char* applet : kApplets) layer.push_back(images::symlink(std::string("bin/") + applet, "busybox"));
-  for (const std::string& library : busybox_libraries()) {
+  for (const std::string& library : libraries_of(kBusybox)) {
     const std::string path = library.substr(1);
     add_parents(layer, made, path);
     layer.push_back(file(path, read_host_file(library), 0755));
@@ -144,6 +145,40 @@ std::vector<Entry> app_layer() {
 }
 
 }  // namespace
+
+std::vector<Entry> host_files_layer(const std::vector<std::pair<std::string, std::string>>& programs,
+                                    const std::vector<std::string>& trees) {
+  std::vector<Entry> layer;
+  std::set<std::string> made;
+  std::set<std::string> libraries;
+  for (const auto& [host, in_image] : programs) {
+    const std::string path = in_image.substr(in_image.find_first_not_of('/'));
+    add_parents(layer, made, path);
+    layer.push_back(file(path, read_host_file(host), 0755));
+    for (const std::string& library : libraries_of(host)) libraries.insert(library);
+  }
+  for (const std::string& library : libraries) {
+    const std::string path = library.substr(1);
+    add_parents(layer, made, path);
+    layer.push_back(file(path, read_host_file(library), 0755));
+  }
+  for (const std::string& tree : trees) {
+    const std::string top = tree.substr(1);
+    add_parents(layer, made, top + "/");
+    for (const auto& e : std::filesystem::recursive_directory_iterator(tree)) {
+      const std::string path = e.path().string().substr(1);
+      const auto mode = static_cast<unsigned>(e.symlink_status().permissions()) & 07777;
+      if (e.is_symlink()) {
+        layer.push_back(images::symlink(path, std::filesystem::read_symlink(e.path()).string()));
+      } else if (e.is_directory()) {
+        if (made.insert(path).second) layer.push_back(dir(path, mode));
+      } else if (e.is_regular_file()) {
+        layer.push_back(file(path, read_host_file(e.path().string()), mode));
+      }
+    }
+  }
+  return layer;
+}
 
 std::vector<std::vector<Entry>> busybox_layers() { return {base_layer(), changes_layer(), app_layer()}; }
 

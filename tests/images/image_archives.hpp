@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mayura::testing::images {
@@ -215,6 +216,14 @@ ImageSpec busybox_spec(Compression compression);
 // Incompressible files (data/blob-NNNN, 4 MiB each, the last one shorter)
 // of `bytes` in total, the same for the same seed.
 std::vector<Entry> big_layer(std::size_t bytes, std::uint64_t seed = 1);
+
+// Programs of the host (host path, path in the image), each with the
+// libraries ldd lists for it at their host paths, and host directories
+// whole (directories, files and symlinks, with their modes): a layer that
+// carries real programs and the data they read, such as Xvfb and its
+// keymaps.
+std::vector<Entry> host_files_layer(const std::vector<std::pair<std::string, std::string>>& programs,
+                                    const std::vector<std::string>& trees);
 
 // The image architecture of the host ("amd64", "arm64", ...).
 std::string host_architecture();

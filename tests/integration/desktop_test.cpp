@@ -8,15 +8,23 @@
 #include <sys/un.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 #include <boost/asio/use_future.hpp>
 
+#include "../../sandbox/tool_json.hpp"
 #include "../support/png_image.hpp"
 #include "../support/reason_of.hpp"
 #include "harness.hpp"
+#include "http_client.hpp"
+#include "image_archives.hpp"
+#include "mayura/images.hpp"
+#include "mayura/remote.hpp"
+#include "mayura/service/server.hpp"
+#include "mayura/tools.hpp"
 
 namespace mayura::testing {
 namespace {
@@ -37,11 +45,11 @@ CreateOptions with_desktop(int width = 640, int height = 480) {
 }
 
 // The client's log once it holds `text` (or, after 30 s, whatever it holds).
-std::string log_with(const Sandbox& sandbox, const std::string& text) {
+std::string log_with(const Sandbox& sandbox, const std::string& text, const std::string& path = "/workspace/log") {
   std::string log;
   for (auto until = std::chrono::steady_clock::now() + 30s; std::chrono::steady_clock::now() < until;) {
     try {
-      log = sandbox.read_file("/workspace/log");
+      log = sandbox.read_file(path);
     } catch (const SandboxError&) {
       log.clear();  // not made yet
     }
@@ -270,6 +278,155 @@ TEST_F(DesktopTest, TheAsyncFormsDoTheSame) {
   const std::string log = log_with(sandbox, "keyup 6b");
   EXPECT_NE(log.find("press 1 20 20"), std::string::npos) << log;
   EXPECT_NE(log.find("key 6f 6f"), std::string::npos) << log;
+}
+
+// An image from an archive, imported into the store, that carries Xvfb
+// (the host's, with its libraries and keymaps, over the tests' BusyBox
+// image): the same desktop, as the image's own user.
+TEST_F(DesktopTest, AnImportedImageThatCarriesXvfbHasADesktop) {
+  namespace img = images;
+  img::ImageSpec spec = img::busybox_spec(img::Compression::gzip);
+  spec.layers.push_back(img::host_files_layer({{"/usr/bin/Xvfb", "/usr/bin/Xvfb"},
+                                               {"/usr/bin/xkbcomp", "/usr/bin/xkbcomp"},
+                                               {X_CLIENT_PATH, "/usr/local/bin/x_client"}},
+                                              {"/usr/share/X11/xkb"}));
+  const std::string archive = options().state_dir + "-xvfb.tar";
+  img::write_oci_archive(archive, spec, "xvfb:1");
+  ImageStore(options().image_store).import_archive(archive);
+  std::filesystem::remove(archive);
+
+  CreateOptions c = with_desktop(320, 200);
+  c.image = "xvfb:1";
+  auto sandbox = create(c);
+  EXPECT_EQ(sh(sandbox, "id -u; echo $DISPLAY"), "1234\n:0\n");
+  sh(sandbox, "(/usr/local/bin/x_client /app/log >/dev/null 2>&1 &)");
+  ASSERT_NE(log_with(sandbox, "ready 320 200", "/app/log").find("ready"), std::string::npos);
+  const PngImage image = decode_png(sandbox.screenshot());
+  EXPECT_EQ(image.width, 320);
+  EXPECT_EQ(image.at(10, 10), 0xff0000u);
+  EXPECT_EQ(image.at(225, 125), 0x00ff00u);
+  sandbox.click({40, 30});
+  sandbox.type("x");
+  const std::string log = log_with(sandbox, "keyup 78", "/app/log");
+  EXPECT_NE(log.find("press 1 40 30"), std::string::npos) << log;
+  EXPECT_NE(log.find("key 78 "), std::string::npos) << log;
+}
+
+// What a computer-use model gets: the tools, whose screenshot is an image
+// block with the real pixels and whose input reaches the client.
+TEST_F(DesktopTest, TheToolsGiveAModelTheScreenAndItsInput) {
+  auto sandbox = create(with_desktop());
+  start_client(sandbox);
+  ASSERT_NE(log_with(sandbox, "ready").find("ready"), std::string::npos);
+  SandboxToolsOptions o;
+  o.name = "screen";
+  o.read = false;
+  o.desktop = true;
+  const auto tools = sandbox_tools(sandbox, o);
+  RunContext run;
+  for (const std::string verb : {"screenshot", "click", "type", "key", "cursor"}) {
+    run.permissions.insert("tool:screen." + verb);
+    run.permissions.insert("sandbox:screen:" + verb);
+  }
+  run.permissions.insert("effect:read");
+  run.permissions.insert("effect:write");
+  const auto call = [&](const std::string& verb, const nlohmann::json& input) {
+    for (const auto& t : tools) {
+      if (t.definition.id == "screen." + verb) return t.call(input, run);
+    }
+    throw std::runtime_error("no tool " + verb);
+  };
+  const nlohmann::json image = call("screenshot", nlohmann::json::object());
+  ASSERT_EQ(image["source"]["media_type"], "image/png");
+  const PngImage screen = decode_png(tool_json::unbase64(image["source"]["data"].get<std::string>()));
+  EXPECT_EQ(screen.width, 640);
+  EXPECT_EQ(screen.at(10, 10), 0xff0000u);
+  EXPECT_EQ(screen.at(305, 305), 0x123456u);
+  call("click", {{"x", 60}, {"y", 40}, {"button", "middle"}});
+  call("type", {{"text", "é"}});
+  call("key", {{"keys", "ctrl+Return"}});
+  EXPECT_EQ(call("cursor", nlohmann::json::object()), (nlohmann::json{{"x", 60}, {"y", 40}}));
+  const std::string log = log_with(sandbox, "keyup ff0d");
+  EXPECT_NE(log.find("press 2 60 40"), std::string::npos) << log;
+  EXPECT_NE(log.find(" e9"), std::string::npos) << log;
+  EXPECT_NE(log.find("key ff0d ff0d 4\n"), std::string::npos) << log;  // Return with Control held
+}
+
+// The same desktop through mayurad: its resources on a real socket, and
+// the remote provider over them.
+TEST_F(DesktopTest, ThroughMayuradTheSameActionsAndScreenshotsAsPng) {
+  char dir[] = "/tmp/mayura-desktop-service-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string socket = std::string(dir) + "/mayurad.sock";
+  SandboxesOptions limits;
+  limits.max_sandboxes = 2;
+  limits.max_lifetime_ms = 600'000;
+  auto server = std::make_unique<service::Server>(native_sandboxes(options()), limits, service::ServerOptions{});
+  server->listen_unix(socket, 0600);
+  std::thread serving([&] { server->run(); });
+  {
+    RemoteOptions remote_options;
+    remote_options.url = "unix://" + socket;
+    Sandboxes remote = create_sandboxes(remote_sandboxes(remote_options), {});
+    EXPECT_TRUE(remote.features().desktop);
+    CreateOptions c = with_desktop(320, 200);
+    c.lifetime_ms = 120'000;
+    const Sandbox sandbox = remote.create(c);
+    start_client(sandbox);
+    ASSERT_NE(log_with(sandbox, "ready 320 200").find("ready"), std::string::npos);
+    const PngImage image = decode_png(sandbox.screenshot());
+    EXPECT_EQ(image.width, 320);
+    EXPECT_EQ(image.at(10, 10), 0xff0000u);
+    ScreenshotOptions region;
+    region.region = Region{200, 100, 10, 10};
+    EXPECT_EQ(decode_png(sandbox.screenshot(region)).at(0, 0), 0x00ff00u);
+    sandbox.click({30, 20}, MouseButton::right);
+    sandbox.drag({{5, 5}, {6, 7}});
+    sandbox.scroll({8, 9}, ScrollDirection::up, 2);
+    sandbox.type("a");
+    sandbox.key("shift+b");
+    sandbox.move({319, 199});
+    EXPECT_EQ(sandbox.cursor_position(), (Point{319, 199}));
+    const std::string log = log_with(sandbox, "keyup 62");
+    EXPECT_EQ(events(log, {"press", "release"}),
+              (std::vector<std::string>{"press 3 30 20", "release 3 30 20", "press 1 5 5", "release 1 6 7",
+                                        "press 4 8 9", "release 4 8 9", "press 4 8 9", "release 4 8 9"}))
+        << log;
+    EXPECT_NE(log.find("key 62 42 1\n"), std::string::npos) << log;  // b with Shift held
+    // bad input is refused by the daemon's limits layer too, and a client
+    // that skips its own checks gets 400 from the resource itself
+    EXPECT_EQ(reason_of([&] { sandbox.click({320, 0}); }), Reason::INVALID_INPUT);
+    service::HttpCall raw;
+    raw.method = boost::beast::http::verb::get;
+    raw.target = "/v1/sandboxes";
+    // (the daemon's id for it: the handle's is the client's own)
+    const auto listed = nlohmann::json::parse(service::http_call(service::parse_endpoint(socket), raw).body);
+    ASSERT_EQ(listed.at("sandboxes").size(), 1u);
+    const std::string id = listed["sandboxes"][0]["id"];
+    EXPECT_EQ(listed["sandboxes"][0]["desktop"], (nlohmann::json{{"width", 320}, {"height", 200}}));
+    raw.method = boost::beast::http::verb::post;
+    raw.target = "/v1/sandboxes/" + id + "/desktop/input";
+    raw.body = R"({"action": "click", "at": {"x": 320, "y": 0}})";
+    raw.content_type = "application/json";
+    EXPECT_EQ(service::http_call(service::parse_endpoint(socket), raw).status, 400u);
+    raw.body = R"({"action": "click", "at": {"x": 1, "y": 1}, "button": "fourth"})";
+    EXPECT_EQ(service::http_call(service::parse_endpoint(socket), raw).status, 400u);
+    raw.method = boost::beast::http::verb::get;
+    raw.body.clear();
+    raw.target = "/v1/sandboxes/" + id + "/desktop/screenshot";
+    const auto png = service::http_call(service::parse_endpoint(socket), raw);
+    EXPECT_EQ(png.status, 200u);
+    EXPECT_EQ(decode_png(png.body).height, 200);
+    raw.target = "/v1/sandboxes/" + id + "/desktop/screenshot?x=0&y=0&width=321&height=1";
+    EXPECT_EQ(service::http_call(service::parse_endpoint(socket), raw).status, 400u);
+    raw.target = "/v1/sandboxes/nosuch/desktop/cursor";
+    EXPECT_EQ(service::http_call(service::parse_endpoint(socket), raw).status, 404u);
+    remote.close();
+  }
+  server->stop();
+  serving.join();
+  server.reset();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
