@@ -5,13 +5,14 @@
 # once (threads, memory, latency), a round trip through mayurad from C++ and
 # from Node (the TypeScript provider), importing
 # and first running a 100 MiB image beside GNU tar and bubblewrap, the costs
-# as idle sandboxes pile up (1 to DENSITY alive) and churn, then the
+# as idle sandboxes pile up (1 to DENSITY alive) and churn, the desktop
+# beside xdotool and ImageMagick's import on the same display, then the
 # networks' costs in a private world.
 #   sudo ./scripts/bench.sh [ITERATIONS] [DOWNLOAD-MIB] [DENSITY]
 set -euo pipefail
 trap 'echo "bench.sh: stopped: \"$BASH_COMMAND\" failed (exit $?, line $LINENO)" >&2' ERR
 here=$(cd "$(dirname "$0")" && pwd)
-"$here/deps.sh"
+"$here/deps.sh" bench
 log=$(mktemp)
 "$here/build.sh" "$here/../build" -DCMAKE_BUILD_TYPE=Release >"$log" 2>&1 || {
   tail -40 "$log" >&2
@@ -30,6 +31,8 @@ echo
 "$here/../build/bench/bench_clients" "$here/../build/tools/mayurad" "$here/../clients/typescript/bench/roundtrip.mjs" "${1:-200}"
 echo
 "$here/../build/bench/bench_images" 100 20 "$here/../build/tools/mayura-run"
+echo
+"$here/../build/bench/bench_desktop" "${1:-200}"
 echo
 # 10000 alive takes minutes and most of a 24 GiB machine's memory: 1000 unless asked.
 "$here/../build/bench/bench_density" "${3:-1000}" 10000 4

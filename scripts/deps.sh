@@ -7,6 +7,8 @@
 #   deps.sh fuzz   also what the fuzzers need (scripts/fuzz.sh): clang and
 #                  its libFuzzer and sanitizer runtimes; and clang's
 #                  static checks (scripts/format.sh, scripts/tidy.sh)
+#   deps.sh bench  also the desktop benchmark's anchors (scripts/bench.sh):
+#                  xdotool, ImageMagick's import and xwd
 set -euo pipefail
 
 packages=(
@@ -39,6 +41,9 @@ packages=(
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 if [ "${1:-}" = vm ] || [ "${1:-}" = fuzz ]; then
   packages+=(clang libclang-rt-dev clang-format clang-tidy)
+fi
+if [ "${1:-}" = bench ]; then
+  packages+=(xdotool imagemagick x11-apps)
 fi
 if [ "${1:-}" = vm ]; then
   # the VMs of tests/vm: QEMU, Debian 12's own kernel (6.1) and its modules,
