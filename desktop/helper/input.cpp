@@ -2,7 +2,9 @@
 
 #include <xcb/xtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -68,25 +70,39 @@ class Keymap {
     return {};
   }
 
-  // Gives `keysym` a key: a spare one, or when none is left the last one we
-  // gave earlier in this run. The server carries the change out before any
-  // key event sent after it.
+  // Gives `keysym` a key: a spare one; when none is left, the one given
+  // longest ago, by this action or an earlier one. The server is never
+  // reset, so what earlier actions gave stays given (a layout has some 20
+  // spare keys): the keys given, oldest first, are kept on the root window
+  // (kGivenKeys), since nothing in a key's row tells a given one from a
+  // layout's. The server carries the change out before any key event sent
+  // after it.
   std::uint8_t assign(std::uint32_t keysym) {
-    std::size_t spare = syms_.size() / per_key_;
-    for (std::size_t k = syms_.size() / per_key_; k-- > 0;) {
+    const std::size_t keys = syms_.size() / per_key_;
+    std::size_t spare = keys;
+    for (std::size_t k = keys; k-- > 0;) {
       bool empty = true;
-      for (int c = 0; c < per_key_; ++c) empty = empty && syms_[k * per_key_ + static_cast<std::size_t>(c)] == 0;
+      for (int c = 0; c < per_key_; ++c) empty = empty && at(k, c) == 0;
       if (empty) {
         spare = k;
         break;
       }
     }
-    if (spare == syms_.size() / per_key_) {
-      if (given_.empty()) throw Failure{kFailed, "the keymap has no key free for a keysym it lacks"};
-      spare = given_[next_given_++ % given_.size()];
-    } else {
-      given_.push_back(spare);
+    std::vector<std::uint8_t> given = given_keys();
+    if (spare == keys) {
+      // the oldest that this action has not given already, if there is one
+      auto oldest = std::find_if(given.begin(), given.end(), [&](std::uint8_t code) {
+        return std::find(given_now_.begin(), given_now_.end(), code) == given_now_.end();
+      });
+      if (oldest == given.end()) oldest = given.begin();
+      if (oldest == given.end()) throw Failure{kFailed, "the keymap has no key free for a keysym it lacks"};
+      spare = static_cast<std::size_t>(*oldest - min_);
     }
+    const auto given_code = static_cast<std::uint8_t>(min_ + spare);
+    std::erase(given, given_code);
+    given.push_back(given_code);
+    given_now_.push_back(given_code);
+    set_given_keys(given);
     std::vector<xcb_keysym_t> row(static_cast<std::size_t>(per_key_), 0);
     row[0] = keysym;
     if (per_key_ > 1) row[1] = keysym;  // the same with Shift held
@@ -97,12 +113,57 @@ class Keymap {
   }
 
  private:
+  static constexpr const char* kGivenKeys = "_MAYURA_GIVEN_KEYS";
+
+  xcb_keysym_t at(std::size_t key, int column) const {
+    return syms_[key * per_key_ + static_cast<std::size_t>(column)];
+  }
+
+  xcb_atom_t given_atom() {
+    if (atom_ == XCB_NONE) {
+      const Owned<xcb_intern_atom_reply_t> reply(
+          xcb_intern_atom_reply(
+              d_.connection(),
+              xcb_intern_atom(d_.connection(), 0, static_cast<std::uint16_t>(std::strlen(kGivenKeys)), kGivenKeys),
+              nullptr),
+          &std::free);
+      if (!reply) throw Failure{kFailed, "the X server did not name the given keys' property"};
+      atom_ = reply->atom;
+    }
+    return atom_;
+  }
+
+  std::vector<std::uint8_t> given_keys() {
+    const xcb_atom_t atom = given_atom();
+    const Owned<xcb_get_property_reply_t> reply(
+        xcb_get_property_reply(
+            d_.connection(), xcb_get_property(d_.connection(), 0, d_.root(), atom, XCB_ATOM_CARDINAL, 0, 256), nullptr),
+        &std::free);
+    if (!reply || reply->format != 8) return {};
+    const auto* data = static_cast<const std::uint8_t*>(xcb_get_property_value(reply.get()));
+    // (any client may have written it: only this keymap's keys count)
+    std::vector<std::uint8_t> given;
+    const std::size_t keys = syms_.size() / per_key_;
+    for (int i = 0; i < xcb_get_property_value_length(reply.get()); ++i) {
+      if (data[i] >= min_ && static_cast<std::size_t>(data[i] - min_) < keys &&
+          std::find(given.begin(), given.end(), data[i]) == given.end()) {
+        given.push_back(data[i]);
+      }
+    }
+    return given;
+  }
+
+  void set_given_keys(const std::vector<std::uint8_t>& given) {
+    xcb_change_property(d_.connection(), XCB_PROP_MODE_REPLACE, d_.root(), given_atom(), XCB_ATOM_CARDINAL, 8,
+                        static_cast<std::uint32_t>(given.size()), given.data());
+  }
+
   const Display& d_;
   std::uint8_t min_ = 0;
   int per_key_ = 0;
   std::vector<xcb_keysym_t> syms_;
-  std::vector<std::size_t> given_;
-  std::size_t next_given_ = 0;
+  std::vector<std::uint8_t> given_now_;  // by this action
+  xcb_atom_t atom_ = XCB_NONE;
 };
 
 }  // namespace
