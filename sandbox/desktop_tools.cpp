@@ -30,6 +30,10 @@ Sandbox on_screen(const ToolMaker::SandboxOf& sandbox_of, const DesktopSize& scr
   return sandbox;
 }
 
+// Checked as the sandbox's limits layer will check it, before the sandbox
+// is reached: a call refused for its input makes no per-run sandbox.
+void check_first(const DesktopAction& action, const DesktopSize& screen) { check_desktop_action(action, screen); }
+
 std::int64_t required_integer(const Input& input, const std::string& key, std::int64_t min, std::int64_t max) {
   const auto n = input.optional_integer(key, min, max);
   if (!n) throw SandboxError(Reason::INVALID_INPUT, "'" + key + "' is required");
@@ -96,6 +100,9 @@ Tool screenshot_tool(const ToolMaker& maker, const DesktopSize& s) {
                             static_cast<int>(required_integer(r, "width", 1, s.width)),
                             static_cast<int>(required_integer(r, "height", 1, s.height))};
         }
+        DesktopAction shot;
+        shot.region = o.region;
+        check_first(shot, s);
         const std::string png = on_screen(sandbox, s).screenshot(o);
         return json{{"type", "image"},
                     {"source", {{"type", "base64"}, {"media_type", "image/png"}, {"data", tool_json::base64(png)}}}};
@@ -126,6 +133,7 @@ Tool click_tool(const ToolMaker& maker, const DesktopSize& s) {
         const Point at = point_of(input, s);
         const MouseButton button = button_of(input);
         const int count = static_cast<int>(input.optional_integer("count", 1, 3).value_or(1));
+        check_first(detail::click_action(at, button, count), s);
         on_screen(sandbox, s).click(at, button, count);
         return json{
             {"x", at.x}, {"y", at.y}, {"button", input.optional_string("button").value_or("left")}, {"count", count}};
@@ -138,6 +146,7 @@ Tool move_tool(const ToolMaker& maker, const DesktopSize& s) {
                     [s](const ToolMaker::SandboxOf& sandbox, const json& in, const RunContext&) {
                       const Input input(in, {"x", "y"});
                       const Point to = point_of(input, s);
+                      check_first(detail::move_action(to), s);
                       on_screen(sandbox, s).move(to);
                       return json{{"x", to.x}, {"y", to.y}};
                     });
@@ -165,6 +174,7 @@ Tool drag_tool(const ToolMaker& maker, const DesktopSize& s) {
                       std::vector<Point> points;
                       points.reserve(path.size());
                       for (const json& p : path) points.push_back(point_of(Input(p, {"x", "y"}), s));
+                      check_first(detail::drag_action(points), s);
                       on_screen(sandbox, s).drag(points);
                       return json{{"points", points.size()}};
                     });
@@ -183,6 +193,7 @@ Tool scroll_tool(const ToolMaker& maker, const DesktopSize& s) {
         const Point at = point_of(input, s);
         const ScrollDirection direction = direction_of(input);
         const int amount = static_cast<int>(input.optional_integer("amount", 1, 100).value_or(1));
+        check_first(detail::scroll_action(at, direction, amount), s);
         on_screen(sandbox, s).scroll(at, direction, amount);
         return json{{"x", at.x}, {"y", at.y}, {"direction", input.string("direction")}, {"amount", amount}};
       });
@@ -197,6 +208,7 @@ Tool type_tool(const ToolMaker& maker, const DesktopSize& s) {
                     [s](const ToolMaker::SandboxOf& sandbox, const json& in, const RunContext&) {
                       const Input input(in, {"text"});
                       const std::string text = input.string("text");
+                      check_first(detail::text_action(DesktopAction::Kind::type, text), s);
                       on_screen(sandbox, s).type(text);
                       return json{{"typed", text.size()}};
                     });
@@ -211,6 +223,7 @@ Tool key_tool(const ToolMaker& maker, const DesktopSize& s) {
       [s](const ToolMaker::SandboxOf& sandbox, const json& in, const RunContext&) {
         const Input input(in, {"keys"});
         const std::string keys = input.string("keys");
+        check_first(detail::text_action(DesktopAction::Kind::key, keys), s);
         on_screen(sandbox, s).key(keys);
         return json{{"keys", keys}};
       });

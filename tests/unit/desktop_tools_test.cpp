@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "../support/reason_of.hpp"
 #include "fake_provider.hpp"
 #include "mayura/tools.hpp"
@@ -168,7 +170,9 @@ TEST_F(DesktopToolsTest, InputOffTheScreenOrOutOfTheSchemaIsInvalidAndReachesNot
       {"screenshot", {{"region", {{"x", 1000}, {"y", 0}, {"width", 100}, {"height", 1}}}}},
       {"cursor", {{"x", 1}}},
   };
-  for (const auto& [verb, input] : bad) {
+  for (const auto& entry : bad) {
+    const std::string& verb = entry.first;
+    const json& input = entry.second;
     EXPECT_EQ(reason_of([&] { tool(verb).call(input, run); }), Reason::INVALID_INPUT) << verb << " " << input.dump();
   }
   EXPECT_TRUE(actions().empty());
@@ -183,22 +187,61 @@ TEST_F(DesktopToolsTest, ASandboxWhoseScreenIsNotTheOneDescribedIsRefusedBeforeA
   o.desktop = true;
   o.screen = {1280, 800};
   const auto from_source = sandbox_tools([this](const RunContext&) { return sandbox; }, o);
-  for (const auto& t : from_source) {
-    if (t.definition.id == "screen.click") {
-      EXPECT_NE(t.definition.description.find("1280x800"), std::string::npos);
-      EXPECT_EQ(reason_of([&] { t.call({{"x", 1}, {"y", 1}}, granted(kVerbs)); }), Reason::INVALID_CONFIG);
-    }
-  }
+  const auto click = std::find_if(from_source.begin(), from_source.end(),
+                                  [](const Tool& t) { return t.definition.id == "screen.click"; });
+  ASSERT_NE(click, from_source.end());
+  EXPECT_NE(click->definition.description.find("1280x800"), std::string::npos);
+  EXPECT_EQ(reason_of([&] { click->call({{"x", 1}, {"y", 1}}, granted(kVerbs)); }), Reason::INVALID_CONFIG);
   EXPECT_TRUE(actions().empty());
 
   CreateOptions c;
   c.lifetime_ms = 60000;
-  const Sandbox plain = sandboxes.create(c);
+  Sandbox plain = sandboxes.create(c);
   EXPECT_EQ(reason_of([&] { sandbox_tools(plain, o); }), Reason::INVALID_INPUT);
   const auto for_plain = sandbox_tools([plain](const RunContext&) { return plain; }, o);
   EXPECT_EQ(reason_of([&] { for_plain.front().call(json::object(), granted(kVerbs)); }), Reason::INVALID_INPUT);
   o.screen = {10, 10};
   EXPECT_EQ(reason_of([&] { sandbox_tools([this](const RunContext&) { return sandbox; }, o); }), Reason::INVALID_INPUT);
+}
+
+// A run's sandbox (with its X server) is made only for a call that can act:
+// input the limits layer would refuse is refused first.
+TEST_F(DesktopToolsTest, RefusedInputMakesNoPerRunSandbox) {
+  auto per_run = sandbox_per_run(sandboxes, [](const RunInfo&) {
+    CreateOptions c;
+    c.lifetime_ms = 60000;
+    c.desktop = DesktopSize{1024, 768};
+    return c;
+  });
+  SandboxToolsOptions o;
+  o.name = "screen";
+  o.read = false;
+  o.desktop = true;
+  o.screen = {1024, 768};
+  const auto run_tools = sandbox_tools(per_run->source(), o);
+  const auto call = [&](const std::string& verb, const json& input) {
+    for (const auto& t : run_tools) {
+      if (t.definition.id == "screen." + verb) return t.call(input, granted(kVerbs));
+    }
+    throw std::runtime_error("no tool " + verb);
+  };
+  const int before = provider->state->creates;
+  for (const auto& entry : std::vector<std::pair<std::string, json>>{
+           {"type", {{"text", ""}}},
+           {"type", {{"text", std::string(kMaxDesktopTextBytes + 1, 'a')}}},
+           {"key", {{"keys", ""}}},
+           {"screenshot", {{"region", {{"x", 1000}, {"y", 0}, {"width", 100}, {"height", 1}}}}},
+           {"drag", {{"path", {{{"x", 1}, {"y", 2}}, {{"x", 1}, {"y", 768}}}}}},
+       }) {
+    const std::string& verb = entry.first;
+    const json& input = entry.second;
+    EXPECT_EQ(reason_of([&] { call(verb, input); }), Reason::INVALID_INPUT) << verb << " " << input.dump();
+  }
+  EXPECT_EQ(provider->state->creates, before);
+  EXPECT_EQ(per_run->size(), 0u);
+  call("click", {{"x", 1}, {"y", 1}});
+  EXPECT_EQ(provider->state->creates, before + 1);
+  per_run->release("run-1");
 }
 
 }  // namespace
