@@ -2,7 +2,6 @@
 // of both mayura-run (the light client of mayurad) and mayura-run-local (an
 // engine in this process): run_engine.hpp says which does what.
 
-#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -42,6 +41,8 @@ using mayura::tools::usage_error;
 
 constexpr int kSandboxFailed = 125;
 constexpr int kTimedOut = 124;
+// What --json keeps of each stream of a command stopped at its timeout.
+constexpr std::size_t kKept = std::size_t{16} << 20;
 
 const char* kUsage = R"(usage: mayura-run [OPTIONS] [--] COMMAND [ARG...]
        mayura-run image import|list|inspect|rm ...   (mayura-run image --help)
@@ -314,8 +315,10 @@ void write_out(int fd, std::string_view chunk) {
   }
 }
 
-void write_screenshot(const mayura::Sandbox& sandbox, const std::string& file) {
-  const std::string png = sandbox.screenshot();
+void write_screenshot(const mayura::Sandbox& sandbox, const std::string& file, const std::stop_token& stop) {
+  mayura::ScreenshotOptions o;
+  o.cancellation = stop;
+  const std::string png = sandbox.screenshot(o);
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   out.write(png.data(), static_cast<std::streamsize>(png.size()));
   out.close();
@@ -330,9 +333,23 @@ mayura::ExecResult exec_with_screenshot(const mayura::Sandbox& sandbox, const Ar
   if (args.screenshot.empty()) return sandbox.exec(args.command, exec);
   if (!args.timeout_ms) {
     mayura::ExecResult r = sandbox.exec(args.command, exec);
-    write_screenshot(sandbox, args.screenshot);
+    write_screenshot(sandbox, args.screenshot, stop.get_token());
     return r;
   }
+  // The command is stopped by cancelling it, which gives no result: what
+  // --json prints of its output is kept here as it comes.
+  std::string kept_out, kept_err;
+  bool clipped = false;
+  if (args.json) {
+    const auto keep = [&clipped](std::string& into, std::string_view chunk) {
+      const std::size_t room = kKept - std::min(kKept, into.size());
+      if (chunk.size() > room) clipped = true;
+      into.append(chunk.substr(0, room));
+    };
+    exec.on_stdout = [&keep, &kept_out](std::string_view c) { keep(kept_out, c); };
+    exec.on_stderr = [&keep, &kept_err](std::string_view c) { keep(kept_err, c); };
+  }
+  const auto started = std::chrono::steady_clock::now();
   std::stop_source command_stop;
   const std::stop_callback forward(stop.get_token(), [&command_stop] { command_stop.request_stop(); });
   exec.timeout_ms.reset();
@@ -347,7 +364,7 @@ mayura::ExecResult exec_with_screenshot(const mayura::Sandbox& sandbox, const Ar
     if (ended.wait_for(lock, std::chrono::milliseconds(*args.timeout_ms), [&] { return done; })) return;
     lock.unlock();
     try {
-      write_screenshot(sandbox, args.screenshot);
+      write_screenshot(sandbox, args.screenshot, stop.get_token());
     } catch (...) {
       shot_failed = std::current_exception();
     }
@@ -371,7 +388,11 @@ mayura::ExecResult exec_with_screenshot(const mayura::Sandbox& sandbox, const Ar
     if (shot_failed) std::rethrow_exception(shot_failed);
     mayura::ExecResult timed_out;
     timed_out.timed_out = true;
-    timed_out.duration_ms = *args.timeout_ms;
+    timed_out.duration_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+    timed_out.stdout = std::move(kept_out);
+    timed_out.stderr = std::move(kept_err);
+    timed_out.truncated = clipped;
     return timed_out;
   } catch (...) {
     finish();
@@ -379,15 +400,18 @@ mayura::ExecResult exec_with_screenshot(const mayura::Sandbox& sandbox, const Ar
   }
   finish();
   if (shot_failed) std::rethrow_exception(shot_failed);
-  if (!shot) write_screenshot(sandbox, args.screenshot);
+  if (!shot) write_screenshot(sandbox, args.screenshot, stop.get_token());
   return r;
 }
 
-// A file --screenshot cannot write is bad input before anything is made.
+// A file --screenshot cannot write is bad input before anything is made
+// (checked without making it: a run that fails leaves no empty file).
 void check_writable(const std::string& file) {
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) usage_error("--screenshot " + file + ": " + std::strerror(errno));
-  ::close(fd);
+  const auto slash = file.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : file.substr(0, slash);
+  const bool ok =
+      ::access(file.c_str(), F_OK) == 0 ? ::access(file.c_str(), W_OK) == 0 : ::access(dir.c_str(), W_OK | X_OK) == 0;
+  if (!ok) usage_error("--screenshot " + file + ": " + std::strerror(errno));
 }
 
 }  // namespace

@@ -188,6 +188,18 @@ TEST_P(MayuraRunTest, ADesktopRunWritesTheScreenAtTheTimeout) {
   EXPECT_EQ(image.height, 200);
   EXPECT_EQ(image.at(10, 10), 0xff0000u);
   EXPECT_EQ(image.at(225, 125), 0x00ff00u);
+  // --json at the timeout: the output until then, and the time it ran
+  const Outcome json_run =
+      run("--json --desktop 64x64 --screenshot " + png + " --timeout 1 -- sh -c 'echo before; echo err >&2; sleep 30'");
+  EXPECT_EQ(json_run.status, 124) << json_run.err;
+  const auto printed = nlohmann::json::parse(json_run.out);
+  EXPECT_EQ(printed["stdout"], "before\n");
+  EXPECT_EQ(printed["stderr"], "err\n");
+  EXPECT_EQ(printed["timedOut"], true);
+  EXPECT_EQ(printed["exitCode"], nullptr);
+  EXPECT_GE(printed["durationMs"].get<std::int64_t>(), 1000);
+  EXPECT_LT(printed["durationMs"].get<std::int64_t>(), 30000);
+  std::filesystem::remove(png);
   // a command that ends: the screen as it left it, and its own status
   const Outcome ended = run("--desktop 64x64 --screenshot " + png + " -- sh -c 'exit 3'");
   EXPECT_EQ(ended.status, 3) << ended.err;
@@ -198,6 +210,9 @@ TEST_P(MayuraRunTest, ADesktopRunWritesTheScreenAtTheTimeout) {
   EXPECT_TRUE(failed_with(run("--screenshot " + png + " true"), "INVALID_INPUT", "--screenshot needs --desktop"));
   EXPECT_TRUE(failed_with(run("--desktop 10x10 true"), "INVALID_INPUT"));
   EXPECT_TRUE(failed_with(run("--desktop --screenshot /nonexistent/dir/x.png true"), "INVALID_INPUT"));
+  // a run that fails leaves no empty file where the screenshot would be
+  EXPECT_TRUE(failed_with(run("--desktop 10x10 --screenshot " + png + " true"), "INVALID_INPUT"));
+  EXPECT_FALSE(std::filesystem::exists(png));
 }
 
 INSTANTIATE_TEST_SUITE_P(Both, MayuraRunTest, ::testing::Values(Via::local, Via::daemon),
