@@ -224,9 +224,14 @@ class RemoteSandbox final : public SandboxBackend {
       case DesktopAction::Kind::cursor: {
         const HttpAnswer a = checked(link_->call(http_verb::get, base + "cursor", {}, std::move(cancellation)));
         const json body = parse_answer(a, "the cursor");
-        return decoded("cursor", [&] {
-          return std::to_string(body.at("x").get<int>()) + " " + std::to_string(body.at("y").get<int>()) + "\n";
-        });
+        // Whole numbers only, as they came: the limits layer checks them
+        // against the screen, and must not see a value narrowed to fit.
+        const auto coordinate = [&](const char* key) {
+          const json& v = body.at(key);
+          if (!v.is_number_integer()) throw SandboxError(Reason::INTERNAL, "not a whole number");
+          return std::to_string(v.get<std::int64_t>());
+        };
+        return decoded("cursor", [&] { return coordinate("x") + " " + coordinate("y") + "\n"; });
       }
       default:
         checked(link_->call(http_verb::post, base + "input", service::dump(service::desktop_input_json(action)),

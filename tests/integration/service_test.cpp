@@ -297,6 +297,11 @@ TEST_F(ServiceTest, AnotherClientsSandboxesAreUnknownToIt) {
   EXPECT_EQ(as_nobody("GET", "/v1/sandboxes/" + id + "/files?path=secret").first, 404);
   EXPECT_EQ(as_nobody("PUT", "/v1/sandboxes/" + id + "/files?path=secret", "overwritten").first, 404);
   EXPECT_EQ(as_nobody("POST", "/v1/sandboxes/" + id + "/exec", R"({"argv": ["true"]})").first, 404);
+  for (const char* desktop : {"screenshot", "cursor"}) {
+    EXPECT_EQ(as_nobody("GET", "/v1/sandboxes/" + id + "/desktop/" + desktop).first, 404) << desktop;
+  }
+  EXPECT_EQ(as_nobody("POST", "/v1/sandboxes/" + id + "/desktop/input", R"({"action": "type", "text": "x"})").first,
+            404);
   EXPECT_EQ(as_nobody("DELETE", "/v1/sandboxes/" + id).first, 404);
   const auto [status, listed] = as_nobody("GET", "/v1/sandboxes");
   EXPECT_EQ(status, 200);
