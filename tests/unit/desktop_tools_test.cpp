@@ -69,8 +69,10 @@ class DesktopToolsTest : public ::testing::Test {
 
 TEST_F(DesktopToolsTest, EachVerbIsAToolWithItsEffectAndTheScreenInItsDefinition) {
   std::vector<std::string> ids;
+  ids.reserve(tools.size());
   for (const auto& t : tools) ids.push_back(t.definition.id);
   std::vector<std::string> expected;
+  expected.reserve(kVerbs.size());
   for (const auto& v : kVerbs) expected.push_back("screen." + v);
   EXPECT_EQ(ids, expected);
   for (const std::string read : {"screenshot", "cursor"}) EXPECT_EQ(tool(read).definition.effect, ToolEffect::read);
