@@ -468,19 +468,21 @@ TEST_F(ServiceTest, SlowAndSurplusClientsAreCutOff) {
   start_server({.max_connections = 2, .header_timeout = std::chrono::milliseconds(300)});
   const int slow = connect_unix(socket_);
   ASSERT_GE(slow, 0);
-  ASSERT_EQ(::write(slow, "GET /v1/hea", 11), 11);
+  ASSERT_EQ(::send(slow, "GET /v1/hea", 11, MSG_NOSIGNAL), 11);
   EXPECT_EQ(read_until(slow, "\r\n\r\n"), "");  // closed without an answer
   ::close(slow);
 
   // Two connections that the server has surely counted: each is answered
   // once and stays open. (The slow one is uncounted a moment after its
-  // socket is closed, so until then a new one may still be refused.)
+  // socket is closed, so until then a new one may still be refused, and
+  // closed under a write: MSG_NOSIGNAL, or SIGPIPE would kill the test
+  // before its teardown and leave its cgroup root behind.)
   const auto served_and_kept = [&] {
     for (int attempt = 0; attempt < 100; ++attempt) {
       const int fd = connect_unix(socket_);
       if (fd < 0) return -1;
       const std::string ask = "GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n";
-      if (::write(fd, ask.data(), ask.size()) == static_cast<ssize_t>(ask.size()) &&
+      if (::send(fd, ask.data(), ask.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(ask.size()) &&
           read_until(fd, "\r\n\r\n").starts_with("HTTP/1.1 200"))
         return fd;
       ::close(fd);
@@ -511,7 +513,7 @@ TEST_F(ServiceTest, AClientThatGoesAwayStopsItsCommand) {
                               "/exec HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
                               "\r\n\r\n" + body;
   // the sandbox belongs to this process's uid (root), as the remote's does
-  ASSERT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
   ASSERT_NE(read_until(fd, "started").find("started"), std::string::npos);
   const std::string count =
       "n=0; for c in /proc/[0-9]*/comm; do [ \"$(cat $c 2>/dev/null)\" = sleep ] && n=$((n+1)); done; echo $n";

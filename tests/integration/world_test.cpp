@@ -216,7 +216,7 @@ TEST_F(WorldTest, UdpEchoAnswersAndCounts) {
   World world;
   const int fd = connected(SOCK_DGRAM, "203.0.113.11", 5353);
   for (const std::string message : {"one", "two", "three"}) {
-    ASSERT_EQ(::send(fd, message.data(), message.size(), 0), static_cast<ssize_t>(message.size()));
+    ASSERT_EQ(::send(fd, message.data(), message.size(), MSG_NOSIGNAL), static_cast<ssize_t>(message.size()));
     char buf[64];
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     ASSERT_GT(n, 0);
