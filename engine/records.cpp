@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 #include <random>
+#include <string_view>
 #include <utility>
 
 #include "cgroups.hpp"
@@ -48,28 +50,67 @@ std::string read_all(int fd) {
   return out;
 }
 
-// A file holding `content`, in `dir`'s file system but in no directory yet
-// (O_TMPFILE): named later in one step, it is never seen half written.
-UniqueFd unnamed_file(const std::string& state_dir, const std::string& dir, const std::string& content) {
-  UniqueFd fd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
-  if (!fd && errno == ENOENT) {
-    make_dirs(state_dir);  // another engine that went away removed the unused directories just now
-    fd.reset(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+// A record's file, written whole before it gets its name, so no reader ever
+// sees it half written. Where the file system has O_TMPFILE it is in no
+// directory yet; where it has not (9p, NFS, FUSE), it has a dot name, which
+// readers skip, until it is named, and the name goes with this object.
+class NewFile {
+ public:
+  NewFile(const std::string& state_dir, const std::string& dir, const std::string& content);
+  NewFile(const NewFile&) = delete;
+  NewFile& operator=(const NewFile&) = delete;
+  ~NewFile() {
+    if (!temp_.empty()) ::unlink(temp_.c_str());
   }
-  if (!fd) fail_step("making a record in " + dir, errno, Reason::UNSUPPORTED);
-  if (::pwrite(fd.get(), content.data(), content.size(), 0) != static_cast<ssize_t>(content.size())) {
+  int get() const { return fd_.get(); }
+  UniqueFd take() { return std::move(fd_); }
+
+ private:
+  UniqueFd fd_;
+  std::string temp_;
+};
+
+constexpr const char* kTempPrefix = ".new-";
+// A dot file older than this was left by an engine that died while writing.
+constexpr int kStaleTempSeconds = 60;
+
+NewFile::NewFile(const std::string& state_dir, const std::string& dir, const std::string& content) {
+  fd_.reset(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (!fd_ && errno == ENOENT) {
+    make_dirs(state_dir);  // another engine that went away removed the unused directories just now
+    fd_.reset(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  }
+  // EISDIR is how a kernel or file system that predates O_TMPFILE refuses it.
+  if (!fd_ && (errno == EOPNOTSUPP || errno == EISDIR)) {
+    for (int attempt = 0; attempt < 8 && !fd_; ++attempt) {
+      temp_ = dir + "/" + kTempPrefix + random_id();
+      fd_.reset(::open(temp_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600));
+      if (!fd_ && errno != EEXIST) break;
+    }
+    if (!fd_) temp_.clear();
+  }
+  if (!fd_) fail_step("making a record in " + dir, errno, Reason::UNSUPPORTED);
+  if (::pwrite(fd_.get(), content.data(), content.size(), 0) != static_cast<ssize_t>(content.size())) {
     fail_step("writing a record in " + dir, errno);
   }
-  return fd;
 }
 
-// Gives the unnamed file its name; false (errno EEXIST) if the name is taken.
+// Gives the new file its name; false (errno EEXIST) if the name is taken.
 bool name_file(int fd, const std::string& path) {
   if (::linkat(fd, "", AT_FDCWD, path.c_str(), AT_EMPTY_PATH) == 0) return true;
   if (errno != ENOENT) return false;
   // AT_EMPTY_PATH wants CAP_DAC_READ_SEARCH; the /proc link does not.
   const std::string self = "/proc/self/fd/" + std::to_string(fd);
   return ::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0;
+}
+
+// A new file's dot name that an engine which died while writing left.
+void remove_if_stale_temp(const std::string& dir, const char* name) {
+  if (std::string_view(name).rfind(kTempPrefix, 0) != 0) return;
+  const std::string path = dir + "/" + name;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::time(nullptr) - st.st_mtime > kStaleTempSeconds)
+    ::unlink(path.c_str());
 }
 
 // The classic lock-file check: the locked file is still the one at the path.
@@ -128,12 +169,12 @@ EngineLock::EngineLock(const std::string& state_dir, std::uint32_t slots) : stat
   // Locked before it is named: no other engine ever sees it unlocked while
   // this one lives.
   for (int attempt = 0; attempt < 8 && !fd_; ++attempt) {
-    UniqueFd fd = unnamed_file(state_dir, engines_dir(state_dir), "");
-    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) fail_step("locking the engine's record", errno);
+    NewFile file(state_dir, engines_dir(state_dir), "");
+    if (::flock(file.get(), LOCK_EX | LOCK_NB) != 0) fail_step("locking the engine's record", errno);
     const std::string id = random_id();
     const std::string path = engines_dir(state_dir) + "/" + id;
-    if (name_file(fd.get(), path)) {
-      fd_ = std::move(fd);
+    if (name_file(file.get(), path)) {
+      fd_ = file.take();
       path_ = path;
       id_ = id;
     } else if (errno != EEXIST) {
@@ -151,7 +192,7 @@ void EngineLock::release() noexcept {
 
 SlotLease EngineLock::claim(const cgroups::Places& places, const std::string& cgroup_path) {
   const auto slots = static_cast<std::uint32_t>(held_.size());
-  const UniqueFd record = unnamed_file(state_dir_, slots_dir(state_dir_), "engine " + id_ + "\n" + cgroup_path + "\n");
+  const NewFile record(state_dir_, slots_dir(state_dir_), "engine " + id_ + "\n" + cgroup_path + "\n");
   thread_local std::mt19937 rng{std::random_device{}()};
   const std::uint32_t start = std::uniform_int_distribution<std::uint32_t>(0, slots - 1)(rng);
   for (std::uint32_t i = 0; i < slots; ++i) {
@@ -218,6 +259,7 @@ int clean_orphans(const std::string& state_dir, const cgroups::Places& places) {
   DIR* dir = ::opendir(slots_dir(state_dir).c_str());
   if (!dir) return 0;
   while (const dirent* e = ::readdir(dir)) {
+    remove_if_stale_temp(slots_dir(state_dir), e->d_name);
     if (e->d_name[0] == '.') continue;
     if (clean_if_dead(state_dir, places, slots_dir(state_dir) + "/" + e->d_name) == Cleaned::removed) ++removed;
   }
@@ -225,6 +267,7 @@ int clean_orphans(const std::string& state_dir, const cgroups::Places& places) {
   // Engines that died with no sandbox: their files.
   if (DIR* engines = ::opendir(engines_dir(state_dir).c_str())) {
     while (const dirent* e = ::readdir(engines)) {
+      remove_if_stale_temp(engines_dir(state_dir), e->d_name);
       if (e->d_name[0] != '.') engine_dead(state_dir, e->d_name);
     }
     ::closedir(engines);

@@ -7,6 +7,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -127,6 +128,36 @@ TEST_F(Records, ALeaseHoldsNoDescriptorAndTheDirectoryGoesWithTheLastEngine) {
   engine.reset();
   remove_state_if_unused(state_);
   EXPECT_FALSE(fs::exists(state_));
+}
+
+// A file system with no O_TMPFILE (the VMs' /tmp is 9p) gets records
+// through a dot name: what an engine that died while writing left is removed
+// once it is old, and a new one, perhaps another engine's write under way,
+// is not.
+TEST_F(Records, ANewRecordsNameLeftByADeadEngineGoesOnceItIsOld) {
+  const UniqueFd probe(::open(parent_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  RecordProperty("o_tmpfile", probe ? "yes" : "no (the named fallback)");
+  fs::create_directories(state_ + "/slots");
+  fs::create_directories(state_ + "/engines");
+  const std::string old_slot = state_ + "/slots/.new-0123456789abcdef";
+  const std::string old_engine = state_ + "/engines/.new-0123456789abcdef";
+  const std::string fresh = state_ + "/slots/.new-fedcba9876543210";
+  for (const auto& path : {old_slot, old_engine, fresh}) write(path, "engine 0123456789abcdef\n/nowhere/x\n");
+  const auto an_hour_ago = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  fs::last_write_time(old_slot, an_hour_ago);
+  fs::last_write_time(old_engine, an_hour_ago);
+  EXPECT_EQ(clean_orphans(state_, places_), 0);
+  EXPECT_FALSE(fs::exists(old_slot));
+  EXPECT_FALSE(fs::exists(old_engine));
+  EXPECT_TRUE(fs::exists(fresh));
+  {
+    EngineLock engine(state_, 1);
+    const SlotLease lease = engine.claim(places_, "/nowhere/0123456789abcdef");
+    EXPECT_EQ(lease.slot(), 0u);  // the dot name is no slot
+  }
+  fs::remove(fresh);
+  remove_state_if_unused(state_);
+  EXPECT_FALSE(fs::exists(state_));  // nothing of the writes left behind
 }
 
 }  // namespace
