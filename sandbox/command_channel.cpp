@@ -22,12 +22,18 @@ TransportResult CommandChannel::run(const std::string& script, const std::option
   if (closed_.load()) throw SandboxError(Reason::GONE, "the sandbox was released");
   if (gone_.load()) throw SandboxError(Reason::GONE, "the sandbox is gone");
   check_fits(script);
+  TransportResult result;
   try {
-    return transport_->run(script, TransportOptions{stdin, std::move(cancellation)});
+    result = transport_->run(script, TransportOptions{stdin, std::move(cancellation)});
   } catch (const SandboxError& e) {
     if (e.reason() == Reason::GONE) gone_.store(true);
+    if (closed_.load()) throw SandboxError(Reason::GONE, "the sandbox was released");
     throw;
   }
+  // Released while the script ran: the release may have killed it midway,
+  // and what it printed is no answer to read.
+  if (closed_.load()) throw SandboxError(Reason::GONE, "the sandbox was released");
+  return result;
 }
 
 TransportResult CommandChannel::run_all(const std::vector<Fragment>& fragments, std::stop_token cancellation) {

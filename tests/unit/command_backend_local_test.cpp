@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <future>
+#include <mutex>
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -174,6 +177,45 @@ TEST_P(CommandBackendLocal, TransportCommandsStayWithinTheirBound) {
     EXPECT_EQ(answers[i].substr(0, 2), "- ") << "answer " << i << " of " << answers.size() << ": " << answers[i];
   }
   EXPECT_EQ(answers.back().substr(0, 2), "0 ") << answers.back();
+}
+
+// A release during a transport call may kill that call's script midway (the
+// native sandbox underneath kills every process at once): what it printed,
+// or its exit code, is no answer to read, and the exec fails GONE, never
+// INTERNAL for a malformed answer.
+class KilledByRelease final : public CommandTransport {
+ public:
+  TransportResult run(const std::string&, const TransportOptions&) override {
+    std::unique_lock lock(mutex_);
+    running_ = true;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return released_; });
+    return {137, "half an answer"};
+  }
+  void wait_running() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return running_; });
+  }
+  void release() {
+    std::lock_guard lock(mutex_);
+    released_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool running_ = false;
+  bool released_ = false;
+};
+
+TEST(CommandBackendRelease, AScriptTheReleaseKilledMakesTheCallGone) {
+  auto transport = std::make_shared<KilledByRelease>();
+  auto backend = command_sandbox_backend("killed", transport, [transport] { transport->release(); });
+  auto exec = std::async(std::launch::async, [&] { return reason_of([&] { backend->exec({"true"}, {}); }); });
+  transport->wait_running();
+  backend->release();
+  EXPECT_EQ(exec.get(), Reason::GONE);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shells, CommandBackendLocal, ::testing::ValuesIn(all_variants()),
