@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cctype>
 #include <cmath>
+#include <condition_variable>
 #include <mutex>
 #include <random>
 
@@ -38,6 +39,12 @@ struct SandboxesState {
   // Asking every sandbox whether it is alive costs a call each: a create
   // does it only near the limit, or once the list has doubled since.
   std::size_t prune_at = 64;
+  // Calls started on a provider (start_on) that have not yet completed: the
+  // provider holds their completions, and with them the caller's work on its
+  // executor. close() waits for them, so that a caller may destroy that
+  // executor's context once close() has returned.
+  std::size_t calls_under_way = 0;
+  std::condition_variable call_ended;
 
   std::size_t count_live_locked();
 };
@@ -360,15 +367,49 @@ std::exception_ptr provider_failure(const char* what, std::exception_ptr error) 
   return error;
 }
 
+// The completions this thread is running now: a completion that closes its
+// Sandboxes must not wait for itself.
+thread_local std::size_t completing_here = 0;
+// How long close() waits for the calls under way to complete.
+constexpr auto kCloseWaitsForCalls = std::chrono::seconds(10);
+
+// One call started on a provider, counted in its Sandboxes until it has
+// completed (or the provider dropped it without completing it).
+class CallUnderWay {
+ public:
+  explicit CallUnderWay(std::shared_ptr<detail::SandboxesState> owner) : owner_(std::move(owner)) {
+    std::lock_guard lock(owner_->mutex);
+    ++owner_->calls_under_way;
+  }
+  CallUnderWay(const CallUnderWay&) = delete;
+  CallUnderWay& operator=(const CallUnderWay&) = delete;
+  ~CallUnderWay() { ended(); }
+  void ended() noexcept {
+    if (ended_.exchange(true)) return;
+    std::lock_guard lock(owner_->mutex);
+    --owner_->calls_under_way;
+    owner_->call_ended.notify_all();
+  }
+
+ private:
+  std::shared_ptr<detail::SandboxesState> owner_;
+  std::atomic<bool> ended_{false};
+};
+
 // Starts `start(backend, finish)` with the backend held until the call ends
 // (the caller hears of the end only once it is let go: a caller that then
 // closes its Sandboxes must find the provider gone), its failures as
-// guarded() gives them, and `check(result)` on what succeeded.
+// guarded() gives them, and `check(result)` on what succeeded. The caller's
+// completion is in a cell that its call empties: no copy the provider keeps
+// of `finish` holds the caller's handler (and its work on the caller's
+// executor) after the call has completed.
 template <class... R, class Start, class Check>
-void start_on(const std::shared_ptr<SandboxBackend>& backend, const char* what, Start start, Check check,
-              std::function<void(std::exception_ptr, R...)> done) {
+void start_on(const std::shared_ptr<detail::SandboxesState>& owner, const std::shared_ptr<SandboxBackend>& backend,
+              const char* what, Start start, Check check, std::function<void(std::exception_ptr, R...)> done) {
   auto holder = std::make_shared<std::shared_ptr<SandboxBackend>>(backend);
-  auto finish = [holder, what, check, done](std::exception_ptr error, R... result) mutable {
+  auto completion = std::make_shared<std::function<void(std::exception_ptr, R...)>>(std::move(done));
+  auto call = std::make_shared<CallUnderWay>(owner);
+  auto finish = [holder, what, check, completion, call](std::exception_ptr error, R... result) mutable {
     if (error) {
       error = provider_failure(what, error);
     } else {
@@ -380,7 +421,14 @@ void start_on(const std::shared_ptr<SandboxBackend>& backend, const char* what, 
     }
     if (error) ((result = R{}), ...);
     holder->reset();
-    done(error, std::move(result)...);
+    {
+      auto caller = std::move(*completion);
+      *completion = nullptr;
+      ++completing_here;
+      caller(error, std::move(result)...);
+      --completing_here;
+    }  // the caller's handler goes here, before the call counts as ended
+    call->ended();
   };
   try {
     start(*backend, std::function<void(std::exception_ptr, R...)>(finish));
@@ -411,7 +459,7 @@ void Sandbox::start_read_file(std::string path, ReadOptions options, ReadComplet
   }
   options.max_bytes = limit;
   start_on<std::string>(
-      backend, "read_file",
+      state().owner, backend, "read_file",
       [path = std::move(path), options](SandboxBackend& b, ReadCompletion finish) {
         b.async_read_file(path, options, std::move(finish));
       },
@@ -432,7 +480,7 @@ void Sandbox::start_write_file(std::string path, std::string data, const FileOpt
     return done(std::current_exception());
   }
   start_on<>(
-      backend, "write_file",
+      state().owner, backend, "write_file",
       [path = std::move(path), data = std::move(data), options](SandboxBackend& b, DoneCompletion finish) mutable {
         b.async_write_file(path, std::move(data), options, std::move(finish));
       },
@@ -454,7 +502,7 @@ void Sandbox::start_list(std::string path, const FileOptions& options, ListCompl
     return done(std::current_exception(), {});
   }
   start_on<std::vector<FileEntry>>(
-      backend, "list",
+      state().owner, backend, "list",
       [path = std::move(path), options](SandboxBackend& b, ListCompletion finish) {
         b.async_list(path, options, std::move(finish));
       },
@@ -474,7 +522,7 @@ void Sandbox::start_remove(std::string path, const FileOptions& options, DoneCom
     return done(std::current_exception());
   }
   start_on<>(
-      backend, "remove",
+      state().owner, backend, "remove",
       [path = std::move(path), options](SandboxBackend& b, DoneCompletion finish) {
         b.async_remove(path, options, std::move(finish));
       },
@@ -491,7 +539,7 @@ void Sandbox::start_exec(std::vector<std::string> argv, ExecOptions options, Exe
   }
   options.max_output_bytes = limit;
   start_on<ExecResult>(
-      backend, "exec",
+      state().owner, backend, "exec",
       [argv = std::move(argv), options](SandboxBackend& b, ExecCompletion finish) {
         b.async_exec(argv, options, std::move(finish));
       },
@@ -725,6 +773,11 @@ void Sandboxes::close() const {
     state_->live.clear();
   }
   for (auto& s : alive) s->end();
+  // The calls under way on the sandboxes just ended now end too (GONE):
+  // wait for their completions to be handed to the caller's executor and let
+  // go. Bounded, for a provider that never completes a call.
+  std::unique_lock lock(state_->mutex);
+  state_->call_ended.wait_for(lock, kCloseWaitsForCalls, [&] { return state_->calls_under_way <= completing_here; });
 }
 
 Sandboxes create_sandboxes(std::shared_ptr<SandboxProvider> provider, SandboxesOptions options) {

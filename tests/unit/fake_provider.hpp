@@ -8,6 +8,8 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
+#include <functional>
 
 #include "mayura/sandbox.hpp"
 
@@ -30,6 +32,20 @@ struct FakeState {
   // A screenshot's answer: a PNG's signature is all the limits layer checks.
   std::string screenshot = std::string("\x89PNG\r\n\x1a\n", 8) + "pixels";
   std::string cursor = "5 6\n";
+  // Async reads held until release, then completed GONE from a thread of
+  // the fake's a moment later, as a provider that ends its sandboxes off the
+  // caller's path does.
+  bool hold_reads_until_release = false;
+  std::vector<std::function<void(std::exception_ptr, std::string)>> held_reads;
+  std::thread completer;
+
+  ~FakeState() {
+    if (completer.joinable()) completer.join();
+  }
+  std::size_t reads_held() {
+    std::lock_guard lock(mutex);
+    return held_reads.size();
+  }
 
   // Waits until `count` commands have reached the backend; false if they
   // have not within `bound` (a backstop, not a measure).
@@ -67,9 +83,31 @@ class FakeBackend final : public SandboxBackend {
   std::vector<FileEntry> list(const std::string&, const FileOptions&) override { return s_->listing; }
   void remove(const std::string&, const FileOptions&) override {}
   std::string url(int port) override { return "http://127.0.0.1:" + std::to_string(port); }
+  void async_read_file(const std::string& path, const ReadOptions& options, ReadCompletion done) override {
+    {
+      std::lock_guard lock(s_->mutex);
+      if (s_->hold_reads_until_release) {
+        s_->held_reads.push_back(std::move(done));
+        return;
+      }
+    }
+    SandboxBackend::async_read_file(path, options, std::move(done));
+  }
   void release() noexcept override {
     std::lock_guard lock(s_->mutex);
     ++s_->releases;
+    if (!s_->held_reads.empty() && !s_->completer.joinable()) {
+      FakeState* state = s_.get();  // joined by the state's destructor
+      s_->completer = std::thread([state] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::vector<ReadCompletion> reads;
+        {
+          std::lock_guard held(state->mutex);
+          reads.swap(state->held_reads);
+        }
+        for (auto& done : reads) done(std::make_exception_ptr(SandboxError(Reason::GONE, "released")), {});
+      });
+    }
   }
   bool alive() const noexcept override { return s_->alive; }
   std::string desktop(const DesktopAction& action, std::stop_token) override {
