@@ -17,6 +17,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -356,6 +357,10 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
       result_.exit_code.reset();
       return std::move(result_);
     }
+    // Killed by the sandbox's end (the release's cgroup.kill reaches the
+    // command while the init can still say so): GONE, as for a command whose
+    // init went first, not a result of 137.
+    if (WIFSIGNALED(wait_status_) && WTERMSIG(wait_status_) == SIGKILL && !core_->alive()) core_->gone_once_ended();
     if (!result_.exit_code) {
       if (WIFEXITED(wait_status_)) result_.exit_code = WEXITSTATUS(wait_status_);
       else if (WIFSIGNALED(wait_status_)) result_.exit_code = 128 + WTERMSIG(wait_status_);

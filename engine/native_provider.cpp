@@ -224,7 +224,7 @@ class NativeProvider final : public SandboxProvider {
     }
     reaper_.watch(deadline, core);
     timer.step("ready");
-    return std::make_unique<native::NativeSandbox>(core);
+    return std::make_unique<native::NativeSandbox>(core, cleaner_);
   }
 
  private:
@@ -268,7 +268,18 @@ class NativeProvider final : public SandboxProvider {
     } guard{*core};
 
     const std::string cgroup_path = places_.cgroups.root + "/" + name;
-    core->lease = places_.engine->claim(places_.cgroups, cgroup_path);
+    // Every slot taken, some by sandboxes released and still being removed:
+    // their release has returned, so their slots are the caller's to have.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      try {
+        core->lease = places_.engine->claim(places_.cgroups, cgroup_path);
+        break;
+      } catch (const SandboxError& e) {
+        const auto left = give_up - std::chrono::steady_clock::now();
+        if (e.reason() != Reason::LIMIT_REACHED || left <= left.zero() || !cleaner_->wait_for_one(left)) throw;
+      }
+    }
     const std::uint32_t id_base = options_.id_base + core->lease.slot() * 65536u;
     timer.step("slot and record");
     // The init's cgroup.procs belongs to the sandbox's root, so the init can
@@ -373,6 +384,9 @@ class NativeProvider final : public SandboxProvider {
       io_.context(), egress_options(options_),
       netfilter::HostLinkOptions{options_.all_network_pool, options_.state_dir + "/" + records::kNetworkLock}};
   Zygote zygote_;
+  // Before the reaper: a sandbox the reaper ends at the provider's end may be
+  // one a release left here to finish.
+  std::shared_ptr<native::Cleaner> cleaner_ = std::make_shared<native::Cleaner>();
   native::LifetimeReaper reaper_;
   // Last: its thread uses everything above, and stops first.
   native::PreparedPool prepared_{options_.prepared, [this](const std::stop_token& stop) {

@@ -21,6 +21,8 @@
 namespace mayura::native {
 
 void SandboxCore::send(const std::string& bytes, const std::vector<int>& fds) {
+  // Ended: GONE without waiting for the lock, which the removal holds.
+  if (ending_.load()) gone();
   std::lock_guard lock(mutex_);
   if (ending_.load()) gone();
   // Bounded: an init that stops reading must not hold this lock (and with it
@@ -78,11 +80,15 @@ void SandboxCore::wait_ended() const noexcept {
 }
 
 void SandboxCore::gone_once_ended() {
-  end();  // if the init died on its own, this removes the rest; else waits
+  // The init died on its own: the removal is ours, here. Ended by a release
+  // or its lifetime: GONE at once, whether or not its removal, off the
+  // caller's path, has finished (a reactor thread must not wait on it).
+  if (stop()) finish();
   gone();
 }
 
 std::string SandboxCore::url(int port) {
+  if (ending_.load()) gone();  // as send()
   std::uint16_t host_port = 0;
   {
     std::lock_guard lock(mutex_);  // end() clears the ports under it
@@ -108,6 +114,7 @@ std::map<std::string, std::string> SandboxCore::command_env() const {
 }
 
 void SandboxCore::set_network(const Network& next) {
+  if (ending_.load()) gone();  // as send()
   {
     // Both locks: the namespace may have to be opened from the init, which
     // finish() reaps under mutex_ (so its pid cannot be another's here).
@@ -201,6 +208,11 @@ void NativeSandbox::async_list(const std::string& path, const FileOptions& optio
 void NativeSandbox::async_remove(const std::string& path, const FileOptions& options, DoneCompletion done) {
   files::start_file_call(core_, files::remove_op(absolute(path), path), options.cancellation, reactor_executor(),
                          [done = std::move(done)](std::exception_ptr e, const std::string&) { done(std::move(e)); });
+}
+
+void NativeSandbox::release() noexcept {
+  if (const auto cleaner = cleaner_.lock()) cleaner->release(core_);
+  else core_->end();
 }
 
 std::string NativeSandbox::url(int port) { return core_->url(port); }

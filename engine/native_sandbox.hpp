@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cgroups.hpp"
+#include "cleaner.hpp"
 #include "launch.hpp"
 #include "mayura/netfilter/port_forward.hpp"
 #include "mayura/netfilter/sandbox_network.hpp"
@@ -68,7 +69,8 @@ class SandboxCore {
   bool alive() const noexcept;
   // If an end() has started, waits until it is done.
   void wait_ended() const noexcept;
-  // Ends the sandbox (or waits for the end() under way) and throws GONE.
+  // Throws GONE; first ends the sandbox if no end() has started (its init
+  // died on its own), without waiting for one under way.
   [[noreturn]] void gone_once_ended();
 
  private:
@@ -80,8 +82,11 @@ class SandboxCore {
 
 class NativeSandbox final : public SandboxBackend {
  public:
-  explicit NativeSandbox(std::shared_ptr<SandboxCore> core) : core_(std::move(core)) {}
-  ~NativeSandbox() override { core_->end(); }
+  // `cleaner` finishes the removal of a released sandbox off the caller's
+  // path, while the provider lives (after it, nothing is left to remove).
+  NativeSandbox(std::shared_ptr<SandboxCore> core, std::weak_ptr<Cleaner> cleaner)
+      : core_(std::move(core)), cleaner_(std::move(cleaner)) {}
+  ~NativeSandbox() override { release(); }
 
   ExecResult exec(const std::vector<std::string>& argv, const ExecOptions& options) override;
   // On the engine's reactor: no thread of its own.
@@ -99,12 +104,13 @@ class NativeSandbox final : public SandboxBackend {
   std::string desktop(const DesktopAction& action, std::stop_token cancellation) override;
   std::string workdir() const override { return core_->workdir; }
   void set_network(const Network& network) override { core_->set_network(network); }
-  void release() noexcept override { core_->end(); }
+  void release() noexcept override;
   bool alive() const noexcept override { return core_->alive(); }
 
  private:
   std::string absolute(const std::string& path) const;
   std::shared_ptr<SandboxCore> core_;
+  std::weak_ptr<Cleaner> cleaner_;
   std::atomic<std::uint64_t> next_command_{1};
 };
 

@@ -177,6 +177,15 @@ std::vector<pid_t> processes_able_to_run(const NativeOptions& o) {
   return running;
 }
 
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds bound) {
+  const auto give_up = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() >= give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 int listening_sockets() {
   std::ifstream in("/proc/self/net/tcp");
   std::string line;

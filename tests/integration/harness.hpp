@@ -63,6 +63,9 @@ std::vector<pid_t> processes_in_range(const NativeOptions& options);
 // with a SIGKILL pending.
 std::vector<pid_t> processes_able_to_run(const NativeOptions& options);
 
+// Waits until `done` holds, up to `bound`; whether it did.
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds bound = std::chrono::seconds(10));
+
 class NativeTest : public ::testing::Test {
  protected:
   void SetUp() override;

@@ -38,11 +38,11 @@ TEST_F(LifetimeTest, ReleaseEndsEverythingAndLaterCallsAreGone) {
   EXPECT_EQ(cgroups_under(options().cgroup_root), 1);
   EXPECT_FALSE(processes_in_range(options()).empty());
   s.release();
-  // Nothing of the sandbox can run (every process has exited or has SIGKILL
-  // pending), and nothing of it is left.
+  // Release returns once nothing of the sandbox can run: every process has
+  // exited or has SIGKILL pending. The removal finishes off the caller's path.
   EXPECT_EQ(processes_able_to_run(options()), std::vector<pid_t>{});
-  EXPECT_TRUE(processes_in_range(options()).empty());
-  EXPECT_EQ(cgroups_under(options().cgroup_root), 0);
+  EXPECT_TRUE(eventually([&] { return processes_in_range(options()).empty(); }));
+  EXPECT_TRUE(eventually([&] { return cgroups_under(options().cgroup_root) == 0; }));
   EXPECT_EQ(reason_of([&] { s.exec({"true"}); }), Reason::GONE);
   EXPECT_EQ(reason_of([&] { s.read_file("x"); }), Reason::GONE);
   EXPECT_EQ(reason_of([&] { s.write_file("x", "y"); }), Reason::GONE);
@@ -73,7 +73,7 @@ TEST_F(LifetimeTest, CloseReleasesEverySandbox) {
   auto b = create();
   sandboxes().close();
   EXPECT_EQ(processes_able_to_run(options()), std::vector<pid_t>{});
-  EXPECT_TRUE(processes_in_range(options()).empty());
+  EXPECT_TRUE(eventually([&] { return processes_in_range(options()).empty(); }));
   EXPECT_EQ(reason_of([&] { a.exec({"true"}); }), Reason::GONE);
   EXPECT_EQ(reason_of([&] { create(); }), Reason::GONE);
 }
@@ -137,8 +137,8 @@ TEST_F(LifetimeTest, DroppingEveryHandleReleases) {
   options().prepared = 0;  // no sandbox is being made ahead meanwhile
   { auto s = create(); }
   EXPECT_EQ(processes_able_to_run(options()), std::vector<pid_t>{});
-  EXPECT_TRUE(processes_in_range(options()).empty());
-  EXPECT_EQ(cgroups_under(options().cgroup_root), 0);
+  EXPECT_TRUE(eventually([&] { return processes_in_range(options()).empty(); }));
+  EXPECT_TRUE(eventually([&] { return cgroups_under(options().cgroup_root) == 0; }));
 }
 
 TEST_F(LifetimeTest, ManySandboxesAtOnceEachWithItsOwnIds) {

@@ -48,7 +48,7 @@ TEST_F(ToolsTest, EachRunHasASandboxOfItsOwnUntilItEnds) {
   EXPECT_EQ(reason_of([&] { tool(tools, "ws.list").call(json::object(), a); }), Reason::GONE);
   per_run->release("b");
   EXPECT_EQ(processes_able_to_run(options()), std::vector<pid_t>{}) << "a run's process outlived its run";
-  EXPECT_TRUE(processes_in_range(options()).empty());
+  EXPECT_TRUE(eventually([&] { return processes_in_range(options()).empty(); }));
   EXPECT_EQ(sandboxes().size(), 0u);
 }
 
