@@ -277,7 +277,9 @@ class NativeProvider final : public SandboxProvider {
         break;
       } catch (const SandboxError& e) {
         const auto left = give_up - std::chrono::steady_clock::now();
-        if (e.reason() != Reason::LIMIT_REACHED || left <= left.zero() || !cleaner_->wait_for_one(left)) throw;
+        if (e.reason() != Reason::LIMIT_REACHED || left <= std::chrono::steady_clock::duration::zero() ||
+            !cleaner_->wait_for_one(left))
+          throw;
       }
     }
     const std::uint32_t id_base = options_.id_base + core->lease.slot() * 65536u;

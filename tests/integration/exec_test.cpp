@@ -137,6 +137,31 @@ TEST_F(ExecTest, ACommandThatExitsLeavesWhatItStartedWithSetsidRunning) {
   EXPECT_EQ(held.stdout, "done\n");
 }
 
+// A command running when its sandbox is released fails GONE, never with
+// the 137 of the release's kill: the init may still report the command's
+// death before its own. Twenty times, each released once the command runs.
+TEST_F(ExecTest, ACommandRunningAtReleaseFailsGone) {
+  for (int round = 0; round < 20; ++round) {
+    auto s = create();
+    OutputEvent out;
+    ExecOptions o;
+    o.timeout_ms = 60'000;
+    o.on_stdout = out.sink();
+    bool said_started = false;
+    std::thread releaser([&] {
+      said_started = out.wait_for("started\n");
+      s.release();
+    });
+    EXPECT_EQ(reason_of([&] {
+                s.exec({"/bin/sh", "-c", "echo started; exec sleep 1000"}, o);
+              }),
+              Reason::GONE)
+        << "round " << round;
+    releaser.join();
+    ASSERT_TRUE(said_started) << out.seen();
+  }
+}
+
 TEST_F(ExecTest, CancellationKillsAndFailsCancelled) {
   auto s = create();
   std::stop_source stop;

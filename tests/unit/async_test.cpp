@@ -114,7 +114,8 @@ TEST(Async, CloseReturnsOnceTheProvidersCallsHaveLetGoOfTheCallersContext) {
   auto box = s.create(opts());
   auto ioc = std::make_unique<asio::io_context>();
   bool ran = false;
-  box.async_read_file("f", asio::bind_executor(*ioc, [&ran](std::exception_ptr, std::string) { ran = true; }));
+  box.async_read_file("f",
+                      asio::bind_executor(*ioc, [&ran](const std::exception_ptr&, const std::string&) { ran = true; }));
   ASSERT_EQ(fake->reads_held(), 1u);
   s.close();
   EXPECT_EQ(fake->reads_held(), 0u);  // completed before close() returned
@@ -128,7 +129,7 @@ TEST(Async, ACompletionMayCloseItsOwnSandboxes) {
   auto s = create_sandboxes(provider, {});
   auto box = s.create(opts());
   std::promise<std::chrono::steady_clock::duration> closing;
-  box.async_read_file("f", [&closing, s](std::exception_ptr, std::string) {
+  box.async_read_file("f", [&closing, s](const std::exception_ptr&, const std::string&) {
     const auto start = std::chrono::steady_clock::now();
     s.close();
     closing.set_value(std::chrono::steady_clock::now() - start);
