@@ -42,9 +42,15 @@ struct SandboxesState {
   // Calls started on a provider (start_on) that have not yet completed: the
   // provider holds their completions, and with them the caller's work on its
   // executor. close() waits for them, so that a caller may destroy that
-  // executor's context once close() has returned.
-  std::size_t calls_under_way = 0;
-  std::condition_variable call_ended;
+  // executor's context once close() has returned. Apart from this state: a
+  // provider may keep what a call left behind a while after it completed,
+  // and that must not keep this state, and with it the provider, alive.
+  struct Calls {
+    std::mutex mutex;
+    std::condition_variable ended;
+    std::size_t under_way = 0;
+  };
+  std::shared_ptr<Calls> calls = std::make_shared<Calls>();
 
   std::size_t count_live_locked();
 };
@@ -377,22 +383,22 @@ constexpr auto kCloseWaitsForCalls = std::chrono::seconds(10);
 // completed (or the provider dropped it without completing it).
 class CallUnderWay {
  public:
-  explicit CallUnderWay(std::shared_ptr<detail::SandboxesState> owner) : owner_(std::move(owner)) {
-    std::lock_guard lock(owner_->mutex);
-    ++owner_->calls_under_way;
+  explicit CallUnderWay(std::shared_ptr<detail::SandboxesState::Calls> calls) : calls_(std::move(calls)) {
+    std::lock_guard lock(calls_->mutex);
+    ++calls_->under_way;
   }
   CallUnderWay(const CallUnderWay&) = delete;
   CallUnderWay& operator=(const CallUnderWay&) = delete;
   ~CallUnderWay() { ended(); }
   void ended() noexcept {
     if (ended_.exchange(true)) return;
-    std::lock_guard lock(owner_->mutex);
-    --owner_->calls_under_way;
-    owner_->call_ended.notify_all();
+    std::lock_guard lock(calls_->mutex);
+    --calls_->under_way;
+    calls_->ended.notify_all();
   }
 
  private:
-  std::shared_ptr<detail::SandboxesState> owner_;
+  std::shared_ptr<detail::SandboxesState::Calls> calls_;
   std::atomic<bool> ended_{false};
 };
 
@@ -408,7 +414,7 @@ void start_on(const std::shared_ptr<detail::SandboxesState>& owner, const std::s
               const char* what, Start start, Check check, std::function<void(std::exception_ptr, R...)> done) {
   auto holder = std::make_shared<std::shared_ptr<SandboxBackend>>(backend);
   auto completion = std::make_shared<std::function<void(std::exception_ptr, R...)>>(std::move(done));
-  auto call = std::make_shared<CallUnderWay>(owner);
+  auto call = std::make_shared<CallUnderWay>(owner->calls);
   auto finish = [holder, what, check, completion, call](std::exception_ptr error, R... result) mutable {
     if (error) {
       error = provider_failure(what, error);
@@ -776,8 +782,9 @@ void Sandboxes::close() const {
   // The calls under way on the sandboxes just ended now end too (GONE):
   // wait for their completions to be handed to the caller's executor and let
   // go. Bounded, for a provider that never completes a call.
-  std::unique_lock lock(state_->mutex);
-  state_->call_ended.wait_for(lock, kCloseWaitsForCalls, [&] { return state_->calls_under_way <= completing_here; });
+  auto& calls = *state_->calls;
+  std::unique_lock lock(calls.mutex);
+  calls.ended.wait_for(lock, kCloseWaitsForCalls, [&] { return calls.under_way <= completing_here; });
 }
 
 Sandboxes create_sandboxes(std::shared_ptr<SandboxProvider> provider, SandboxesOptions options) {

@@ -140,5 +140,26 @@ TEST(Async, ACompletionMayCloseItsOwnSandboxes) {
   EXPECT_TRUE(s.closed());
 }
 
+// What a provider keeps of a completed call keeps nothing of the Sandboxes
+// alive: once it is closed and its handles are dropped, the provider goes
+// (and with it, in the native engine, the removals still waiting).
+TEST(Async, ACompletedCallKeptByTheProviderDoesNotKeepTheProvider) {
+  auto provider = std::make_shared<testing::FakeProvider>();
+  auto fake = provider->state;
+  fake->keep_completed_reads = true;
+  const std::weak_ptr<testing::FakeProvider> watch = provider;
+  {
+    auto s = create_sandboxes(std::move(provider), {});
+    auto box = s.create(opts());
+    std::promise<void> completed;
+    box.async_read_file("f", [&completed](const std::exception_ptr&, const std::string&) { completed.set_value(); });
+    completed.get_future().wait();
+    s.close();
+  }
+  EXPECT_EQ(fake->kept_reads.size(), 1u);
+  EXPECT_TRUE(watch.expired());
+  fake->kept_reads.clear();
+}
+
 }  // namespace
 }  // namespace mayura

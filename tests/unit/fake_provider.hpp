@@ -36,6 +36,10 @@ struct FakeState {
   // the fake's a moment later, as a provider that ends its sandboxes off the
   // caller's path does.
   bool hold_reads_until_release = false;
+  // Async reads completed at once, with a copy of each completion kept, as
+  // a provider's operation may outlive its completion a while.
+  bool keep_completed_reads = false;
+  std::vector<std::function<void(std::exception_ptr, std::string)>> kept_reads;
   std::vector<std::function<void(std::exception_ptr, std::string)>> held_reads;
   std::thread completer;
 
@@ -90,7 +94,9 @@ class FakeBackend final : public SandboxBackend {
         s_->held_reads.push_back(std::move(done));
         return;
       }
+      if (s_->keep_completed_reads) s_->kept_reads.push_back(done);
     }
+    if (s_->keep_completed_reads) return done(nullptr, s_->file_data);
     SandboxBackend::async_read_file(path, options, std::move(done));
   }
   void release() noexcept override {
