@@ -402,6 +402,46 @@ class CallUnderWay {
   std::atomic<bool> ended_{false};
 };
 
+// An exec's output callbacks, which may hold what the caller's executor owns
+// (a server's channel). The provider gets shims into this cell, which the
+// exec's completion empties: a provider that keeps its exec's options a
+// moment after completing it keeps none of the caller's callbacks. (The
+// lock is recursive: a paced callback may be handed more output at once.)
+struct OutputCallbacks {
+  std::recursive_mutex mutex;
+  OutputCallback out, err;
+  PacedOutputCallback paced;
+  void clear() {
+    std::lock_guard lock(mutex);
+    out = nullptr;
+    err = nullptr;
+    paced = nullptr;
+  }
+};
+
+std::shared_ptr<OutputCallbacks> shim_output(ExecOptions& options) {
+  auto cell = std::make_shared<OutputCallbacks>();
+  auto shim = [&cell](OutputCallback& callback, OutputCallback OutputCallbacks::*slot) {
+    if (!callback) return;
+    (*cell).*slot = std::move(callback);
+    callback = [cell, slot](std::string_view chunk) {
+      std::lock_guard lock(cell->mutex);
+      if ((*cell).*slot) ((*cell).*slot)(chunk);
+    };
+  };
+  shim(options.on_stdout, &OutputCallbacks::out);
+  shim(options.on_stderr, &OutputCallbacks::err);
+  if (options.on_output) {
+    cell->paced = std::move(options.on_output);
+    options.on_output = [cell](OutputStream from, std::string_view chunk, std::function<void()> more) {
+      std::lock_guard lock(cell->mutex);
+      if (cell->paced) cell->paced(from, chunk, std::move(more));
+      else more();
+    };
+  }
+  return cell;
+}
+
 // Starts `start(backend, finish)` with the backend held until the call ends
 // (the caller hears of the end only once it is let go: a caller that then
 // closes its Sandboxes must find the provider gone), its failures as
@@ -544,12 +584,17 @@ void Sandbox::start_exec(std::vector<std::string> argv, ExecOptions options, Exe
     return done(std::current_exception(), {});
   }
   options.max_output_bytes = limit;
+  auto output = shim_output(options);
   start_on<ExecResult>(
       state().owner, backend, "exec",
       [argv = std::move(argv), options](SandboxBackend& b, ExecCompletion finish) {
         b.async_exec(argv, options, std::move(finish));
       },
-      [limit](ExecResult& result) { result = checked_result(std::move(result), limit); }, std::move(done));
+      [limit](ExecResult& result) { result = checked_result(std::move(result), limit); },
+      ExecCompletion([output, done = std::move(done)](std::exception_ptr error, ExecResult result) {
+        output->clear();
+        done(std::move(error), std::move(result));
+      }));
 }
 
 std::string Sandbox::url(int port) const {
