@@ -37,11 +37,6 @@ void Cleaner::release(const std::shared_ptr<SandboxCore>& core) noexcept {
   core->finish();
 }
 
-std::size_t Cleaner::backlog() const {
-  std::lock_guard lock(mutex_);
-  return queue_.size();
-}
-
 bool Cleaner::wait_for_one(std::chrono::steady_clock::duration bound) const {
   std::unique_lock lock(mutex_);
   if (queue_.empty()) return false;
@@ -65,7 +60,7 @@ void Cleaner::run() {
     lock.unlock();
     core->finish();
     lock.lock();
-    // Popped only once finished: backlog() counts it until it is gone.
+    // Popped only once finished: a release finding the queue full counts it until it is gone.
     queue_.pop_front();
     ++finished_;
     finished_one_.notify_all();

@@ -31,8 +31,6 @@ class Cleaner {
   // full). Returns once nothing of the sandbox can run. Idempotent.
   void release(const std::shared_ptr<SandboxCore>& core) noexcept;
 
-  // Released sandboxes whose removal has not finished.
-  std::size_t backlog() const;
   // Waits, up to `bound`, until one more removal has finished: for a create
   // that found every id slot taken while some were being given back. False
   // at once if none is queued.
