@@ -140,6 +140,45 @@ TEST(Async, ACompletionMayCloseItsOwnSandboxes) {
   EXPECT_TRUE(s.closed());
 }
 
+// An exec's output callbacks reach the provider through a cell its
+// completion empties: a provider that calls a kept copy of them after the
+// exec has completed reaches none of the caller's, and holds none of what
+// they own (a server's channel, destroyed with its io_context).
+TEST(Async, ACompletedExecsKeptOptionsReachNoneOfTheCallersCallbacks) {
+  auto provider = std::make_shared<testing::FakeProvider>();
+  auto fake = provider->state;
+  fake->keep_completed_exec_options = true;
+  auto s = create_sandboxes(provider, {});
+  auto box = s.create(opts());
+  auto owned = std::make_shared<int>(0);  // what the caller's callbacks own
+  const std::weak_ptr<int> watch = owned;
+  int calls = 0;
+  ExecOptions options;
+  options.on_stdout = [owned, &calls](std::string_view) { ++calls; };
+  options.on_stderr = [owned, &calls](std::string_view) { ++calls; };
+  options.on_output = [owned, &calls](OutputStream, std::string_view, const std::function<void()>& more) {
+    ++calls;
+    more();
+  };
+  owned.reset();
+  std::promise<void> completed;
+  box.async_exec({"true"}, std::move(options),
+                 [&completed](const std::exception_ptr&, const ExecResult&) { completed.set_value(); });
+  completed.get_future().wait();
+  ASSERT_EQ(fake->kept_exec_options.size(), 1u);
+  EXPECT_TRUE(watch.expired());  // let go of with the completion
+  const ExecOptions& kept = fake->kept_exec_options[0];
+  ASSERT_TRUE(kept.on_stdout && kept.on_stderr && kept.on_output);
+  kept.on_stdout("late");
+  kept.on_stderr("late");
+  bool more = false;
+  kept.on_output(OutputStream::out, "late", [&more] { more = true; });
+  EXPECT_EQ(calls, 0);
+  EXPECT_TRUE(more);  // a paced provider is never left waiting for a caller gone
+  s.close();
+  fake->kept_exec_options.clear();
+}
+
 // What a provider keeps of a completed call keeps nothing of the Sandboxes
 // alive: once it is closed and its handles are dropped, the provider goes
 // (and with it, in the native engine, the removals still waiting).

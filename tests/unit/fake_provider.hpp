@@ -41,6 +41,11 @@ struct FakeState {
   bool keep_completed_reads = false;
   std::vector<std::function<void(std::exception_ptr, std::string)>> kept_reads;
   std::vector<std::function<void(std::exception_ptr, std::string)>> held_reads;
+  // Async execs completed at once with next_result, their options kept, as
+  // the native engine keeps a completed exec's options until its last timer
+  // has run.
+  bool keep_completed_exec_options = false;
+  std::vector<ExecOptions> kept_exec_options;
   std::thread completer;
 
   ~FakeState() {
@@ -98,6 +103,18 @@ class FakeBackend final : public SandboxBackend {
     }
     if (s_->keep_completed_reads) return done(nullptr, s_->file_data);
     SandboxBackend::async_read_file(path, options, std::move(done));
+  }
+  void async_exec(const std::vector<std::string>& argv, const ExecOptions& options, ExecCompletion done) override {
+    ExecResult result;
+    {
+      std::lock_guard lock(s_->mutex);
+      if (s_->keep_completed_exec_options) {
+        s_->kept_exec_options.push_back(options);
+        result = s_->next_result;
+      }
+    }
+    if (!s_->keep_completed_exec_options) return SandboxBackend::async_exec(argv, options, std::move(done));
+    done(nullptr, std::move(result));
   }
   void release() noexcept override {
     std::lock_guard lock(s_->mutex);
