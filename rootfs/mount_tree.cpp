@@ -281,7 +281,26 @@ int mount_over_contents(int root, const Op& op, int contents, const char* tmpfs_
   return result;
 }
 
-int run_op(int root, const Op& op, std::size_t index, Fd& source) {
+// A masked directory gets an empty, read-only tmpfs; every mask of a
+// sandbox shares one: the first mounts it, the others bind it. A superblock
+// costs the create and the release their time, and the kernel keeps memory
+// for each one in every memory cgroup alive (its shrinker's slot), which
+// grows as the square of the sandboxes alive: a sandbox makes as few as it
+// can. Nothing can be written to it (size 0, one inode, read-only).
+int mask_dir(int root, const Op& op, int target, Fd& empty) {
+  if (empty) {
+    Fd tree(::open_tree(empty.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+    if (!tree || set_attrs(tree.get(), kNoExec, false) != 0) return -1;
+    return attach(tree.get(), target);
+  }
+  if (mount_fs("tmpfs", target, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,nr_inodes=1,mode=0555") != 0) {
+    return -1;
+  }
+  empty = Fd(openat2_in_root(root, relative(op.dst), O_PATH | O_DIRECTORY));  // the tmpfs just mounted
+  return empty ? 0 : -1;
+}
+
+int run_op(int root, const Op& op, std::size_t index, Fd& source, Fd& empty_mask) {
   switch (op.kind) {
     case OpKind::bind: {
       if (!source) return (op.flags & kOptional) ? 0 : -1;
@@ -346,10 +365,7 @@ int run_op(int root, const Op& op, std::size_t index, Fd& source) {
       if (!target) return (errno == ENOENT && (op.flags & kOptional)) ? 0 : -1;
       struct stat st {};
       if (::fstat(target.get(), &st) != 0) return -1;
-      if (op.kind == OpKind::mask && S_ISDIR(st.st_mode)) {
-        return mount_fs("tmpfs", target.get(), MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                        "size=0,nr_inodes=1,mode=0555");
-      }
+      if (op.kind == OpKind::mask && S_ISDIR(st.st_mode)) return mask_dir(root, op, target.get(), empty_mask);
       if (op.kind == OpKind::override_file && !S_ISREG(st.st_mode))
         return (op.flags & kOptional) ? 0 : (errno = EINVAL, -1);
       const std::string staged = ".mayura-stage-" + std::to_string(index);
@@ -416,13 +432,15 @@ BuildResult build(const Plan& plan, std::vector<UniqueFd>& sources, std::vector<
   Fd root(::open(kStaging, O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root) return {false, kStepRoot, errno};
 
+  Fd empty_mask;
   for (std::size_t i = 0; i < plan.size(); ++i) {
     const int done = plan[i].kind == OpKind::image_layers ? mount_image(root.get(), plan[i], layers)
-                                                          : run_op(root.get(), plan[i], i, sources[i]);
+                                                          : run_op(root.get(), plan[i], i, sources[i], empty_mask);
     if (done != 0) return {false, static_cast<std::uint32_t>(i), errno};
     sources[i].reset();
   }
 
+  empty_mask.reset();
   // Once more, over everything the plan attached: nothing propagates in or out.
   if (::mount(nullptr, kStaging, nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return {false, kStepPrivate, errno};
   // pivot_root(".", ".") stacks the old root under the new one; detaching it
