@@ -105,15 +105,14 @@ class FakeBackend final : public SandboxBackend {
     SandboxBackend::async_read_file(path, options, std::move(done));
   }
   void async_exec(const std::vector<std::string>& argv, const ExecOptions& options, ExecCompletion done) override {
-    ExecResult result;
-    {
-      std::lock_guard lock(s_->mutex);
-      if (s_->keep_completed_exec_options) {
-        s_->kept_exec_options.push_back(options);
-        result = s_->next_result;
-      }
+    std::unique_lock lock(s_->mutex);
+    if (!s_->keep_completed_exec_options) {
+      lock.unlock();
+      return SandboxBackend::async_exec(argv, options, std::move(done));
     }
-    if (!s_->keep_completed_exec_options) return SandboxBackend::async_exec(argv, options, std::move(done));
+    s_->kept_exec_options.push_back(options);
+    ExecResult result = s_->next_result;
+    lock.unlock();
     done(nullptr, std::move(result));
   }
   void release() noexcept override {
