@@ -103,14 +103,17 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     const UniqueFd v1_procs = core_->cgroup.commands_procs();
     if (v1_procs) fds.push_back(v1_procs.get());
     if (program_ >= 0) fds.push_back(program_);
+    // The engine's ends go to the reactor before the command exists: a
+    // reactor that cannot take them (its memory, the epoll watch limit) fails
+    // the exec with nothing started, rather than leaving a command whose
+    // output nobody reads.
+    watch_fd(out_, out.read, "watching the command's output");
+    watch_fd(err_, err.read, "watching the command's errors");
+    watch_fd(status_, status.read, "watching the command's status");
+    if (options_.stdin) watch_fd(in_, in.write, "watching the command's input");
     oom_kills_before_ = core_->cgroup.oom_kills();
     core_->send(protocol::encode(request), fds);
     trace_.step("request sent");
-    // The child's ends live on in the init and the command only.
-    out_.assign(out.read.release());
-    err_.assign(err.read.release());
-    status_.assign(status.read.release());
-    if (options_.stdin) in_.assign(in.write.release());
     // From here the machine runs on its strand.
     asio::dispatch(strand_, [self = shared_from_this()] { self->begin(); });
   }

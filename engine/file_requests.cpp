@@ -89,15 +89,15 @@ class FileCall : public std::enable_shared_from_this<FileCall> {
     UniqueFd init_data;
     if (data == Data::from_sandbox) {
       io::Pipe pipe = io::make_pipe(true, false);
-      data_.assign(pipe.read.release());
+      watch_fd(data_, pipe.read, "watching the file's data");
       init_data = std::move(pipe.write);
     } else if (data == Data::to_sandbox) {
       io::Pipe pipe = io::make_pipe(false, true);
-      data_.assign(pipe.write.release());
+      watch_fd(data_, pipe.write, "watching the file's data");
       init_data = std::move(pipe.read);
     }
     io::Pipe status = io::make_pipe(true, false);
-    status_.assign(status.read.release());
+    watch_fd(status_, status.read, "watching the file request's status");
     std::vector<int> fds;
     if (init_data) fds.push_back(init_data.get());
     fds.push_back(status.write.get());

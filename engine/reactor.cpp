@@ -3,8 +3,11 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <algorithm>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include "sys_error.hpp"
 
 namespace mayura::native {
 namespace {
@@ -43,5 +46,21 @@ Reactor& reactor() {
 boost::asio::any_io_executor reactor_executor() { return reactor().context.get_executor(); }
 
 std::size_t reactor_threads() { return reactor().threads; }
+
+void watch_fd(boost::asio::posix::stream_descriptor& stream, UniqueFd& fd, const char* step) {
+  boost::system::error_code ec;
+  stream.assign(fd.get(), ec);
+  if (!ec) {
+    fd.release();  // the stream owns it now
+    return;
+  }
+  const std::string what = std::string(step) + " (epoll_ctl)";
+  if (ec.value() == ENOMEM) throw SandboxError(Reason::LIMIT_REACHED, "the host's memory is exhausted: " + what);
+  if (ec.value() == ENOSPC) {
+    throw SandboxError(Reason::LIMIT_REACHED,
+                       "the host's epoll watch limit (fs.epoll.max_user_watches) is reached: " + what);
+  }
+  fail_step(what, ec.value());
+}
 
 }  // namespace mayura::native

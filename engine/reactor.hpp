@@ -4,10 +4,13 @@
 // the engine's threads stay as many as the host has cores (at least two).
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <cstddef>
 #include <memory>
+
+#include "fd.hpp"
 
 namespace mayura::native {
 
@@ -16,6 +19,11 @@ boost::asio::any_io_executor reactor_executor();
 
 // How many threads the reactor runs (for the benchmarks and tests).
 std::size_t reactor_threads();
+
+// Hands `fd` to `stream`, which owns it from then on. A reactor that refuses
+// it (its memory, the epoll watch limit) is a host limit, LIMIT_REACHED with
+// `step` named, and `fd` stays owned by the caller.
+void watch_fd(boost::asio::posix::stream_descriptor& stream, UniqueFd& fd, const char* step);
 
 // A std::stop_callback's callable for a call that runs on a strand: the stop
 // comes from whatever thread requests it, and `Handle` runs on the strand, if
