@@ -13,7 +13,6 @@
 namespace mayura::init {
 
 constexpr int kControlFd = 3;
-constexpr int kParkedFds = 512;  // above every fd the zygote had
 
 struct Identity {
   uid_t uid = 1000;

@@ -16,6 +16,7 @@
 #include <grp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <ctime>
 #include <map>
@@ -189,7 +190,28 @@ class Server {
   std::map<pid_t, Command> commands_;
 };
 
-int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
+// Closes every descriptor from 3 up but those in `keep`: what the zygote
+// had never reaches the sandbox. (No fixed fd number to move them above: the
+// engine's open-file limit may be lower than any such number.)
+int close_all_but(std::vector<int> keep) {
+  std::sort(keep.begin(), keep.end());
+  unsigned from = kControlFd;
+  for (const int fd : keep) {
+    if (fd < 0 || static_cast<unsigned>(fd) < from) continue;
+    if (static_cast<unsigned>(fd) > from && ::syscall(SYS_close_range, from, fd - 1, 0) != 0) return -1;
+    from = static_cast<unsigned>(fd) + 1;
+  }
+  return static_cast<int>(::syscall(SYS_close_range, from, ~0U, 0));
+}
+
+// Moves `fd` off fd 3, which the control socket takes.
+int move_off_control_fd(UniqueFd& fd) {
+  if (fd.get() != kControlFd) return 0;
+  const int moved = ::fcntl(kControlFd, F_DUPFD_CLOEXEC, kControlFd + 1);
+  if (moved < 0) return -1;
+  fd = UniqueFd(moved);
+  return 0;
+}
 
 }  // namespace
 
@@ -201,20 +223,21 @@ int park(int fd) { return ::fcntl(fd, F_DUPFD, kParkedFds); }
   ::setsid();
   // The host trees the root binds, cloned while this process is still host
   // root to the file system, in this new mount namespace (so the clones
-  // carry its locks). They and the sandbox's socket are parked above every
-  // fd the zygote had; those are closed, the socket becomes fd 3.
-  const int control = park(socket);
-  if (control < 0) ::_exit(1);
+  // carry its locks). They, the cgroup leaf and the sandbox's socket are
+  // kept; every other fd the zygote had is closed; the socket becomes fd 3.
   std::vector<UniqueFd> trees;
   const rootfs::BuildResult cloned = rootfs::clone_sources(config.plan, trees);
-  if (!cloned.ok) fail(Step::rootfs, cloned.error, cloned.step, control);
-  for (auto& tree : trees) {
-    if (tree) tree = UniqueFd(park(tree.get()));
+  if (!cloned.ok) fail(Step::rootfs, cloned.error, cloned.step, socket);
+  UniqueFd leaf(init_leaf);
+  std::vector<int> keep = {socket, leaf.get()};
+  for (const auto& tree : trees) keep.push_back(tree.get());
+  if (close_all_but(keep) != 0) fail(Step::fds, errno, 0, socket);
+  if (socket != kControlFd) {
+    int moved = move_off_control_fd(leaf);
+    for (auto& tree : trees) moved |= move_off_control_fd(tree);
+    if (moved != 0 || ::dup2(socket, kControlFd) < 0) fail(Step::fds, errno, 0, socket);
+    ::close(socket);
   }
-  UniqueFd leaf(init_leaf >= 0 ? park(init_leaf) : -1);
-  if (init_leaf >= 0 && !leaf) fail(Step::fds, errno, 0, control);
-  if (::syscall(SYS_close_range, 3, kParkedFds - 1, 0) != 0 || ::dup2(control, kControlFd) < 0) ::_exit(1);
-  ::close(control);
 
   // The engine writes our id maps, then says go, handing over a stored
   // image's layers mounted with those maps.

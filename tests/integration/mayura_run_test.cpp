@@ -507,6 +507,16 @@ TEST_F(MayuraRunEngineTest, ADaemonNamedThatDoesNotAnswerIsAFailureNotAFallBack)
   EXPECT_EQ(r.out.rfind("mayura-run: INVALID_CONFIG: ", 0), 0u) << r.out;
 }
 
+// An engine whose open-file limit is low (a user's `ulimit -n 256`, hard and
+// soft) still makes sandboxes, and their commands inherit that bound. (The
+// init once moved its descriptors above fd 512, which such a limit forbids:
+// it died unheard and every create failed "releasing the init: Broken pipe".)
+TEST_F(MayuraRunEngineTest, AnEngineUnderALowOpenFileLimitStillMakesSandboxes) {
+  const Outcome r = run("prlimit --nofile=256:256 env", "--local -- sh -c 'echo ran; ulimit -n'");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, "ran\n256\n");
+}
+
 // The default socket, /run/mayura/mayurad.sock: used when a daemon answers
 // there, not when a dead one left it, and a user it refuses is told why.
 TEST_F(MayuraRunEngineTest, TheDefaultSocketIsUsedWhenItAnswers) {
