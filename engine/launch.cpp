@@ -254,24 +254,39 @@ Zygote::Spawned Zygote::spawn(const std::string& config, int sandbox_socket, int
 
 // --- InitProcess ----------------------------------------------------------
 
+// The init's pid stands for it: its exit signal is 0, so nothing but a wait
+// with __WALL for this very pid reaps it (not a host's waitpid(-1), nor a
+// SIGCHLD ignored), and until the engine reaps it no other process can have
+// its pid. So the engine holds no pidfd for it: one descriptor per sandbox
+// (its control socket), and ten thousand sandboxes fit in an open-file limit
+// of twenty thousand that root may not raise.
 bool InitProcess::running() const noexcept {
-  if (!pidfd_) return false;
-  pollfd p{pidfd_.get(), POLLIN, 0};
-  return ::poll(&p, 1, 0) == 0;
+  if (pid_ <= 0) return false;
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT | __WALL) != 0) return false;
+  return info.si_pid == 0;  // nothing to report: it has not exited
 }
 
 void InitProcess::kill_and_wait() noexcept {
-  if (!pidfd_) return;
+  if (pid_ <= 0) return;
   // The init is the engine's child (the zygote clones it with CLONE_PARENT):
-  // reaped here, so nothing of it is left when release returns.
-  end_child(pidfd_.get(), 0);
-  pidfd_.reset();
+  // reaped here, so nothing of it is left when release returns. A pidfd for
+  // the bounded wait, if this process can open one; at its open-file limit,
+  // the pid.
+  if (const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0))); pidfd) {
+    end_child(pidfd.get(), 0);
+  } else {
+    ::kill(pid_, SIGKILL);
+    siginfo_t info{};
+    while (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | __WALL) != 0 && errno == EINTR) {
+    }
+  }
   control_.reset();
   pid_ = -1;
 }
 
 void InitProcess::kill() const noexcept {
-  if (pidfd_) ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+  if (pid_ > 0) ::kill(pid_, SIGKILL);
 }
 
 void InitProcess::to_foreground() const noexcept {
@@ -288,12 +303,12 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
   init_end.reset();
   InitProcess init;
   init.pid_ = spawned.pid;
-  init.pidfd_ = std::move(spawned.pidfd);
+  UniqueFd pidfd = std::move(spawned.pidfd);
   timer.step("zygote cloned the init");
 
   std::vector<UniqueFd> layers;
   {
-    const UniqueFd proc = open_proc(init.pid_, init.pidfd_.get());
+    const UniqueFd proc = open_proc(init.pid_, pidfd.get());
     write_map(proc.get(), "uid_map", host_id_base);
     write_map(proc.get(), "gid_map", host_id_base);
     layers = idmapped_layers(proc.get(), config.plan);
@@ -339,6 +354,7 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
   }
   timer.step("init setup");
   init.control_ = std::move(engine_end);
+  pidfd.reset();  // from here its pid stands for it (see InitProcess::running)
   return init;
 }
 

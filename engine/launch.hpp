@@ -16,6 +16,7 @@
 #include <mutex>
 #include <stop_token>
 #include <string>
+#include <utility>
 
 #include "fd.hpp"
 #include "protocol.hpp"
@@ -48,12 +49,21 @@ class Zygote {
   UniqueFd pidfd_;
 };
 
-// A sandbox's init, owned: destroying it kills it (the zygote reaps it).
+// A sandbox's init, owned: destroying it kills and reaps it.
 class InitProcess {
  public:
   InitProcess() = default;
-  InitProcess(InitProcess&&) noexcept = default;
-  InitProcess& operator=(InitProcess&&) noexcept = default;
+  InitProcess(InitProcess&& o) noexcept : pid_(std::exchange(o.pid_, -1)), control_(std::move(o.control_)) {}
+  InitProcess& operator=(InitProcess&& o) noexcept {
+    if (this != &o) {
+      kill_and_wait();
+      pid_ = std::exchange(o.pid_, -1);
+      control_ = std::move(o.control_);
+    }
+    return *this;
+  }
+  InitProcess(const InitProcess&) = delete;
+  InitProcess& operator=(const InitProcess&) = delete;
   ~InitProcess() { kill_and_wait(); }
 
   pid_t pid() const { return pid_; }
@@ -71,7 +81,6 @@ class InitProcess {
   friend InitProcess launch_init(Zygote&, int, int, std::uint32_t, const protocol::Config&,
                                  const std::function<void(pid_t)>&, bool, const std::stop_token&);
   pid_t pid_ = -1;
-  UniqueFd pidfd_;
   UniqueFd control_;
 };
 
