@@ -281,26 +281,41 @@ int mount_over_contents(int root, const Op& op, int contents, const char* tmpfs_
   return result;
 }
 
-// A masked directory gets an empty, read-only tmpfs; every mask of a
-// sandbox shares one: the first mounts it, the others bind it. A superblock
-// costs the create and the release their time, and the kernel keeps memory
-// for each one in every memory cgroup alive (its shrinker's slot), which
-// grows as the square of the sandboxes alive: a sandbox makes as few as it
-// can. Nothing can be written to it (size 0, one inode, read-only).
-int mask_dir(int root, const Op& op, int target, Fd& empty) {
-  if (empty) {
-    Fd tree(::open_tree(empty.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+// A masked directory gets an empty, read-only directory of the root's own
+// tmpfs, one for every mask of a sandbox: a mount of a superblock already
+// there. A superblock costs the create and the release their time, and the
+// kernel keeps a slot for each one alive in every memory cgroup (its
+// shrinker's), so a sandbox makes as few as it can. The directory lies under
+// where /proc is mounted, out of reach once it is; its first mask takes the
+// clone made before that, the others clone the first.
+constexpr const char* kEmptyDir = "proc/.mayura-empty";
+
+Fd empty_source(int root) {
+  if ((::mkdirat(root, "proc", 0555) != 0 && errno != EEXIST) || ::mkdirat(root, kEmptyDir, 0555) != 0) return Fd();
+  Fd tree(::open_tree(root, kEmptyDir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+  if (!tree || set_attrs(tree.get(), kNoExec, false) != 0) return Fd();  // read-only: no kWritable
+  return tree;
+}
+
+struct EmptyMask {
+  Fd source;    // the clone, until the first mask takes it
+  Fd attached;  // the first mask, once made
+};
+
+int mask_dir(int root, const Op& op, int target, EmptyMask& empty) {
+  if (empty.attached) {
+    Fd tree(::open_tree(empty.attached.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
     if (!tree || set_attrs(tree.get(), kNoExec, false) != 0) return -1;
     return attach(tree.get(), target);
   }
-  if (mount_fs("tmpfs", target, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,nr_inodes=1,mode=0555") != 0) {
-    return -1;
-  }
-  empty = Fd(openat2_in_root(root, relative(op.dst), O_PATH | O_DIRECTORY));  // the tmpfs just mounted
-  return empty ? 0 : -1;
+  if (!empty.source) return (errno = EINVAL, -1);
+  if (attach(empty.source.get(), target) != 0) return -1;
+  empty.source.reset();
+  empty.attached = Fd(openat2_in_root(root, relative(op.dst), O_PATH | O_DIRECTORY));  // the mask just made
+  return empty.attached ? 0 : -1;
 }
 
-int run_op(int root, const Op& op, std::size_t index, Fd& source, Fd& empty_mask) {
+int run_op(int root, const Op& op, std::size_t index, Fd& source, EmptyMask& empty_mask) {
   switch (op.kind) {
     case OpKind::bind: {
       if (!source) return (op.flags & kOptional) ? 0 : -1;
@@ -432,7 +447,8 @@ BuildResult build(const Plan& plan, std::vector<UniqueFd>& sources, std::vector<
   Fd root(::open(kStaging, O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root) return {false, kStepRoot, errno};
 
-  Fd empty_mask;
+  EmptyMask empty_mask{empty_source(root.get()), Fd()};
+  if (!empty_mask.source) return {false, kStepRoot, errno};
   for (std::size_t i = 0; i < plan.size(); ++i) {
     const int done = plan[i].kind == OpKind::image_layers ? mount_image(root.get(), plan[i], layers)
                                                           : run_op(root.get(), plan[i], i, sources[i], empty_mask);
@@ -440,7 +456,7 @@ BuildResult build(const Plan& plan, std::vector<UniqueFd>& sources, std::vector<
     sources[i].reset();
   }
 
-  empty_mask.reset();
+  empty_mask = {};
   // Once more, over everything the plan attached: nothing propagates in or out.
   if (::mount(nullptr, kStaging, nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return {false, kStepPrivate, errno};
   // pivot_root(".", ".") stacks the old root under the new one; detaching it
