@@ -813,7 +813,7 @@ Sandbox Sandboxes::create(const CreateOptions& options, std::stop_token cancella
   return Sandbox(std::move(state));
 }
 
-void Sandboxes::close() const {
+bool Sandboxes::close() const {
   std::vector<std::shared_ptr<detail::SandboxState>> alive;
   {
     std::lock_guard lock(state_->mutex);
@@ -829,7 +829,7 @@ void Sandboxes::close() const {
   // go. Bounded, for a provider that never completes a call.
   auto& calls = *state_->calls;
   std::unique_lock lock(calls.mutex);
-  calls.ended.wait_for(lock, kCloseWaitsForCalls, [&] { return calls.under_way <= completing_here; });
+  return calls.ended.wait_for(lock, kCloseWaitsForCalls, [&] { return calls.under_way <= completing_here; });
 }
 
 Sandboxes create_sandboxes(std::shared_ptr<SandboxProvider> provider, SandboxesOptions options) {

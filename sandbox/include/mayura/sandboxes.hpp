@@ -266,8 +266,11 @@ class Sandboxes {
                              });
   }
 
-  // Releases every sandbox still alive and refuses new ones (GONE).
-  void close() const;
+  // Releases every sandbox still alive and refuses new ones (GONE), then
+  // waits (at most 10 s, for a provider that never completes a call) until
+  // every call under way on them has completed; a completion that closes its
+  // own Sandboxes does not wait for itself. False if the bound passed first.
+  bool close() const;
   bool closed() const;
   // Sandboxes alive now.
   std::size_t size() const;
