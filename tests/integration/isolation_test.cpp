@@ -167,9 +167,10 @@ TEST_F(IsolationTest, TheHostImageHoldsNoHostSecret) {
   }
 }
 
-// Every directory the sandbox masks is one empty, read-only tmpfs, bound
-// where each is masked: one superblock, not one per mask (each costs the
-// create and the release, and kernel memory in every memory cgroup alive).
+// Every directory the sandbox masks is one empty, read-only directory of the
+// root's own tmpfs, bound where each is masked: no superblock of their own
+// (each costs the create and the release, and kernel memory in every memory
+// cgroup alive).
 TEST_F(IsolationTest, TheMaskedDirectoriesShareOneEmptyReadOnlyFileSystem) {
   auto s = create();
   std::vector<std::string> masked;
