@@ -158,8 +158,6 @@ namespace {
                                    "or RLIMIT_NPROC) is reached: ") +
                            step + ": " + std::strerror(error));
   }
-  if (error == ENOMEM)
-    throw SandboxError(Reason::LIMIT_REACHED, std::string("the host's memory is exhausted: ") + step);
   if (error == ENOSPC) {
     std::ifstream max("/proc/sys/user/max_user_namespaces");
     long allowed = 0;

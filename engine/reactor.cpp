@@ -55,7 +55,6 @@ void watch_fd(boost::asio::posix::stream_descriptor& stream, UniqueFd& fd, const
     return;
   }
   const std::string what = std::string(step) + " (epoll_ctl)";
-  if (ec.value() == ENOMEM) throw SandboxError(Reason::LIMIT_REACHED, "the host's memory is exhausted: " + what);
   if (ec.value() == ENOSPC) {
     throw SandboxError(Reason::LIMIT_REACHED,
                        "the host's epoll watch limit (fs.epoll.max_user_watches) is reached: " + what);

@@ -21,8 +21,8 @@ boost::asio::any_io_executor reactor_executor();
 std::size_t reactor_threads();
 
 // Hands `fd` to `stream`, which owns it from then on. A reactor that refuses
-// it (its memory, the epoll watch limit) is a host limit, LIMIT_REACHED with
-// `step` named, and `fd` stays owned by the caller.
+// it for a host limit (memory, as fail_step names it; the epoll watch limit)
+// fails LIMIT_REACHED with `step` named, and `fd` stays owned by the caller.
 void watch_fd(boost::asio::posix::stream_descriptor& stream, UniqueFd& fd, const char* step);
 
 // A std::stop_callback's callable for a call that runs on a strand: the stop

@@ -14,6 +14,7 @@ namespace mayura {
 inline std::string host_limit_named_by(int error) {
   if (error == EMFILE) return "the engine's open-file limit (RLIMIT_NOFILE)";
   if (error == ENFILE) return "the host's open-file limit (fs.file-max)";
+  if (error == ENOMEM) return "the host's memory (or the engine's memory cgroup's bound)";
   return "";
 }
 
