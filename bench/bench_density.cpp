@@ -73,6 +73,10 @@ long slab_kib(const std::string& name) {
   return 0;
 }
 
+// What each level times besides its creates.
+constexpr int kExecsPerLevel = 300;
+constexpr int kRecreatesPerLevel = 20;
+
 const char* const kParts[] = {"AnonPages",  "Shmem",        "KernelStack", "PageTables",
                               "SUnreclaim", "SReclaimable", "Percpu"};
 
@@ -156,7 +160,7 @@ int main(int argc, char** argv) {
       if (seen.insert(line).second) std::printf("%s\n", line.c_str());
     };
     std::vector<double> execs;
-    for (int i = 0; i < 300; ++i) {
+    for (int i = 0; i < kExecsPerLevel; ++i) {
       auto& s = alive[std::uniform_int_distribution<std::size_t>(0, alive.size() - 1)(rng)];
       const auto start = Clock::now();
       try {
@@ -168,7 +172,7 @@ int main(int argc, char** argv) {
     }
     // Release one and make it again, 20 times: the level stays.
     std::vector<double> releases;
-    for (int i = 0; i < 20 && !alive.empty(); ++i) {
+    for (int i = 0; i < kRecreatesPerLevel && !alive.empty(); ++i) {
       const auto start = Clock::now();
       alive.back().release();
       releases.push_back(ms_since(start));
@@ -179,7 +183,7 @@ int main(int argc, char** argv) {
         note_failure("create again", e);
       }
     }
-    if (failed > 0) std::printf("%d of the level's 320 calls failed\n", failed);
+    if (failed > 0) std::printf("%d of the level's %d calls failed\n", failed, kExecsPerLevel + kRecreatesPerLevel);
     std::printf("%8d %10.3f %10.3f %10.3f %10.3f %10.3f %12.3f %10.2f %10.1f\n", n, percentile(recent, 0.5),
                 percentile(recent, 0.95), percentile(execs, 0.5), percentile(execs, 0.99), percentile(releases, 0.5),
                 mib, fds, rss);
