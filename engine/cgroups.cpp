@@ -198,27 +198,29 @@ UniqueFd SandboxCgroup::make_command(const std::string& name) const {
   return make_delegated(open_dir("/commands").get(), name, "making a command's cgroup");
 }
 
-UniqueFd SandboxCgroup::take_command(const std::string& name) const {
+UniqueFd SandboxCgroup::take_command(std::string& name) const {
   std::string spare;
   if (spare_) {
     std::lock_guard lock(spare_->mutex);
     spare.swap(spare_->name);
   }
-  const std::string commands = path_ + "/commands/";
-  // Renamed, so the name says which command it holds (kill_command, and
-  // anyone reading the tree); a rename within one parent is cgroup2's own.
-  if (!spare.empty() && ::rename((commands + spare).c_str(), (commands + name).c_str()) == 0) {
-    UniqueFd fd(::open((commands + name).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (fd) return fd;
+  // Taken under its own name: cgroup2 has no rename (EPERM), and a cgroup
+  // made afresh costs an rmdir, a mkdir and a chown on every exec.
+  if (!spare.empty()) {
+    UniqueFd fd(::open((path_ + "/commands/" + spare).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (fd) {
+      name = std::move(spare);
+      return fd;
+    }
+    ::rmdir((path_ + "/commands/" + spare).c_str());
   }
-  if (!spare.empty()) ::rmdir((commands + spare).c_str());
   return make_command(name);
 }
 
-void SandboxCgroup::retire_command(const std::string& name) const noexcept {
+void SandboxCgroup::retire_command(const std::string& name, bool reusable) const noexcept {
   const std::string path = path_ + "/commands/" + name;
   try {
-    if (spare_ && !populated(path)) {
+    if (reusable && spare_ && !populated(path)) {
       std::lock_guard lock(spare_->mutex);
       if (spare_->name.empty()) {
         spare_->name = name;

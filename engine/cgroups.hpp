@@ -78,13 +78,14 @@ class SandboxCgroup {
   // A command's cgroup, delegated like the sandbox's; its directory fd.
   UniqueFd make_command(const std::string& name) const;
   // A cgroup for the next command: the one an ended command left empty (a
-  // cgroup with no process and no controller holds no state), renamed in
-  // `name`'s place; else a new one named `name`.
-  UniqueFd take_command(const std::string& name) const;
-  // A command has ended: its cgroup, if empty, is kept for the next one
-  // (one at most); else it is removed if it can be (it stays while a
-  // server the command started runs).
-  void retire_command(const std::string& name) const noexcept;
+  // cgroup with no process and no controller holds no state), and `name`
+  // becomes its name; else a new one named `name`.
+  UniqueFd take_command(std::string& name) const;
+  // A command has ended: its cgroup, if empty and `reusable` (nothing can
+  // join it any more: the init said the command ended or never started), is
+  // kept for the next one (one at most); else it is removed if it can be (it
+  // stays while a server the command started runs).
+  void retire_command(const std::string& name, bool reusable) const noexcept;
   // Kills every process of one command (and all it started), and waits
   // (bounded) until none is left.
   void kill_command(const std::string& name) const noexcept;

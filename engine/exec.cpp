@@ -70,7 +70,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   // Removes the command's cgroup if the run never got to its end (a start
   // that failed); it stays while a server the command started runs.
   ~CommandRun() {
-    if (!finished_ && cgroup_made_) core_->cgroup.retire_command(cgroup_name_);
+    if (!finished_ && cgroup_made_) core_->cgroup.retire_command(cgroup_name_, false);
   }
 
   // The cgroup, the pipes and the request: everything that can fail is made
@@ -215,8 +215,10 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
       if (s.kind == protocol::Status::started) {
         trace_.step("started");
       } else if (s.kind == protocol::Status::spawn_failed) {
+        init_answered_ = true;
         if (!not_started(s)) return;
       } else if (s.kind == protocol::Status::exited) {
+        init_answered_ = true;
         trace_.step("exited");
         wait_status_ = s.value;
         exited(Clock::now());
@@ -340,7 +342,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
         error = std::current_exception();
       }
     }
-    core_->cgroup.retire_command(cgroup_name_);
+    core_->cgroup.retire_command(cgroup_name_, init_answered_ && !killed_);
     ExecDone done = std::move(done_);
     done(error, std::move(result));
   }
@@ -376,7 +378,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   }
 
   std::shared_ptr<SandboxCore> core_;
-  const std::string cgroup_name_;
+  std::string cgroup_name_;  // the one asked for, until start() takes a cgroup
   const std::string cwd_;
   const std::vector<std::string> argv_;
   const int program_;  // the program's memfd (the provider's), or -1: argv[0] from the sandbox's PATH
@@ -398,6 +400,13 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   std::size_t stdin_written_ = 0;
   bool out_open_ = true, err_open_ = true, status_open_ = true;
   bool exited_ = false, killed_ = false, cancelled_ = false, finished_ = false, cgroup_made_ = false;
+  // The init said the command ended or never started: it will put nothing
+  // more in the cgroup (a run that timed out before the init read the
+  // request has no such answer, and its command may still start there).
+  // A cgroup written cgroup.kill is never the next one's either: Linux 6.18
+  // kills every process cloned into it afterwards (seen: each later command
+  // ended 137 at once).
+  bool init_answered_ = false;
   int wait_status_ = 0;
   std::uint64_t oom_kills_before_ = 0;
   Clock::time_point exit_time_{}, kill_time_{};

@@ -12,6 +12,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <cstdlib>
@@ -93,6 +94,43 @@ TEST_F(LimitsTest, TheCreatesLimitsAreInTheSandboxsCgroups) {
   } else {
     EXPECT_NE(seen.find(":pids:/commands\n"), std::string::npos) << seen;
   }
+}
+
+// A command's cgroup outlives it only as the next command's: cgroup2 cannot
+// rename one (EPERM), so the next command takes it under the name it has,
+// instead of an rmdir, a mkdir and a chown on every exec.
+TEST_F(LimitsTest, ACommandTakesTheCgroupTheLastOneLeftEmpty) {
+  auto s = create();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(sh(s, "grep '^0::' /proc/self/cgroup"), "0::/commands/cmd-1\n") << i;
+  std::vector<std::string> sandboxes;
+  for (const auto& e : fs::directory_iterator(options().cgroup_root)) {
+    if (e.is_directory()) sandboxes.push_back(e.path());
+  }
+  ASSERT_EQ(sandboxes.size(), 1u);
+  const std::string commands = sandboxes.front() + "/commands";
+  auto names = [&] {
+    std::vector<std::string> found;
+    for (const auto& e : fs::directory_iterator(commands)) {
+      if (e.is_directory()) found.push_back(e.path().filename().string());
+    }
+    std::sort(found.begin(), found.end());
+    std::string all;
+    for (const auto& n : found) all += n + " ";
+    return all;
+  };
+  EXPECT_EQ(names(), "cmd-1 ");
+  EXPECT_EQ(value(commands + "/cmd-1/cgroup.procs"), "");
+  // One that leaves a process running keeps its cgroup: the next is new.
+  EXPECT_EQ(sh(s, "sleep 600 >/dev/null 2>&1 & grep '^0::' /proc/self/cgroup"), "0::/commands/cmd-1\n");
+  EXPECT_EQ(sh(s, "grep '^0::' /proc/self/cgroup"), "0::/commands/cmd-5\n");
+  EXPECT_NE(value(commands + "/cmd-1/cgroup.procs"), "");
+  // One that was killed (its timeout) is not taken again, and the next runs:
+  // a cgroup once written cgroup.kill kills what is cloned into it later.
+  ExecOptions o;
+  o.timeout_ms = 200;
+  EXPECT_TRUE(s.exec({"sleep", "600"}, o).timed_out);
+  EXPECT_EQ(sh(s, "grep '^0::' /proc/self/cgroup"), "0::/commands/cmd-7\n");
+  EXPECT_EQ(names(), "cmd-1 cmd-7 ");
 }
 
 TEST_F(LimitsTest, TheEnginesDefaultsApplyWhenACreateSetsNone) {
