@@ -6,7 +6,9 @@
 //   (b1) mayura-run /bin/true through a warm mayurad (started here, beside
 //       mayura-run, on a scratch socket)
 //   (c) bwrap --ro-bind / / --unshare-all --die-with-parent --cap-drop ALL /bin/true
-//   (d) exec /bin/true in a live sandbox, against (e) a host fork+exec of /bin/true
+//   (d) exec /bin/true in a live sandbox, against (e) a host fork+exec of /bin/true,
+//   and (d2) the same exec 50 ms after the last (an agent between commands:
+//   a cgroup move then waits for the kernel, see the README's host tuning)
 //   (g) (a) with no resource limit at all, against (h) (a) with cpus 1,
 //       memory 512 MiB and 256 processes set by each create
 // and, when crun is installed and runs on this host, (f) crun run of /bin/true
@@ -159,6 +161,9 @@ int main(int argc, char** argv) {
   auto live = sandboxes.create(create);
   const Stats d = measure(n, [&] { live.exec({"/bin/true"}); });
   row("(d) exec /bin/true in a live sandbox", d);
+  const Stats d2 = measure(
+      std::min(n, 40), [&] { live.exec({"/bin/true"}); }, std::chrono::milliseconds(50));
+  row("(d2) the same, 50 ms after the last", d2);
   live.release();
   const Stats e = measure(n, [&] { run({"/bin/true"}); });
   row("(e) host fork+exec /bin/true", e);

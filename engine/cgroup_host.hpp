@@ -49,6 +49,9 @@ struct Host {
   // namespace, then leaves it to its commands' cgroups).
   bool favor_dynmods = false;
   bool moves_on_create() const { return memory.available() || cpu.available() || pids.available(); }
+  // The same move on every exec: a command joins the commands' pids group on
+  // v1 by a write (CLONE_INTO_CGROUP reaches cgroup2 only).
+  bool moves_on_exec() const { return !pids.v1.empty(); }
 
   // One line: which kind of host, and what it can enforce.
   std::string describe() const;

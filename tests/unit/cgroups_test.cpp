@@ -115,6 +115,9 @@ TEST(CgroupHost, ReportSaysWhenACreatesMoveWaitsForTheKernel) {
   EXPECT_FALSE(host.favor_dynmods);
   EXPECT_TRUE(host.moves_on_create());
   EXPECT_NE(host.describe().find("favordynmods"), std::string::npos) << host.describe();
+  // pids on v1: every command moves too
+  EXPECT_TRUE(host.moves_on_exec());
+  EXPECT_NE(host.describe().find("so does each command"), std::string::npos) << host.describe();
 
   const std::string plain = "/sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
   h.mountinfo.replace(h.mountinfo.find(plain), plain.size(),
@@ -130,6 +133,9 @@ TEST(CgroupHost, ReportSaysWhenACreatesMoveWaitsForTheKernel) {
   host = detect(unified.probe());
   EXPECT_TRUE(host.moves_on_create());
   EXPECT_NE(host.describe().find("favordynmods"), std::string::npos) << host.describe();
+  // cgroup2 clones each command into its cgroup: no move
+  EXPECT_FALSE(host.moves_on_exec());
+  EXPECT_EQ(host.describe().find("so does each command"), std::string::npos) << host.describe();
   unified.files["/sys/fs/cgroup/cgroup.controllers"] = "hugetlb\n";  // no limit: the init stays where it was cloned
   host = detect(unified.probe());
   EXPECT_FALSE(host.moves_on_create());
