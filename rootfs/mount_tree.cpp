@@ -282,40 +282,58 @@ int mount_over_contents(int root, const Op& op, int contents, const char* tmpfs_
 }
 
 // A masked directory gets an empty, read-only directory of the root's own
-// tmpfs, one for every mask of a sandbox: a mount of a superblock already
-// there. A superblock costs the create and the release their time, and the
-// kernel keeps a slot for each one alive in every memory cgroup (its
-// shrinker's), so a sandbox makes as few as it can. The directory lies under
-// where /proc is mounted, out of reach once it is; its first mask takes the
-// clone made before that, the others clone the first.
+// tmpfs, and a masked file an empty, read-only file of it, one of each for
+// every mask of a sandbox: a mount of a superblock already there, and no
+// file made and removed per mask. A superblock costs the create and the
+// release their time, and the kernel keeps a slot for each one alive in
+// every memory cgroup (its shrinker's), so a sandbox makes as few as it can.
+// Both lie under where /proc is mounted, out of reach once it is; the first
+// mask of each kind takes the clone made before that, the others clone it.
 constexpr const char* kEmptyDir = "proc/.mayura-empty";
-
-Fd empty_source(int root) {
-  if ((::mkdirat(root, "proc", 0555) != 0 && errno != EEXIST) || ::mkdirat(root, kEmptyDir, 0555) != 0) return Fd();
-  Fd tree(::open_tree(root, kEmptyDir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
-  if (!tree || set_attrs(tree.get(), kNoExec, false) != 0) return Fd();  // read-only: no kWritable
-  return tree;
-}
+constexpr const char* kEmptyFile = "proc/.mayura-empty-file";
 
 struct EmptyMask {
+  bool dir = true;
   Fd source;    // the clone, until the first mask takes it
   Fd attached;  // the first mask, once made
 };
 
-int mask_dir(int root, const Op& op, int target, EmptyMask& empty) {
+struct EmptyMasks {
+  EmptyMask dir, file;
+};
+
+EmptyMask empty_source(int root, bool dir) {
+  EmptyMask empty;
+  empty.dir = dir;
+  if (::mkdirat(root, "proc", 0555) != 0 && errno != EEXIST) return empty;
+  if (dir) {
+    if (::mkdirat(root, kEmptyDir, 0555) != 0) return empty;
+  } else {
+    Fd file(::openat(root, kEmptyFile, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444));
+    if (!file || ::fchmod(file.get(), 0444) != 0) return empty;
+  }
+  Fd tree(::open_tree(root, dir ? kEmptyDir : kEmptyFile, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+  if (!tree || set_attrs(tree.get(), kNoExec, false) != 0) return empty;  // read-only: no kWritable
+  empty.source = std::move(tree);
+  return empty;
+}
+
+int mask_with(int root, const Op& op, int target, EmptyMask& empty) {
   if (empty.attached) {
+    // A clone keeps the mount's attributes: read-only, nosuid, nodev, noexec.
     Fd tree(::open_tree(empty.attached.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
-    if (!tree || set_attrs(tree.get(), kNoExec, false) != 0) return -1;
+    if (!tree) return -1;
     return attach(tree.get(), target);
   }
   if (!empty.source) return (errno = EINVAL, -1);
   if (attach(empty.source.get(), target) != 0) return -1;
   empty.source.reset();
-  empty.attached = Fd(openat2_in_root(root, relative(op.dst), O_PATH | O_DIRECTORY));  // the mask just made
+  // the mask just made
+  empty.attached = Fd(openat2_in_root(root, relative(op.dst), O_PATH | (empty.dir ? O_DIRECTORY : 0)));
   return empty.attached ? 0 : -1;
 }
 
-int run_op(int root, const Op& op, std::size_t index, Fd& source, EmptyMask& empty_mask) {
+int run_op(int root, const Op& op, std::size_t index, Fd& source, EmptyMasks& empty) {
   switch (op.kind) {
     case OpKind::bind: {
       if (!source) return (op.flags & kOptional) ? 0 : -1;
@@ -380,12 +398,11 @@ int run_op(int root, const Op& op, std::size_t index, Fd& source, EmptyMask& emp
       if (!target) return (errno == ENOENT && (op.flags & kOptional)) ? 0 : -1;
       struct stat st {};
       if (::fstat(target.get(), &st) != 0) return -1;
-      if (op.kind == OpKind::mask && S_ISDIR(st.st_mode)) return mask_dir(root, op, target.get(), empty_mask);
-      if (op.kind == OpKind::override_file && !S_ISREG(st.st_mode))
-        return (op.flags & kOptional) ? 0 : (errno = EINVAL, -1);
+      if (op.kind == OpKind::mask)
+        return mask_with(root, op, target.get(), S_ISDIR(st.st_mode) ? empty.dir : empty.file);
+      if (!S_ISREG(st.st_mode)) return (op.flags & kOptional) ? 0 : (errno = EINVAL, -1);
       const std::string staged = ".mayura-stage-" + std::to_string(index);
-      Fd tree = staged_file(root, staged, op.kind == OpKind::mask ? std::string() : op.data,
-                            op.kind == OpKind::mask ? 0444 : op.mode);
+      Fd tree = staged_file(root, staged, op.data, op.mode);
       if (!tree) return -1;
       const int attached = attach(tree.get(), target.get());
       const int saved = errno;
@@ -447,16 +464,16 @@ BuildResult build(const Plan& plan, std::vector<UniqueFd>& sources, std::vector<
   Fd root(::open(kStaging, O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root) return {false, kStepRoot, errno};
 
-  EmptyMask empty_mask{empty_source(root.get()), Fd()};
-  if (!empty_mask.source) return {false, kStepRoot, errno};
+  EmptyMasks empty{empty_source(root.get(), true), empty_source(root.get(), false)};
+  if (!empty.dir.source || !empty.file.source) return {false, kStepRoot, errno};
   for (std::size_t i = 0; i < plan.size(); ++i) {
     const int done = plan[i].kind == OpKind::image_layers ? mount_image(root.get(), plan[i], layers)
-                                                          : run_op(root.get(), plan[i], i, sources[i], empty_mask);
+                                                          : run_op(root.get(), plan[i], i, sources[i], empty);
     if (done != 0) return {false, static_cast<std::uint32_t>(i), errno};
     sources[i].reset();
   }
 
-  empty_mask = {};
+  empty = {};
   // Once more, over everything the plan attached: nothing propagates in or out.
   if (::mount(nullptr, kStaging, nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return {false, kStepPrivate, errno};
   // pivot_root(".", ".") stacks the old root under the new one; detaching it

@@ -194,6 +194,37 @@ TEST_F(IsolationTest, TheMaskedDirectoriesShareOneEmptyReadOnlyFileSystem) {
   EXPECT_EQ(distinct.size(), 1u) << seen;
 }
 
+// Masked files, of /etc and of /proc alike, are one empty, read-only file of
+// the root's tmpfs bound on each: no file is made and removed per mask.
+TEST_F(IsolationTest, TheMaskedFilesAreOneEmptyReadOnlyFile) {
+  auto s = create();
+  std::vector<std::string> masked;
+  for (const char* file : {"/etc/shadow", "/etc/gshadow", "/proc/kcore", "/proc/keys", "/proc/timer_list",
+                           "/proc/sysrq-trigger", "/proc/kallsyms"}) {
+    if (fs::is_regular_file(file)) masked.emplace_back(file);
+  }
+  ASSERT_GE(masked.size(), 3u) << "this host has too few of the masked files to compare";
+  std::string identities;
+  for (const auto& file : masked) {
+    EXPECT_EQ(sh(s, "wc -c < " + file), "0\n") << file;
+    EXPECT_EQ(sh(s, "stat -c '%F %a' " + file), "regular empty file 444\n") << file;
+    const ExecResult write = s.exec({"/bin/sh", "-c", "echo x > " + file});
+    EXPECT_NE(write.exit_code, 0) << file;
+    EXPECT_NE(write.stderr.find("Read-only file system"), std::string::npos) << file << ": " << write.stderr;
+    // every mask, the clones of the first too, carries the first's attributes
+    const std::string options = sh(s, "awk '$5 == \"" + file + "\" {print $6}' /proc/self/mountinfo");
+    for (const char* attribute : {"ro,", "nosuid", "nodev", "noexec"}) {
+      EXPECT_NE(options.find(attribute), std::string::npos) << file << ": " << options;
+    }
+    identities += "stat -c '%d %i' " + file + ";";
+  }
+  const std::string seen = sh(s, identities + " true");
+  std::istringstream lines(seen);
+  std::set<std::string> distinct;
+  for (std::string line; std::getline(lines, line);) distinct.insert(line);
+  EXPECT_EQ(distinct.size(), 1u) << seen;
+}
+
 TEST_F(IsolationTest, NetworkNoneIsLoopbackOnlyAndUp) {
   auto s = create();
   EXPECT_EQ(sh(s, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"), "lo\n");
