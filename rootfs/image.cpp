@@ -86,7 +86,11 @@ void add_common(Plan& plan, const RootOptions& o) {
   plan.push_back(tmpfs(o.workdir, o.workdir_bytes, o.inodes, 0755, o.uid, o.gid, kKeepContents));
   plan.push_back(tmpfs("/tmp", o.tmp_bytes, o.inodes, 01777, 0, 0));
 
-  plan.push_back(tmpfs("/dev", 1 << 20, 256, 0755, 0, 0, kNoExec));
+  // A directory of the root's tmpfs, read-only with it: one file system
+  // fewer per sandbox (the kernel's shrinker tables grow with every one, see
+  // mount_tree.cpp), and nothing in /dev is written but through its nodes,
+  // the pty's and shm's own mounts.
+  plan.push_back(simple(OpKind::mkdir, "/dev"));
   // Read-only binds: a device is written through its node whatever the
   // mount says, and no mount that can be written may carry devices.
   for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {

@@ -124,6 +124,11 @@ TEST_F(IsolationTest, DevIsMinimal) {
   EXPECT_NE(s.exec({"/bin/sh", "-c", "echo x > /dev/full"}).exit_code, 0);
   // a private devpts: a new pty can be opened
   EXPECT_EQ(sh(s, "ls /dev/pts | grep -c ptmx"), "1\n");
+  // /dev is a directory of the read-only root, no file system of its own
+  const std::string devices = sh(s, "stat -c %d / /dev");
+  EXPECT_EQ(devices.substr(0, devices.find('\n') + 1), devices.substr(devices.find('\n') + 1)) << devices;
+  const ExecResult made = s.exec({"/bin/sh", "-c", "mkdir /dev/x"});
+  EXPECT_NE(made.exit_code, 0);
 }
 
 TEST_F(IsolationTest, ProcIsTheSandboxsOwn) {
