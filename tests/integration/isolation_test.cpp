@@ -9,6 +9,7 @@
 #include <thread>
 
 #include <filesystem>
+#include <initializer_list>
 #include <set>
 #include <sstream>
 
@@ -22,6 +23,31 @@ namespace {
 using IsolationTest = NativeTest;
 
 std::string host_ns(const char* kind) { return fs::read_symlink(std::string("/proc/self/ns/") + kind).string(); }
+
+// A write to `path` inside fails, and for a read-only file system.
+void expect_read_only(const Sandbox& s, const std::string& path) {
+  const ExecResult write = s.exec({"/bin/sh", "-c", "echo x > " + path});
+  EXPECT_NE(write.exit_code, 0) << path;
+  EXPECT_NE(write.stderr.find("Read-only file system"), std::string::npos) << path << ": " << write.stderr;
+}
+
+// Those of `paths` this host has, as `is_kind` says (a directory, a file).
+template <typename Kind>
+std::vector<std::string> on_this_host(std::initializer_list<const char*> paths, Kind is_kind) {
+  std::vector<std::string> found;
+  for (const char* path : paths) {
+    if (is_kind(fs::path(path))) found.emplace_back(path);
+  }
+  return found;
+}
+
+// How many distinct lines `text` has.
+std::size_t distinct_lines(const std::string& text) {
+  std::istringstream lines(text);
+  std::set<std::string> distinct;
+  for (std::string line; std::getline(lines, line);) distinct.insert(line);
+  return distinct.size();
+}
 
 TEST_F(IsolationTest, EveryNamespaceIsItsOwn) {
   auto s = create();
@@ -83,11 +109,7 @@ TEST_F(IsolationTest, NoCapabilityInAnySetAndNoNewPrivileges) {
 
 TEST_F(IsolationTest, TheImageIsReadOnly) {
   auto s = create();
-  for (const char* path : {"/usr/mayura-x", "/etc/passwd", "/mayura-x", "/bin/mayura-x"}) {
-    auto r = s.exec({"/bin/sh", "-c", std::string("echo x > ") + path});
-    EXPECT_NE(r.exit_code, 0) << path;
-    EXPECT_NE(r.stderr.find("Read-only file system"), std::string::npos) << path << ": " << r.stderr;
-  }
+  for (const char* path : {"/usr/mayura-x", "/etc/passwd", "/mayura-x", "/bin/mayura-x"}) expect_read_only(s, path);
   EXPECT_FALSE(fs::exists("/usr/mayura-x"));
 }
 
@@ -178,44 +200,34 @@ TEST_F(IsolationTest, TheHostImageHoldsNoHostSecret) {
 // cgroup alive).
 TEST_F(IsolationTest, TheMaskedDirectoriesShareOneEmptyReadOnlyFileSystem) {
   auto s = create();
-  std::vector<std::string> masked;
-  for (const char* dir : {"/etc/ssh", "/etc/ssl/private", "/proc/acpi", "/proc/driver", "/proc/scsi", "/proc/asound"}) {
-    if (fs::is_directory(dir)) masked.emplace_back(dir);
-  }
+  const std::vector<std::string> masked =
+      on_this_host({"/etc/ssh", "/etc/ssl/private", "/proc/acpi", "/proc/driver", "/proc/scsi", "/proc/asound"},
+                   [](const fs::path& p) { return fs::is_directory(p); });
   ASSERT_GE(masked.size(), 2u) << "this host has too few of the masked directories to compare";
   std::string devices;
   for (const auto& dir : masked) {
     EXPECT_EQ(sh(s, "ls -A " + dir), "") << dir;
     EXPECT_EQ(sh(s, "stat -f -c %T " + dir), "tmpfs\n") << dir;
-    const ExecResult write = s.exec({"/bin/sh", "-c", "echo x > " + dir + "/x"});
-    EXPECT_NE(write.exit_code, 0) << dir;
-    EXPECT_NE(write.stderr.find("Read-only file system"), std::string::npos) << dir << ": " << write.stderr;
+    expect_read_only(s, dir + "/x");
     devices += "stat -c %d " + dir + ";";
   }
   const std::string seen = sh(s, devices + " true");
-  std::istringstream lines(seen);
-  std::set<std::string> distinct;
-  for (std::string line; std::getline(lines, line);) distinct.insert(line);
-  EXPECT_EQ(distinct.size(), 1u) << seen;
+  EXPECT_EQ(distinct_lines(seen), 1u) << seen;
 }
 
 // Masked files, of /etc and of /proc alike, are one empty, read-only file of
 // the root's tmpfs bound on each: no file is made and removed per mask.
 TEST_F(IsolationTest, TheMaskedFilesAreOneEmptyReadOnlyFile) {
   auto s = create();
-  std::vector<std::string> masked;
-  for (const char* file : {"/etc/shadow", "/etc/gshadow", "/proc/kcore", "/proc/keys", "/proc/timer_list",
-                           "/proc/sysrq-trigger", "/proc/kallsyms"}) {
-    if (fs::is_regular_file(file)) masked.emplace_back(file);
-  }
+  const std::vector<std::string> masked = on_this_host({"/etc/shadow", "/etc/gshadow", "/proc/kcore", "/proc/keys",
+                                                        "/proc/timer_list", "/proc/sysrq-trigger", "/proc/kallsyms"},
+                                                       [](const fs::path& p) { return fs::is_regular_file(p); });
   ASSERT_GE(masked.size(), 3u) << "this host has too few of the masked files to compare";
   std::string identities;
   for (const auto& file : masked) {
     EXPECT_EQ(sh(s, "wc -c < " + file), "0\n") << file;
     EXPECT_EQ(sh(s, "stat -c '%F %a' " + file), "regular empty file 444\n") << file;
-    const ExecResult write = s.exec({"/bin/sh", "-c", "echo x > " + file});
-    EXPECT_NE(write.exit_code, 0) << file;
-    EXPECT_NE(write.stderr.find("Read-only file system"), std::string::npos) << file << ": " << write.stderr;
+    expect_read_only(s, file);
     // every mask, the clones of the first too, carries the first's attributes
     const std::string options = sh(s, "awk '$5 == \"" + file + "\" {print $6}' /proc/self/mountinfo");
     for (const char* attribute : {"ro,", "nosuid", "nodev", "noexec"}) {
@@ -224,10 +236,7 @@ TEST_F(IsolationTest, TheMaskedFilesAreOneEmptyReadOnlyFile) {
     identities += "stat -c '%d %i' " + file + ";";
   }
   const std::string seen = sh(s, identities + " true");
-  std::istringstream lines(seen);
-  std::set<std::string> distinct;
-  for (std::string line; std::getline(lines, line);) distinct.insert(line);
-  EXPECT_EQ(distinct.size(), 1u) << seen;
+  EXPECT_EQ(distinct_lines(seen), 1u) << seen;
 }
 
 TEST_F(IsolationTest, NetworkNoneIsLoopbackOnlyAndUp) {
