@@ -8,8 +8,9 @@
 # as idle sandboxes pile up (1 to DENSITY alive) and churn, the desktop
 # beside xdotool and ImageMagick's import on the same display, then the
 # networks' costs in a private world.
-#   sudo ./scripts/bench.sh [ITERATIONS] [DOWNLOAD-MIB] [DENSITY]
+#   ./scripts/bench.sh [ITERATIONS] [DOWNLOAD-MIB] [DENSITY]
 set -euo pipefail
+. "$(dirname "$0")/as_root.sh"
 trap 'echo "bench.sh: stopped: \"$BASH_COMMAND\" failed (exit $?, line $LINENO)" >&2' ERR
 here=$(cd "$(dirname "$0")" && pwd)
 "$here/deps.sh" bench

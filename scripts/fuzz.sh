@@ -6,8 +6,9 @@
 # build-fuzz/corpus/NAME, and prints per harness the time, the executions
 # and what it found. Fails when a harness crashes, hangs or breaks one of
 # its properties, naming the input to keep as a regression case.
-#   scripts/fuzz.sh [SECONDS] [HARNESS...]
+#   ./scripts/fuzz.sh [SECONDS] [HARNESS...]
 set -euo pipefail
+. "$(dirname "$0")/as_root.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 seconds=${1:-60}

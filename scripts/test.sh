@@ -9,14 +9,11 @@
 # login session, and v1 only); then builds with ASan and UBSan and runs every
 # test under them; then replays every fuzzer's corpus and fuzzes each for a
 # little while (scripts/fuzz.sh).
-#   sudo ./scripts/test.sh
+#   ./scripts/test.sh
 set -euo pipefail
+. "$(dirname "$0")/as_root.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-if [ "$(id -u)" != 0 ]; then
-  echo "test.sh: the integration tests need root (run it with sudo)" >&2
-  exit 1
-fi
 # Each step says when it starts, so a slow CI run shows where its time went.
 step() { echo "== $* (at $((SECONDS / 60))m$((SECONDS % 60))s)"; }
 "$here/deps.sh" vm
