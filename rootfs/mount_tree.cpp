@@ -293,7 +293,6 @@ constexpr const char* kEmptyDir = "proc/.mayura-empty";
 constexpr const char* kEmptyFile = "proc/.mayura-empty-file";
 
 struct EmptyMask {
-  bool dir = true;
   Fd source;    // the clone, until the first mask takes it
   Fd attached;  // the first mask, once made
 };
@@ -302,23 +301,19 @@ struct EmptyMasks {
   EmptyMask dir, file;
 };
 
-EmptyMask empty_source(int root, bool dir) {
-  EmptyMask empty;
-  empty.dir = dir;
-  if (::mkdirat(root, "proc", 0555) != 0 && errno != EEXIST) return empty;
-  if (dir) {
-    if (::mkdirat(root, kEmptyDir, 0555) != 0) return empty;
-  } else {
-    Fd file(::openat(root, kEmptyFile, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444));
-    if (!file || ::fchmod(file.get(), 0444) != 0) return empty;
-  }
-  Fd tree(::open_tree(root, dir ? kEmptyDir : kEmptyFile, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+// Both empty sources, cloned before /proc is mounted over them; the file is
+// made as any staged file is, and stays there.
+EmptyMasks empty_sources(int root) {
+  EmptyMasks empty;
+  if ((::mkdirat(root, "proc", 0555) != 0 && errno != EEXIST) || ::mkdirat(root, kEmptyDir, 0555) != 0) return empty;
+  Fd tree(::open_tree(root, kEmptyDir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
   if (!tree || set_attrs(tree.get(), kNoExec, false) != 0) return empty;  // read-only: no kWritable
-  empty.source = std::move(tree);
+  empty.dir.source = std::move(tree);
+  empty.file.source = staged_file(root, kEmptyFile, {}, 0444);
   return empty;
 }
 
-int mask_with(int root, const Op& op, int target, EmptyMask& empty) {
+int mask_with(int root, const Op& op, int target, bool dir, EmptyMask& empty) {
   if (empty.attached) {
     // A clone keeps the mount's attributes: read-only, nosuid, nodev, noexec.
     Fd tree(::open_tree(empty.attached.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
@@ -329,7 +324,7 @@ int mask_with(int root, const Op& op, int target, EmptyMask& empty) {
   if (attach(empty.source.get(), target) != 0) return -1;
   empty.source.reset();
   // the mask just made
-  empty.attached = Fd(openat2_in_root(root, relative(op.dst), O_PATH | (empty.dir ? O_DIRECTORY : 0)));
+  empty.attached = Fd(openat2_in_root(root, relative(op.dst), O_PATH | (dir ? O_DIRECTORY : 0)));
   return empty.attached ? 0 : -1;
 }
 
@@ -398,8 +393,10 @@ int run_op(int root, const Op& op, std::size_t index, Fd& source, EmptyMasks& em
       if (!target) return (errno == ENOENT && (op.flags & kOptional)) ? 0 : -1;
       struct stat st {};
       if (::fstat(target.get(), &st) != 0) return -1;
-      if (op.kind == OpKind::mask)
-        return mask_with(root, op, target.get(), S_ISDIR(st.st_mode) ? empty.dir : empty.file);
+      if (op.kind == OpKind::mask) {
+        const bool dir = S_ISDIR(st.st_mode);
+        return mask_with(root, op, target.get(), dir, dir ? empty.dir : empty.file);
+      }
       if (!S_ISREG(st.st_mode)) return (op.flags & kOptional) ? 0 : (errno = EINVAL, -1);
       const std::string staged = ".mayura-stage-" + std::to_string(index);
       Fd tree = staged_file(root, staged, op.data, op.mode);
@@ -464,7 +461,7 @@ BuildResult build(const Plan& plan, std::vector<UniqueFd>& sources, std::vector<
   Fd root(::open(kStaging, O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root) return {false, kStepRoot, errno};
 
-  EmptyMasks empty{empty_source(root.get(), true), empty_source(root.get(), false)};
+  EmptyMasks empty = empty_sources(root.get());
   if (!empty.dir.source || !empty.file.source) return {false, kStepRoot, errno};
   for (std::size_t i = 0; i < plan.size(); ++i) {
     const int done = plan[i].kind == OpKind::image_layers ? mount_image(root.get(), plan[i], layers)
