@@ -166,7 +166,11 @@ std::string Host::describe() const {
         "\ncgroup moves: each create moves its init by a write to cgroup.procs, which after a quiet spell waits "
         "for an RCU grace period (about 10 ms) while no cgroup hierarchy is mounted with favordynmods (see the "
         "README's host tuning)";
-    if (moves_on_exec()) line += "; so does each command, which joins the commands' pids group on cgroup v1";
+    if (moves_on_exec()) {
+      line +=
+          "; so does each command, which joins the commands' pids group on cgroup v1 (ahead of the command, while "
+          "the sandbox is quiet, unless commands ahead are off)";
+    }
   }
   return line;
 }

@@ -217,12 +217,20 @@ UniqueFd SandboxCgroup::take_command(std::string& name) const {
   return make_command(name);
 }
 
-void SandboxCgroup::retire_command(const std::string& name, bool reusable) const noexcept {
+void SandboxCgroup::retire_command(const std::string& name, bool reusable,
+                                   const std::function<void(int dir)>& on_kept) const noexcept {
   const std::string path = path_ + "/commands/" + name;
   try {
     if (reusable && spare_ && !populated(path)) {
       std::lock_guard lock(spare_->mutex);
       if (spare_->name.empty()) {
+        if (on_kept) {
+          try {
+            on_kept(UniqueFd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)).get());
+          } catch (...) {
+            // the next command starts the usual way
+          }
+        }
         spare_->name = name;
         return;
       }

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -84,8 +85,12 @@ class SandboxCgroup {
   // A command has ended: its cgroup, if empty and `reusable` (nothing can
   // join it any more: the init said the command ended or never started), is
   // kept for the next one (one at most); else it is removed if it can be (it
-  // stays while a server the command started runs).
-  void retire_command(const std::string& name, bool reusable) const noexcept;
+  // stays while a server the command started runs). `on_kept`, if given,
+  // gets the kept cgroup's directory before any take_command can take it
+  // (the init starts the next command's process there); what it throws is
+  // dropped, and the cgroup kept all the same.
+  void retire_command(const std::string& name, bool reusable,
+                      const std::function<void(int dir)>& on_kept = {}) const noexcept;
   // Kills every process of one command (and all it started), and waits
   // (bounded) until none is left.
   void kill_command(const std::string& name) const noexcept;

@@ -239,6 +239,7 @@ class NativeProvider final : public SandboxProvider {
     const std::string name = random_hex(16);
     core->hostname = "mayura-" + name.substr(0, 8);
     core->workdir = image.workdir.empty() ? options_.workdir : image.workdir;
+    core->commands_ahead = options_.commands_ahead;
 
     rootfs::RootOptions root;
     root.workdir = core->workdir;

@@ -40,6 +40,7 @@ class SandboxCore {
   // The desktop helper's memfd (the provider's, which outlives every
   // sandbox) for a sandbox created with a desktop; else -1.
   int desktop_helper = -1;
+  bool commands_ahead = true;  // NativeOptions::commands_ahead
   // What the sandbox's namespace reaches: none while null. Set at create,
   // before the sandbox is handed out; changed by set_network under
   // network_mutex_.

@@ -53,6 +53,12 @@ std::string encode(const Config& c) {
   return w.bytes();
 }
 
+std::string encode_standby() {
+  wire::Writer w;
+  w.u32(static_cast<std::uint32_t>(Request::standby));
+  return w.bytes();
+}
+
 bool decode(const std::string& bytes, Config& out) {
   wire::Reader r(bytes.data(), bytes.size());
   if (static_cast<Request>(r.u32()) != Request::config) return false;

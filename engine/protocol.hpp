@@ -15,7 +15,7 @@
 
 namespace mayura::protocol {
 
-enum class Request : std::uint32_t { config = 1, exec = 2, read = 3, write = 4, list = 5, remove = 6 };
+enum class Request : std::uint32_t { config = 1, exec = 2, read = 3, write = 4, list = 5, remove = 6, standby = 7 };
 
 // fds that come with each request, in this order
 //   config: none
@@ -27,6 +27,9 @@ enum class Request : std::uint32_t { config = 1, exec = 2, read = 3, write = 4, 
 //   write:  data (read end), status
 //   list:   data (write end), status
 //   remove: status
+//   standby: a spare command cgroup directory, and the v1 cgroup.procs as
+//           for exec: the init starts the next command's process there
+//           ahead, and the exec that names that cgroup takes it
 
 struct Config {
   rootfs::Plan plan;
@@ -84,6 +87,7 @@ static_assert(sizeof(Status) <= 512, "a status write must be atomic (PIPE_BUF)")
 std::string encode(const Config& c);
 std::string encode(const Exec& e);
 std::string encode(Request kind, const FileRequest& f);
+std::string encode_standby();
 bool decode(const std::string& bytes, Config& out);
 bool decode(const std::string& bytes, Exec& out);
 bool decode(const std::string& bytes, FileRequest& out);

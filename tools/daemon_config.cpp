@@ -132,6 +132,10 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
     c.native.prepared = static_cast<std::size_t>(integer(k, "prepared", *v, 0, 64));
   if (const json* v = k.take("netnsPool"))
     c.native.netns_pool = static_cast<std::size_t>(integer(k, "netnsPool", *v, 0, 64));
+  if (const json* v = k.take("commandsAhead")) {
+    if (!v->is_boolean()) bad(source, "commandsAhead", "must be true or false");
+    c.native.commands_ahead = v->get<bool>();
+  }
   if (const json* v = k.take("stateDir")) c.native.state_dir = text(k, "stateDir", *v);
   if (const json* v = k.take("imageStore")) c.native.image_store = text(k, "imageStore", *v);
   if (const json* v = k.take("imageDir")) c.native.image_dir = text(k, "imageDir", *v);

@@ -44,6 +44,36 @@ constexpr std::size_t kExecCgroupFd = 4;
 Spawned spawn_command(const protocol::Exec& exec, const std::vector<int>& fds, const Identity& who,
                       const std::vector<std::string>& seccomp);
 
+// How a command's start failed: {step, errno}, as its error pipe carries it.
+struct SpawnFailure {
+  int message[2] = {static_cast<int>(protocol::SpawnStep::setup), 0};
+  bool set(protocol::SpawnStep step, int error) {
+    message[0] = static_cast<int>(step);
+    message[1] = error;
+    return false;
+  }
+  void send(int error_pipe) const;
+};
+
+// The streams a command gets, and its program (-1: argv[0] names it).
+struct CommandFds {
+  int in = -1;
+  int out = -1;
+  int err = -1;
+  int program = -1;
+};
+
+// The two halves of a command's start, in the process cloned for it. First
+// what no command decides: its process group and signals, the v1 process
+// limit (`v1_procs`, -1 where none) and the filters; false on a failure.
+bool prepare_command(int v1_procs, const std::vector<std::string>& seccomp, SpawnFailure& failure);
+// Then the command's own: its streams, the sandbox user, its directory, the
+// exec. Returns only when one failed, said in `failure`.
+void become_command(const protocol::Exec& exec, const CommandFds& fds, const Identity& who, SpawnFailure& failure);
+
+// Closes every descriptor from 3 up but those in `keep`.
+int close_all_but(std::vector<int> keep);
+
 // Serves one file request in a child that runs as the sandbox user.
 void serve_file_request(protocol::Request kind, const protocol::FileRequest& request, const std::vector<int>& fds,
                         const Identity& who);

@@ -26,6 +26,7 @@
 #include "../capabilities.hpp"
 #include "../fdpass.hpp"
 #include "init.hpp"
+#include "standby.hpp"
 #include "mayura/rootfs/mount_tree.hpp"
 
 namespace mayura::init {
@@ -105,12 +106,14 @@ class Server {
   [[noreturn]] void run() {
     pollfd fds[2] = {{kControlFd, POLLIN, 0}, {signals_, POLLIN, 0}};
     for (;;) {
-      if (::poll(fds, 2, -1) < 0) {
+      const int ready = ::poll(fds, 2, standby_.due_in_ms());
+      if (ready < 0) {
         if (errno == EINTR) continue;
         shutdown();
       }
       if (fds[1].revents & POLLIN) reap();
       if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) serve_one();
+      standby_.start_if_due(who_, seccomp_);
     }
   }
 
@@ -127,7 +130,10 @@ class Server {
         // 5 fds, 6 with a v1 cgroup.procs, and one more with the program
         if (protocol::decode(bytes, exec) && fds.size() >= 5 + (exec.program_fd ? 1u : 0u) &&
             fds.size() <= 6 + (exec.program_fd ? 1u : 0u)) {
-          const Spawned spawned = spawn_command(exec, fds, who_, seccomp_);
+          const std::size_t program = exec.program_fd ? 1 : 0;
+          Spawned spawned =
+              standby_.take(fds[kExecCgroupFd], bytes, CommandFds{fds[0], fds[1], fds[2], program ? fds.back() : -1});
+          if (spawned.pid <= 0) spawned = spawn_command(exec, fds, who_, seccomp_);
           if (spawned.pid > 0) {
             // keep only the status pipe: the start and the exit go there
             commands_[spawned.pid] = Command{::fcntl(fds[3], F_DUPFD_CLOEXEC, 3), spawned.error_pipe};
@@ -135,6 +141,7 @@ class Server {
         }
         break;
       }
+      case protocol::Request::standby: standby_.ask(fds); break;
       case protocol::Request::read:
       case protocol::Request::write:
       case protocol::Request::list:
@@ -158,6 +165,7 @@ class Server {
       int status = 0;
       const pid_t pid = ::waitpid(-1, &status, WNOHANG | __WALL);
       if (pid <= 0) break;
+      if (standby_.ended(pid)) continue;
       auto it = commands_.find(pid);
       if (it == commands_.end()) continue;
       // Dead, so its error pipe has its answer (or its end: the exec closed it).
@@ -188,7 +196,19 @@ class Server {
   std::vector<std::string> seccomp_;  // every command's filters
   int signals_;
   std::map<pid_t, Command> commands_;
+  Standby standby_;  // the next command's process, if one waits
 };
+
+// Moves `fd` off fd 3, which the control socket takes.
+int move_off_control_fd(UniqueFd& fd) {
+  if (fd.get() != kControlFd) return 0;
+  const int moved = ::fcntl(kControlFd, F_DUPFD_CLOEXEC, kControlFd + 1);
+  if (moved < 0) return -1;
+  fd = UniqueFd(moved);
+  return 0;
+}
+
+}  // namespace
 
 // Closes every descriptor from 3 up but those in `keep`: what the zygote
 // had never reaches the sandbox. (No fixed fd number to move them above: the
@@ -203,17 +223,6 @@ int close_all_but(std::vector<int> keep) {
   }
   return static_cast<int>(::syscall(SYS_close_range, from, ~0U, 0));
 }
-
-// Moves `fd` off fd 3, which the control socket takes.
-int move_off_control_fd(UniqueFd& fd) {
-  if (fd.get() != kControlFd) return 0;
-  const int moved = ::fcntl(kControlFd, F_DUPFD_CLOEXEC, kControlFd + 1);
-  if (moved < 0) return -1;
-  fd = UniqueFd(moved);
-  return 0;
-}
-
-}  // namespace
 
 [[noreturn]] void sandbox_child(const protocol::Config& config, int socket, int init_leaf) {
   timespec started{};

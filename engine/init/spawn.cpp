@@ -74,8 +74,9 @@ int exec_fd(int program, const std::vector<std::string>& argv, const std::vector
   return errno;
 }
 
-[[noreturn]] void child(const protocol::Exec& exec, const std::vector<int>& fds, int error_pipe, const Identity& who,
-                        const std::vector<std::string>& seccomp) {
+}  // namespace
+
+bool prepare_command(int v1_procs, const std::vector<std::string>& seccomp, SpawnFailure& failure) {
   // A fresh process group, default signal handling, nothing blocked. exec
   // resets caught signals; SIGPIPE is the only one the init ignores.
   ::setpgid(0, 0);
@@ -83,56 +84,70 @@ int exec_fd(int program, const std::vector<std::string>& argv, const std::vector
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-
-  // {step, errno} of the first failure goes to the error pipe.
-  int message[2] = {static_cast<int>(protocol::SpawnStep::setup), 0};
-  int& error = message[1];
-  if (::dup2(fds[0], 0) < 0 || ::dup2(fds[1], 1) < 0 || ::dup2(fds[2], 2) < 0) error = errno;
-  // Only 0, 1 and 2 reach the command; the error pipe closes at exec.
-  if (!error && ::syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC) != 0) error = errno;
   // Into the process limit that is on cgroup v1 (on cgroup2 the clone put it
   // there), before it can fork.
-  const std::size_t program = exec.program_fd ? 1 : 0;
-  if (!error && fds.size() > kExecCgroupFd + 1 + program && ::write(fds[kExecCgroupFd + 1], "0", 1) != 1) {
-    message[0] = static_cast<int>(protocol::SpawnStep::limits);
-    error = errno;
-  }
+  if (v1_procs >= 0 && ::write(v1_procs, "0", 1) != 1) return failure.set(protocol::SpawnStep::limits, errno);
   // The filters go on before the ids change: changing ids makes the process
   // dumpable if the host's fs.suid_dumpable says so, and a command that
   // ptraced it in that moment must find it filtered already, with no
   // capability left (no_new_privs is set already, in the init).
-  for (std::size_t i = 0; !error && i < seccomp.size(); ++i) {
-    if (seccomp::install(seccomp[i].data(), seccomp[i].size()) != 0) {
-      message[0] = static_cast<int>(protocol::SpawnStep::seccomp);
-      error = errno;
-    }
+  for (const auto& filter : seccomp) {
+    if (seccomp::install(filter.data(), filter.size()) != 0) return failure.set(protocol::SpawnStep::seccomp, errno);
+  }
+  return true;
+}
+
+void become_command(const protocol::Exec& exec, const CommandFds& fds, const Identity& who, SpawnFailure& failure) {
+  if (::dup2(fds.in, 0) < 0 || ::dup2(fds.out, 1) < 0 || ::dup2(fds.err, 2) < 0) {
+    failure.set(protocol::SpawnStep::setup, errno);
+    return;
+  }
+  // Only 0, 1 and 2 reach the command (and the program, once, to exec it);
+  // the error pipe closes at exec.
+  if (::syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC) != 0) {
+    failure.set(protocol::SpawnStep::setup, errno);
+    return;
   }
   // The directory is entered as the sandbox user: a path root inside could
   // enter and the user could not is refused. A profile that refuses what
   // this takes (setgroups, setresuid, capset, prctl) fails the start.
-  if (!error && caps::become_user(who.uid, who.gid) != 0) {
-    message[0] = static_cast<int>(protocol::SpawnStep::user);
-    error = errno;
+  if (caps::become_user(who.uid, who.gid) != 0) {
+    failure.set(protocol::SpawnStep::user, errno);
+    return;
   }
   // Until the exec it is still the engine's program holding the engine's
   // fds, which nothing inside may ptrace or open.
-  if (!error && ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
-    message[0] = static_cast<int>(protocol::SpawnStep::user);
-    error = errno;
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    failure.set(protocol::SpawnStep::user, errno);
+    return;
   }
-  if (!error && ::chdir(exec.cwd.c_str()) != 0) {
-    message[0] = static_cast<int>(protocol::SpawnStep::cwd);
-    error = errno;
+  if (::chdir(exec.cwd.c_str()) != 0) {
+    failure.set(protocol::SpawnStep::cwd, errno);
+    return;
   }
-  if (!error) {
-    message[0] = static_cast<int>(protocol::SpawnStep::exec);
-    error = exec.program_fd ? exec_fd(fds.back(), exec.argv, exec.env) : exec_search(exec.argv, exec.env);
+  failure.set(protocol::SpawnStep::exec,
+              exec.program_fd ? exec_fd(fds.program, exec.argv, exec.env) : exec_search(exec.argv, exec.env));
+}
+
+namespace {
+
+[[noreturn]] void child(const protocol::Exec& exec, const std::vector<int>& fds, int error_pipe, const Identity& who,
+                        const std::vector<std::string>& seccomp) {
+  const std::size_t program = exec.program_fd ? 1 : 0;
+  const int v1_procs = fds.size() > kExecCgroupFd + 1 + program ? fds[kExecCgroupFd + 1] : -1;
+  SpawnFailure failure;
+  if (prepare_command(v1_procs, seccomp, failure)) {
+    become_command(exec, CommandFds{fds[0], fds[1], fds[2], program ? fds.back() : -1}, who, failure);
   }
-  [[maybe_unused]] ssize_t n = ::write(error_pipe, message, sizeof message);
+  failure.send(error_pipe);
   ::_exit(127);
 }
 
 }  // namespace
+
+void SpawnFailure::send(int error_pipe) const {
+  [[maybe_unused]] ssize_t n = ::write(error_pipe, message, sizeof message);
+}
 
 void report(int fd, std::uint32_t kind, std::int32_t value, std::int64_t extra) {
   protocol::Status s;

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <future>
@@ -64,6 +65,52 @@ TEST_F(ProcessesTest, InitsFilesCannotBeOpened) {
   }
   EXPECT_EQ(probe(s, {"open", "/proc/1/mem", "rw"})["open"], "EACCES");
   EXPECT_EQ(probe(s, {"readlink", "/proc/1/exe"})["readlink"], "EACCES");
+}
+
+// The next command's process, started ahead by the init while another
+// command runs, keeps the init's ids until it has its command: the sandbox
+// user's commands can neither signal, stop, trace nor read it.
+TEST_F(ProcessesTest, TheProcessMadeAheadCannotBeTouched) {
+  auto s = create();
+  install_probe(s);
+  ExecOptions o;
+  o.timeout_ms = 20000;
+  auto attacker = std::async(std::launch::async, [&] {
+    return s.exec(
+        {"/bin/sh", "-c",
+         "touch /tmp/attacking; p=; for i in $(seq 1000); do for c in /proc/[0-9]*/comm; do "
+         "[ \"$(cat $c 2>/dev/null)\" = mayura-next ] && p=${c%/comm} && p=${p#/proc/} && break 2; done; "
+         "sleep 0.01; done; echo pid=$p; "
+         "for sig in 9 19 15; do /workspace/probe kill $p $sig; done; /workspace/probe ptrace $p; "
+         "for f in environ mem maps exe root/ cwd/ fd/; do echo f=$f; /workspace/probe open /proc/$p/$f r; done"},
+        o);
+  });
+  // A command that ends while the attacker runs leaves its cgroup spare,
+  // and the init starts the next command's process in it: the last of
+  // these, once the attacker is seen running.
+  for (int i = 0; i < 1000 && sh(s, "test -e /tmp/attacking && echo yes || true") != "yes\n"; ++i) ::usleep(10000);
+  const ExecResult r = attacker.get();
+  ASSERT_EQ(r.exit_code, 0) << r.stderr;
+  ASSERT_NE(r.stdout.find("pid="), std::string::npos);
+  ASSERT_EQ(r.stdout.find("pid=\n"), std::string::npos) << "no process made ahead was seen";
+  std::istringstream lines(r.stdout);
+  std::string line;
+  std::string file;
+  int refusals = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("f=", 0) == 0) file = line.substr(2);
+    if (line.rfind("kill=", 0) == 0 || line.rfind("ptrace_", 0) == 0) {
+      EXPECT_EQ(line.substr(line.find('=') + 1), "EPERM") << line;
+      ++refusals;
+    }
+    if (line.rfind("open=", 0) == 0) {
+      EXPECT_TRUE(line == "open=EACCES" || line == "open=EPERM") << file << ": " << line;
+      ++refusals;
+    }
+  }
+  EXPECT_EQ(refusals, 3 + 2 + 7) << r.stdout;
+  // it is untouched: the next command runs in it
+  EXPECT_EQ(sh(s, "cat /proc/self/comm"), "cat\n");
 }
 
 TEST_F(ProcessesTest, KillMinusOneReachesOnlyTheSandbox) {

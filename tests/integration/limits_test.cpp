@@ -48,6 +48,34 @@ class LimitsTest : public NativeTest {
     while (!v.empty() && v.back() == '\n') v.pop_back();
     return v;
   }
+  // The one process in a spare command cgroup `dir`: the next command's,
+  // made ahead once the last one ended (its request follows that end, and
+  // it names itself once it runs, so both are waited for). -1 if there is
+  // none or more than one.
+  pid_t made_ahead(const std::string& dir) {
+    std::string procs;
+    std::string name;
+    for (int i = 0; i < 5000; ++i, ::usleep(1000)) {
+      procs = value(dir + "/cgroup.procs");
+      if (procs.empty() || procs.find('\n') != std::string::npos) continue;
+      name = read_host("/proc/" + procs + "/comm");
+      if (name == "mayura-next\n") break;
+    }
+    if (procs.empty() || procs.find('\n') != std::string::npos) {
+      ADD_FAILURE() << dir << " holds: " << procs;
+      return -1;
+    }
+    EXPECT_EQ(name, "mayura-next\n");
+    return static_cast<pid_t>(std::stol(procs));
+  }
+  // The host process `pid`'s number in the sandbox's pid namespace.
+  std::string pid_inside(pid_t pid) {
+    const std::string status = read_host("/proc/" + std::to_string(pid) + "/status");
+    const std::size_t at = status.find("NSpid:");
+    if (at == std::string::npos) return "";
+    const std::string ids = status.substr(at, status.find('\n', at) - at);
+    return ids.substr(ids.find_last_of(" \t") + 1);
+  }
   const cgroups::Host host_ = cgroups::detect_host();
 };
 
@@ -119,18 +147,57 @@ TEST_F(LimitsTest, ACommandTakesTheCgroupTheLastOneLeftEmpty) {
     return all;
   };
   EXPECT_EQ(names(), "cmd-1 ");
-  EXPECT_EQ(value(commands + "/cmd-1/cgroup.procs"), "");
+  // It holds one process: the next command's, started ahead by the init,
+  // and the next command is that process.
+  const pid_t waiting = made_ahead(commands + "/cmd-1");
+  ASSERT_GT(waiting, 0);
+  EXPECT_EQ(sh(s, "echo $$; grep '^0::' /proc/self/cgroup"), pid_inside(waiting) + "\n0::/commands/cmd-1\n");
   // One that leaves a process running keeps its cgroup: the next is new.
   EXPECT_EQ(sh(s, "sleep 600 >/dev/null 2>&1 & grep '^0::' /proc/self/cgroup"), "0::/commands/cmd-1\n");
-  EXPECT_EQ(sh(s, "grep '^0::' /proc/self/cgroup"), "0::/commands/cmd-5\n");
+  EXPECT_EQ(sh(s, "grep '^0::' /proc/self/cgroup"), "0::/commands/cmd-6\n");
   EXPECT_NE(value(commands + "/cmd-1/cgroup.procs"), "");
   // One that was killed (its timeout) is not taken again, and the next runs:
   // a cgroup once written cgroup.kill kills what is cloned into it later.
   ExecOptions o;
   o.timeout_ms = 200;
   EXPECT_TRUE(s.exec({"sleep", "600"}, o).timed_out);
-  EXPECT_EQ(sh(s, "grep '^0::' /proc/self/cgroup"), "0::/commands/cmd-7\n");
-  EXPECT_EQ(names(), "cmd-1 cmd-7 ");
+  EXPECT_EQ(sh(s, "grep '^0::' /proc/self/cgroup"), "0::/commands/cmd-8\n");
+  EXPECT_EQ(names(), "cmd-1 cmd-8 ");
+}
+
+// The process made ahead is a saving, never a condition: a command still
+// starts, in the same cgroup, when it has gone.
+TEST_F(LimitsTest, ACommandStartsWhenTheProcessMadeAheadForItHasGone) {
+  auto s = create();
+  EXPECT_EQ(sh(s, "true"), "");
+  std::string commands;
+  for (const auto& e : fs::directory_iterator(options().cgroup_root)) {
+    if (e.is_directory()) commands = e.path().string() + "/commands";
+  }
+  const pid_t waiting = made_ahead(commands + "/cmd-1");
+  ASSERT_GT(waiting, 0);
+  ASSERT_EQ(::kill(waiting, SIGKILL), 0);
+  for (int i = 0; i < 2000 && !value(commands + "/cmd-1/cgroup.procs").empty(); ++i) ::usleep(1000);
+  EXPECT_EQ(sh(s, "grep '^0::' /proc/self/cgroup"), "0::/commands/cmd-1\n");
+  // and the next is made ahead again
+  const pid_t next = made_ahead(commands + "/cmd-1");
+  EXPECT_GT(next, 0);
+  EXPECT_NE(next, waiting);
+}
+
+TEST_F(LimitsTest, NoCommandIsStartedAheadWhenTheEngineIsToldNot) {
+  options().commands_ahead = false;
+  auto s = create();
+  EXPECT_EQ(sh(s, "grep '^0::' /proc/self/cgroup"), "0::/commands/cmd-1\n");
+  EXPECT_EQ(sh(s, "grep '^0::' /proc/self/cgroup"), "0::/commands/cmd-1\n");
+  std::string commands;
+  for (const auto& e : fs::directory_iterator(options().cgroup_root)) {
+    if (e.is_directory()) commands = e.path().string() + "/commands";
+  }
+  // long enough for an init to have started one (it does within a
+  // millisecond or so: ACommandTakesTheCgroupTheLastOneLeftEmpty)
+  ::usleep(200000);
+  EXPECT_EQ(value(commands + "/cmd-1/cgroup.procs"), "");
 }
 
 TEST_F(LimitsTest, TheEnginesDefaultsApplyWhenACreateSetsNone) {

@@ -70,6 +70,20 @@ TEST(Protocol, FileRequestsMustBeAbsolute) {
   EXPECT_EQ(kind_of(encode(Request::remove, f)), Request::remove);
 }
 
+// A standby request is its kind alone (its cgroup travels as an fd), and
+// no other request decodes from it.
+TEST(Protocol, AStandbyRequestIsItsKindAlone) {
+  const std::string bytes = encode_standby();
+  EXPECT_EQ(kind_of(bytes), Request::standby);
+  EXPECT_EQ(bytes.size(), 4u);
+  Exec e;
+  Config c;
+  FileRequest f;
+  EXPECT_FALSE(decode(bytes, e));
+  EXPECT_FALSE(decode(bytes, c));
+  EXPECT_FALSE(decode(bytes, f));
+}
+
 TEST(Protocol, Listing) {
   ListEntry a{1, 0755, 4096, 12, "dir"};
   ListEntry b{0, 0644, 3, 13, "file"};

@@ -945,6 +945,7 @@ TEST(DaemonConfigParse, ReadsEveryKey) {
     "allowPrivateAddresses": true,
     "prepared": 0,
     "netnsPool": 5,
+    "commandsAhead": false,
     "stateDir": "/run/m2",
     "imageStore": "/srv/store",
     "imageDir": "/srv/images",
@@ -975,6 +976,7 @@ TEST(DaemonConfigParse, ReadsEveryKey) {
   EXPECT_TRUE(c.native.allow_private_addresses);
   EXPECT_EQ(c.native.prepared, 0u);
   EXPECT_EQ(c.native.netns_pool, 5u);
+  EXPECT_FALSE(c.native.commands_ahead);
   EXPECT_EQ(c.native.state_dir, "/run/m2");
   EXPECT_EQ(c.native.image_store, "/srv/store");
   EXPECT_EQ(c.native.image_dir, "/srv/images");

@@ -68,6 +68,13 @@ struct NativeOptions {
   // Sandboxes of the host image kept made ahead, so a create only hands one
   // out. 0 builds each one during its create.
   std::size_t prepared = 1;
+  // Each sandbox's next command started ahead: once a command ends, the
+  // init clones the next one's process into the cgroup it left, where it
+  // joins the process limit and takes the seccomp filter while the sandbox
+  // is idle; the next exec pays only the command's own steps. One waiting
+  // process per sandbox that has run a command, counted by its pids bound.
+  // false starts each command when its exec comes.
+  bool commands_ahead = true;
 };
 
 // Two lines on the cgroups of this host: which kind it is (unified, hybrid
