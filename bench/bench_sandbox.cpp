@@ -8,7 +8,9 @@
 //   (c) bwrap --ro-bind / / --unshare-all --die-with-parent --cap-drop ALL /bin/true
 //   (d) exec /bin/true in a live sandbox, against (e) a host fork+exec of /bin/true,
 //   and (d2) the same exec 50 ms after the last (an agent between commands:
-//   a cgroup move then waits for the kernel, see the README's host tuning)
+//   a cgroup move then waits for the kernel, see the README's host tuning),
+//   and (d0), (d02) the two with no command started ahead
+//   (NativeOptions::commands_ahead false)
 //   (g) (a) with no resource limit at all, against (h) (a) with cpus 1,
 //       memory 512 MiB and 256 processes set by each create
 // and, when crun is installed and runs on this host, (f) crun run of /bin/true
@@ -165,6 +167,18 @@ int main(int argc, char** argv) {
       std::min(n, 40), [&] { live.exec({"/bin/true"}); }, std::chrono::milliseconds(50));
   row("(d2) the same, 50 ms after the last", d2);
   live.release();
+  // The same two with each command started when its exec comes.
+  mayura::NativeOptions behind_options;
+  behind_options.commands_ahead = false;
+  auto behind = mayura::create_sandboxes(mayura::native_sandboxes(behind_options), limits);
+  auto live_behind = behind.create(create);
+  const Stats d0 = measure(n, [&] { live_behind.exec({"/bin/true"}); });
+  row("(d0) (d) with no command started ahead", d0);
+  const Stats d02 = measure(
+      std::min(n, 40), [&] { live_behind.exec({"/bin/true"}); }, std::chrono::milliseconds(50));
+  row("(d02) (d2) with no command started ahead", d02);
+  live_behind.release();
+  behind.close();
   const Stats e = measure(n, [&] { run({"/bin/true"}); });
   row("(e) host fork+exec /bin/true", e);
 
