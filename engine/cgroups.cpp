@@ -241,6 +241,21 @@ void SandboxCgroup::retire_command(const std::string& name, bool reusable,
   ::rmdir(path.c_str());
 }
 
+void SandboxCgroup::give_back_command(const std::string& name) const noexcept {
+  if (spare_) {
+    std::lock_guard lock(spare_->mutex);
+    if (spare_->name.empty()) {
+      try {
+        spare_->name = name;
+        return;
+      } catch (...) {
+        // no memory for the name: removed below
+      }
+    }
+  }
+  kill_and_remove(path_ + "/commands/" + name);
+}
+
 void SandboxCgroup::kill_command(const std::string& name) const noexcept {
   // Returns once every process of it is gone (bounded): a caller told "timed
   // out" may count on nothing of the command running any more.

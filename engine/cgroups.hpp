@@ -91,6 +91,11 @@ class SandboxCgroup {
   // dropped, and the cgroup kept all the same.
   void retire_command(const std::string& name, bool reusable,
                       const std::function<void(int dir)>& on_kept = {}) const noexcept;
+  // A cgroup take_command gave for a command that was never asked of the
+  // init (its start failed before): kept for the next command as it is (a
+  // process started ahead for it may wait there), or, if another is kept
+  // already, emptied and removed.
+  void give_back_command(const std::string& name) const noexcept;
   // Kills every process of one command (and all it started), and waits
   // (bounded) until none is left.
   void kill_command(const std::string& name) const noexcept;

@@ -67,10 +67,13 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
         timer_(strand_),
         done_(std::move(done)) {}
 
-  // Removes the command's cgroup if the run never got to its end (a start
-  // that failed); it stays while a server the command started runs.
+  // A start that failed: a cgroup the init never heard of goes back as it
+  // is; one it did is removed (it stays while something of the command
+  // runs).
   ~CommandRun() {
-    if (!finished_ && cgroup_made_) core_->cgroup.retire_command(cgroup_name_, false);
+    if (finished_ || !cgroup_made_) return;
+    if (sent_) core_->cgroup.retire_command(cgroup_name_, false);
+    else core_->cgroup.give_back_command(cgroup_name_);
   }
 
   // The cgroup, the pipes and the request: everything that can fail is made
@@ -113,6 +116,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     if (options_.stdin) watch_fd(in_, in.write, "watching the command's input");
     oom_kills_before_ = core_->cgroup.oom_kills();
     core_->send(protocol::encode(request), fds);
+    sent_ = true;
     trace_.step("request sent");
     // From here the machine runs on its strand.
     asio::dispatch(strand_, [self = shared_from_this()] { self->begin(); });
@@ -354,7 +358,9 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     std::vector<int> fds = {dir};
     const UniqueFd v1_procs = core_->cgroup.commands_procs();
     if (v1_procs) fds.push_back(v1_procs.get());
-    core_->send(protocol::encode_standby(), fds);
+    // This runs on the reactor: a busy init or a send under way means no
+    // process ahead this time, never a wait.
+    core_->try_send(protocol::encode_standby(), fds);
   }
 
   ExecResult make_result() {
@@ -410,6 +416,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   std::size_t stdin_written_ = 0;
   bool out_open_ = true, err_open_ = true, status_open_ = true;
   bool exited_ = false, killed_ = false, cancelled_ = false, finished_ = false, cgroup_made_ = false;
+  bool sent_ = false;  // the request reached the init
   // The init said the command ended or never started: it will put nothing
   // more in the cgroup (a run that timed out before the init read the
   // request has no such answer, and its command may still start there).

@@ -34,6 +34,13 @@ void SandboxCore::send(const std::string& bytes, const std::vector<int>& fds) {
   }
 }
 
+bool SandboxCore::try_send(const std::string& bytes, const std::vector<int>& fds) noexcept {
+  if (ending_.load()) return false;
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || ending_.load()) return false;
+  return fdpass::send(init.control(), bytes, fds, 0) == 0;
+}
+
 void SandboxCore::end() noexcept {
   if (stop()) finish();
   else wait_ended();  // another end() is under way: return when it is done

@@ -56,6 +56,9 @@ class SandboxCore {
   std::string url(int port);
   // Sends one request to the init; GONE if the sandbox has ended.
   void send(const std::string& bytes, const std::vector<int>& fds);
+  // The same where nothing must wait: false, and nothing sent, if another
+  // send holds the socket, the init's queue is full, or the sandbox ended.
+  bool try_send(const std::string& bytes, const std::vector<int>& fds) noexcept;
   // Ends the sandbox and removes everything of it. Idempotent, thread-safe;
   // every call returns once the removal is done.
   void end() noexcept;

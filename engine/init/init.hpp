@@ -63,13 +63,15 @@ struct CommandFds {
   int program = -1;
 };
 
-// The two halves of a command's start, in the process cloned for it. First
-// what no command decides: its process group and signals, the v1 process
-// limit (`v1_procs`, -1 where none) and the filters; false on a failure.
+// The steps of a command's start, in the process cloned for it. What no
+// command decides: its process group and signals, the v1 process limit
+// (`v1_procs`, -1 where none) and the filters; false on a failure.
 bool prepare_command(int v1_procs, const std::vector<std::string>& seccomp, SpawnFailure& failure);
-// Then the command's own: its streams, the sandbox user, its directory, the
-// exec. Returns only when one failed, said in `failure`.
-void become_command(const protocol::Exec& exec, const CommandFds& fds, const Identity& who, SpawnFailure& failure);
+// The command's streams as 0, 1 and 2, every other fd close-on-exec.
+bool take_streams(const CommandFds& fds, SpawnFailure& failure);
+// The rest: the sandbox user, the directory, the exec (of `program` if the
+// request says so). Returns only when one failed, said in `failure`.
+void become_command(const protocol::Exec& exec, int program, const Identity& who, SpawnFailure& failure);
 
 // Closes every descriptor from 3 up but those in `keep`.
 int close_all_but(std::vector<int> keep);

@@ -97,17 +97,19 @@ bool prepare_command(int v1_procs, const std::vector<std::string>& seccomp, Spaw
   return true;
 }
 
-void become_command(const protocol::Exec& exec, const CommandFds& fds, const Identity& who, SpawnFailure& failure) {
+bool take_streams(const CommandFds& fds, SpawnFailure& failure) {
   if (::dup2(fds.in, 0) < 0 || ::dup2(fds.out, 1) < 0 || ::dup2(fds.err, 2) < 0) {
-    failure.set(protocol::SpawnStep::setup, errno);
-    return;
+    return failure.set(protocol::SpawnStep::setup, errno);
   }
   // Only 0, 1 and 2 reach the command (and the program, once, to exec it);
   // the error pipe closes at exec.
   if (::syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC) != 0) {
-    failure.set(protocol::SpawnStep::setup, errno);
-    return;
+    return failure.set(protocol::SpawnStep::setup, errno);
   }
+  return true;
+}
+
+void become_command(const protocol::Exec& exec, int program, const Identity& who, SpawnFailure& failure) {
   // The directory is entered as the sandbox user: a path root inside could
   // enter and the user could not is refused. A profile that refuses what
   // this takes (setgroups, setresuid, capset, prctl) fails the start.
@@ -126,7 +128,7 @@ void become_command(const protocol::Exec& exec, const CommandFds& fds, const Ide
     return;
   }
   failure.set(protocol::SpawnStep::exec,
-              exec.program_fd ? exec_fd(fds.program, exec.argv, exec.env) : exec_search(exec.argv, exec.env));
+              exec.program_fd ? exec_fd(program, exec.argv, exec.env) : exec_search(exec.argv, exec.env));
 }
 
 namespace {
@@ -136,8 +138,10 @@ namespace {
   const std::size_t program = exec.program_fd ? 1 : 0;
   const int v1_procs = fds.size() > kExecCgroupFd + 1 + program ? fds[kExecCgroupFd + 1] : -1;
   SpawnFailure failure;
-  if (prepare_command(v1_procs, seccomp, failure)) {
-    become_command(exec, CommandFds{fds[0], fds[1], fds[2], program ? fds.back() : -1}, who, failure);
+  // The streams before the filters, as a profile written for a plain
+  // fork+exec expects (one without close_range, say).
+  if (take_streams(CommandFds{fds[0], fds[1], fds[2]}, failure) && prepare_command(v1_procs, seccomp, failure)) {
+    become_command(exec, program ? fds.back() : -1, who, failure);
   }
   failure.send(error_pipe);
   ::_exit(127);

@@ -8,6 +8,7 @@
 #include "standby.hpp"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
@@ -42,17 +43,21 @@ std::int64_t now_ms() {
   return static_cast<std::int64_t>(t.tv_sec) * 1000 + t.tv_nsec / 1000000;
 }
 
-// True if the filters let the process read its command: a profile that
-// refuses recvfrom or recvmsg leaves the standby unused (never ready), not
-// the command failed, so commands start as they would without it.
-bool can_receive(int socket) {
+// True if the filters let the process do what it does after them and a
+// plain start does before them: read its command (as fdpass::receive does,
+// with its flags) and take its streams. A profile that refuses one leaves
+// the process unused (never ready), not the command failed, so commands
+// start as they would without it.
+bool can_take_command(int socket) {
   char byte = 0;
-  if (::recv(socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT) >= 0 || errno != EAGAIN) return false;
+  if (::recv(socket, &byte, 1, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT) >= 0 || errno != EAGAIN) return false;
   iovec v{&byte, 1};
   msghdr m{};
   m.msg_iov = &v;
   m.msg_iovlen = 1;
-  return ::recvmsg(socket, &m, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
+  if (::recvmsg(socket, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT) >= 0 || errno != EAGAIN) return false;
+  // the same fd onto itself, and a range past every fd: no change either way
+  return ::dup2(socket, socket) == socket && ::syscall(SYS_close_range, ~0u - 1, ~0u, CLOSE_RANGE_CLOEXEC) == 0;
 }
 
 [[noreturn]] void standby_child(int socket, int error_pipe, int v1_procs, const Identity& who,
@@ -64,15 +69,19 @@ bool can_receive(int socket) {
   // command to a standby that said ready.
   if (!prepare_command(v1_procs, seccomp, failure)) ::_exit(127);
   if (v1_procs >= 0) ::close(v1_procs);
-  if (!can_receive(socket) || ::write(socket, &kReady, 1) != 1) ::_exit(127);
+  if (!can_take_command(socket) || ::write(socket, &kReady, 1) != 1) ::_exit(127);
   std::string bytes;
   std::vector<int> fds;
-  if (fdpass::receive(socket, bytes, fds) <= 0) ::_exit(127);  // dropped, or the init is gone
   protocol::Exec exec;
-  if (!protocol::decode(bytes, exec) || fds.size() != (exec.program_fd ? 4u : 3u)) {
+  const int got = fdpass::receive(socket, bytes, fds);
+  // Nothing (0): dropped, or the init is gone; no command was handed over,
+  // and the failure written goes unread. Else a command's start failed.
+  if (got <= 0) {
+    failure.set(protocol::SpawnStep::setup, got == 0 ? ECONNRESET : errno);
+  } else if (!protocol::decode(bytes, exec) || fds.size() != (exec.program_fd ? 4u : 3u)) {
     failure.set(protocol::SpawnStep::setup, EPROTO);
-  } else {
-    become_command(exec, CommandFds{fds[0], fds[1], fds[2], exec.program_fd ? fds[3] : -1}, who, failure);
+  } else if (take_streams(CommandFds{fds[0], fds[1], fds[2]}, failure)) {
+    become_command(exec, exec.program_fd ? fds[3] : -1, who, failure);
   }
   failure.send(error_pipe);
   ::_exit(127);
@@ -147,6 +156,9 @@ Spawned Standby::take(int cgroup, const std::string& request, const CommandFds& 
   }
   std::vector<int> pass = {fds.in, fds.out, fds.err};
   if (fds.program >= 0) pass.push_back(fds.program);
+  // A request larger than the pair's send buffer (about 200 KiB of argv and
+  // environment, which the init may not raise) fails EMSGSIZE: that command
+  // starts the usual way, and its cgroup must not hold this process then.
   if (fdpass::send(socket_.get(), request, pass, kReadyWaitMs) != 0) {
     drop();
     return {};

@@ -107,6 +107,9 @@ pid_t start_mayurad(const std::string& program, const std::string& config, bool 
 // A host file's whole contents ("" if unreadable).
 std::string read_host(const std::string& path);
 
+// How many descriptors this process has open.
+int open_fds();
+
 // A directory holding a tiny root file system: /bin/sh and the libraries it
 // needs, copied from the host, plus the files named in `extra`.
 std::string make_tiny_image(const std::string& parent, const std::vector<std::string>& extra = {});

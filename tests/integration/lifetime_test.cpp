@@ -275,12 +275,6 @@ TEST_F(LifetimeTest, PreparedSandboxesAreHandedOutFreshAndEndedWithTheProvider) 
 namespace mayura::testing {
 namespace {
 
-int open_fds() {
-  int n = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd")) ++n;
-  return n;
-}
-
 // An idle sandbox holds one descriptor in the engine, its control socket
 // (its init's pid stands for the init): ten thousand sandboxes fit in an
 // open-file limit of twenty thousand, which root may not raise on every

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -183,6 +184,36 @@ TEST_F(LimitsTest, ACommandStartsWhenTheProcessMadeAheadForItHasGone) {
   const pid_t next = made_ahead(commands + "/cmd-1");
   EXPECT_GT(next, 0);
   EXPECT_NE(next, waiting);
+}
+
+// An exec that fails before its request reaches the init (here at the
+// open-file limit, making its pipes) leaves the cgroup and the process made
+// ahead in it as they were, for the next command.
+TEST_F(LimitsTest, AnExecThatCannotStartLeavesTheProcessMadeAheadWaiting) {
+  auto s = create();
+  EXPECT_EQ(sh(s, "true"), "");
+  std::string commands;
+  for (const auto& e : fs::directory_iterator(options().cgroup_root)) {
+    if (e.is_directory()) commands = e.path().string() + "/commands";
+  }
+  const pid_t waiting = made_ahead(commands + "/cmd-1");
+  ASSERT_GT(waiting, 0);
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  // room for the cgroup's directory and not for the pipes
+  const rlimit tight{static_cast<rlim_t>(open_fds() + 2), saved.rlim_max};
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+  Reason reason = Reason::INTERNAL;
+  try {
+    s.exec({"true"});
+    reason = Reason::INVALID_CONFIG;  // (not expected: it ran)
+  } catch (const SandboxError& e) {
+    reason = e.reason();
+  }
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_EQ(reason, Reason::LIMIT_REACHED);
+  EXPECT_EQ(made_ahead(commands + "/cmd-1"), waiting);
+  EXPECT_EQ(sh(s, "echo $$; grep '^0::' /proc/self/cgroup"), pid_inside(waiting) + "\n0::/commands/cmd-1\n");
 }
 
 TEST_F(LimitsTest, NoCommandIsStartedAheadWhenTheEngineIsToldNot) {
