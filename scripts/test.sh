@@ -28,8 +28,9 @@ step "static checks (.clang-tidy, over the whole tree: scripts/tidy.sh)"
 "$here/tidy.sh" "$root/build"
 
 step "tests on this machine ($(uname -r), $("$root/build/tools/mayura-run" doctor | sed -n 2p | cut -d' ' -f2))"
-# UnifiedCgroupTest needs a pure cgroup2 host: it runs in the VMs below.
-(cd "$root/build" && ctest -j"$(($(nproc) * 2))" --timeout 120 --output-on-failure --no-tests=error -E 'UnifiedCgroupTest|AtTheOpenFileLimit')
+# UnifiedCgroupTest needs a pure cgroup2 host: it runs in the VMs below, as
+# does ACreateAtTheOpenFileLimit (left out here since 2403d01).
+(cd "$root/build" && ctest -j"$(($(nproc) * 2))" --timeout 120 --output-on-failure --no-tests=error -E 'UnifiedCgroupTest|ACreateAtTheOpenFileLimit')
 
 step "the TypeScript provider (clients/typescript), against this build's mayurad"
 "$root/clients/typescript/test.sh" "$root/build"
@@ -40,9 +41,10 @@ step "tests in VMs of Debian 12's kernel, one per cgroup layout (tests/vm)"
 step "build (ASan + UBSan)"
 "$here/build.sh" "$root/build-asan" -DMAYURA_SANITIZE=ON -DMAYURA_BENCH=OFF
 step "tests under ASan + UBSan"
-# Not here: the VM-only tests, and the test that runs the process out of
-# descriptors (the sanitizers' own checks need some: UBSan reports a false
-# "invalid vptr" when it cannot open a pipe). It runs in the plain build.
+# Not here: the VM-only tests, and the tests that run the process out of
+# descriptors, named AtTheOpenFileLimit (the sanitizers' own checks need
+# some: UBSan reports a false "invalid vptr" when it cannot open a pipe).
+# They run in the plain build.
 (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest -j"$(($(nproc) * 2))" --timeout 120 --output-on-failure --no-tests=error -E 'UnifiedCgroupTest|AtTheOpenFileLimit')
 
