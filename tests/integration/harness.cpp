@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -284,7 +285,34 @@ void expect_nothing_leaked(const NativeOptions& o, const HostSnapshot& before) {
       << "an nftables table of the engine was left: " << tables.output;
 }
 
+void remove_what_dead_tests_left() {
+  std::error_code ec;
+  std::set<pid_t> dead;
+  for (const auto& e : fs::directory_iterator("/run", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("mayura-test-", 0) != 0) continue;
+    const pid_t pid = static_cast<pid_t>(std::strtol(name.c_str() + 12, nullptr, 10));
+    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) dead.insert(pid);
+  }
+  const cgroups::Host host = cgroups::detect_host();
+  for (const pid_t pid : dead) {
+    const std::string name = "mayura-test-" + std::to_string(pid);
+    cgroups::kill_and_remove(cgroups::default_root_for(host, name));
+    for (const cgroups::Controller* c : {&host.memory, &host.cpu, &host.pids}) {
+      if (!c->v1.empty()) cgroups::kill_and_remove(c->v1 + "/" + name);
+    }
+    for (const auto& e : fs::directory_iterator("/run", ec)) {
+      const std::string entry = e.path().filename().string();
+      if (entry == name || entry.rfind(name + "-", 0) == 0) fs::remove_all(e.path(), ec);
+    }
+  }
+}
+
 void NativeTest::SetUp() {
+  // A test process that died before its TearDown (a sanitizer's abort, a
+  // ctest timeout) left its sandboxes: no engine of a later test owns
+  // their names, so the next test removes them, before its snapshot.
+  remove_what_dead_tests_left();
   options_ = isolated_options();
   before_ = HostSnapshot::take();
 }

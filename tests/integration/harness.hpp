@@ -33,6 +33,10 @@ struct HostSnapshot {
 // Every way a test can leak: processes in the id range, cgroups, records,
 // host mounts. Adds a test failure for each.
 void expect_nothing_leaked(const NativeOptions& options, const HostSnapshot& before);
+// Kills and removes what test processes that are gone left (their cgroups
+// on every hierarchy, their state directories): /run/mayura-test-PID names
+// them.
+void remove_what_dead_tests_left();
 
 // TCP sockets listening in the test process's network namespace.
 int listening_sockets();
