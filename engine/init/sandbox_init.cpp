@@ -130,9 +130,8 @@ class Server {
         // 5 fds, 6 with a v1 cgroup.procs, and one more with the program
         if (protocol::decode(bytes, exec) && fds.size() >= 5 + (exec.program_fd ? 1u : 0u) &&
             fds.size() <= 6 + (exec.program_fd ? 1u : 0u)) {
-          const std::size_t program = exec.program_fd ? 1 : 0;
-          Spawned spawned =
-              standby_.take(fds[kExecCgroupFd], bytes, CommandFds{fds[0], fds[1], fds[2], program ? fds.back() : -1});
+          Spawned spawned = standby_.take(fds[kExecCgroupFd], bytes,
+                                          CommandFds{fds[0], fds[1], fds[2], exec.program_fd ? fds.back() : -1});
           if (spawned.pid <= 0) spawned = spawn_command(exec, fds, who_, seccomp_);
           if (spawned.pid > 0) {
             // keep only the status pipe: the start and the exit go there

@@ -139,6 +139,7 @@ void Standby::start_if_due(const Identity& who, const std::vector<std::string>& 
 }
 
 Spawned Standby::take(int cgroup, const std::string& request, const CommandFds& fds) {
+  if (!asked_cgroup_ && pid_ <= 0) return {};  // nothing made or asked for ahead
   struct stat named {};
   if (::fstat(cgroup, &named) != 0) return {};
   // One asked for in this cgroup and not started yet is not needed now.
