@@ -53,10 +53,20 @@ std::string encode(const Config& c) {
   return w.bytes();
 }
 
-std::string encode_standby() {
+std::string encode_standby(bool now) {
   wire::Writer w;
   w.u32(static_cast<std::uint32_t>(Request::standby));
+  w.u32(now ? 1 : 0);
   return w.bytes();
+}
+
+bool decode_standby(const std::string& bytes, bool& now) {
+  wire::Reader r(bytes.data(), bytes.size());
+  if (static_cast<Request>(r.u32()) != Request::standby) return false;
+  const std::uint32_t flag = r.u32();
+  if (!r.ok() || flag > 1 || !r.at_end()) return false;
+  now = flag == 1;
+  return true;
 }
 
 bool decode(const std::string& bytes, Config& out) {

@@ -29,7 +29,9 @@ enum class Request : std::uint32_t { config = 1, exec = 2, read = 3, write = 4, 
 //   remove: status
 //   standby: a spare command cgroup directory, and the v1 cgroup.procs as
 //           for exec: the init starts the next command's process there
-//           ahead, and the exec that names that cgroup takes it
+//           ahead, and the exec that names that cgroup takes it. Its one
+//           field, `now`: started at once, not after a quiet moment (the
+//           first command's, in a sandbox made ahead, where no command runs)
 
 struct Config {
   rootfs::Plan plan;
@@ -87,10 +89,12 @@ static_assert(sizeof(Status) <= 512, "a status write must be atomic (PIPE_BUF)")
 std::string encode(const Config& c);
 std::string encode(const Exec& e);
 std::string encode(Request kind, const FileRequest& f);
-std::string encode_standby();
+std::string encode_standby(bool now);
 bool decode(const std::string& bytes, Config& out);
 bool decode(const std::string& bytes, Exec& out);
 bool decode(const std::string& bytes, FileRequest& out);
+// A standby request's `now`; false if `bytes` is not one.
+bool decode_standby(const std::string& bytes, bool& now);
 Request kind_of(const std::string& bytes);
 
 // list entries on the data pipe: type u32, mode u32, size u64, mtime_ms u64, name str

@@ -45,15 +45,22 @@ void listing_round_trip(const std::string& bytes) {
   FUZZ_CHECK(twice == once);
 }
 
+void standby_round_trip(const std::string& bytes) {
+  bool now = false;
+  if (!protocol::decode_standby(bytes, now)) return;
+  FUZZ_CHECK(protocol::encode_standby(now) == bytes);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0: round_trip<protocol::Config>(bytes); break;
     case 1: round_trip<protocol::Exec>(bytes); break;
     case 2: file_round_trip(bytes); break;
+    case 4: standby_round_trip(bytes); break;
     default: listing_round_trip(bytes); break;
   }
   (void)protocol::kind_of(bytes);

@@ -140,7 +140,11 @@ class Server {
         }
         break;
       }
-      case protocol::Request::standby: standby_.ask(fds); break;
+      case protocol::Request::standby: {
+        bool now = false;
+        if (protocol::decode_standby(bytes, now)) standby_.ask(fds, now);
+        break;
+      }
       case protocol::Request::read:
       case protocol::Request::write:
       case protocol::Request::list:

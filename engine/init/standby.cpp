@@ -91,7 +91,7 @@ bool can_take_command(int socket) {
 
 Standby::~Standby() { drop(); }
 
-void Standby::ask(const std::vector<int>& fds) {
+void Standby::ask(const std::vector<int>& fds, bool now) {
   if (pid_ > 0 || fds.empty() || fds.size() > 2) return;
   asked_cgroup_ = UniqueFd(::fcntl(fds[0], F_DUPFD_CLOEXEC, 3));
   asked_v1_procs_ = fds.size() > 1 ? UniqueFd(::fcntl(fds[1], F_DUPFD_CLOEXEC, 3)) : UniqueFd();
@@ -100,7 +100,7 @@ void Standby::ask(const std::vector<int>& fds) {
     asked_v1_procs_.reset();
     return;
   }
-  due_ms_ = now_ms() + kQuietMs;
+  due_ms_ = now_ms() + (now ? 0 : kQuietMs);
 }
 
 int Standby::due_in_ms() const {

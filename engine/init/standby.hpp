@@ -23,8 +23,8 @@ class Standby {
   // joins), unless one waits already. It is started once the sandbox has
   // been quiet for a moment (start_if_due): a caller running commands back
   // to back would have its next one wait for it, on a core that the start
-  // took from the caller.
-  void ask(const std::vector<int>& fds);
+  // took from the caller. `now`: at once (no command runs or comes yet).
+  void ask(const std::vector<int>& fds, bool now);
   // Milliseconds until one asked for is due; -1 if none is.
   int due_in_ms() const;
   // Starts the one asked for if it is due. A failure leaves none: commands

@@ -70,18 +70,30 @@ TEST(Protocol, FileRequestsMustBeAbsolute) {
   EXPECT_EQ(kind_of(encode(Request::remove, f)), Request::remove);
 }
 
-// A standby request is its kind alone (its cgroup travels as an fd), and
-// no other request decodes from it.
-TEST(Protocol, AStandbyRequestIsItsKindAlone) {
-  const std::string bytes = encode_standby();
-  EXPECT_EQ(kind_of(bytes), Request::standby);
-  EXPECT_EQ(bytes.size(), 4u);
-  Exec e;
-  Config c;
-  FileRequest f;
-  EXPECT_FALSE(decode(bytes, e));
-  EXPECT_FALSE(decode(bytes, c));
-  EXPECT_FALSE(decode(bytes, f));
+// A standby request is its kind and whether it is wanted now (its cgroup
+// travels as an fd), and no other request decodes from it.
+TEST(Protocol, AStandbyRequestIsItsKindAndWhen) {
+  for (bool now : {false, true}) {
+    const std::string bytes = encode_standby(now);
+    EXPECT_EQ(kind_of(bytes), Request::standby);
+    EXPECT_EQ(bytes.size(), 8u);
+    bool got = !now;
+    ASSERT_TRUE(decode_standby(bytes, got));
+    EXPECT_EQ(got, now);
+    Exec e;
+    Config c;
+    FileRequest f;
+    EXPECT_FALSE(decode(bytes, e));
+    EXPECT_FALSE(decode(bytes, c));
+    EXPECT_FALSE(decode(bytes, f));
+  }
+  bool now = false;
+  std::string two = encode_standby(true);
+  two[4] = 2;
+  EXPECT_FALSE(decode_standby(two, now));
+  EXPECT_FALSE(decode_standby(encode_standby(true) + "x", now));
+  EXPECT_FALSE(decode_standby(encode_standby(true).substr(0, 6), now));
+  EXPECT_FALSE(decode_standby(encode(Request::remove, FileRequest{"/w", 0}), now));
 }
 
 TEST(Protocol, Listing) {
