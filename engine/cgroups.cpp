@@ -2,16 +2,19 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <linux/magic.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -256,6 +259,45 @@ void SandboxCgroup::give_back_command(const std::string& name) const noexcept {
   kill_and_remove(path_ + "/commands/" + name);
 }
 
+bool SandboxCgroup::await_command_process(const std::string& name, std::chrono::milliseconds bound) const noexcept {
+  // cgroup.events is pollable: the kernel flags it (POLLPRI) when it changes.
+  const UniqueFd events(::open((path_ + "/commands/" + name + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!events) return false;
+  const auto give_up = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    char text[128];
+    const ssize_t n = ::pread(events.get(), text, sizeof text - 1, 0);
+    if (n <= 0) return false;
+    text[n] = '\0';
+    if (std::strstr(text, "populated 1") != nullptr) return true;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now()).count();
+    if (left <= 0) return false;
+    pollfd changed{events.get(), POLLPRI, 0};
+    if (::poll(&changed, 1, static_cast<int>(left) + 1) < 0 && errno != EINTR) return false;
+  }
+}
+
+void SandboxCgroup::renice_command(const std::string& name, int nice) const noexcept {
+  try {
+    std::istringstream procs(read_path(path_ + "/commands/" + name + "/cgroup.procs"));
+    pid_t pid;
+    while (procs >> pid) ::setpriority(PRIO_PROCESS, static_cast<id_t>(pid), nice);  // ESRCH: gone meanwhile
+  } catch (...) {
+    // unreadable: gone with the sandbox
+  }
+}
+
+void SandboxCgroup::drop_spare(const std::string& name) const noexcept {
+  if (!spare_) return;
+  {
+    std::lock_guard lock(spare_->mutex);
+    if (spare_->name != name) return;
+    spare_->name.clear();
+  }
+  kill_and_remove(path_ + "/commands/" + name);
+}
+
 void SandboxCgroup::kill_command(const std::string& name) const noexcept {
   // Returns once every process of it is gone (bounded): a caller told "timed
   // out" may count on nothing of the command running any more.
@@ -272,6 +314,11 @@ void SandboxCgroup::apply(const Limits& limits) {
   apply_v2(open_dir("").get(), open_dir("/commands").get(), host_, limits, commands_limited_);
   v1_.apply(limits);
   applied_ = limits;
+}
+
+void SandboxCgroup::set_background(bool background) const {
+  set_v2_cpu_share(open_dir("").get(), host_, background);
+  v1_.set_cpu_share(background);
 }
 
 void SandboxCgroup::settle() {

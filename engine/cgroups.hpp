@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -67,6 +68,12 @@ class SandboxCgroup {
   // Sets (or changes) the sandbox's limits; writes nothing if they are the
   // ones it has. The commands' process bound on cgroup2 waits for settle().
   void apply(const Limits& limits);
+  // Made ahead, the sandbox yields the cpu to the engine's other sandboxes
+  // (`background`): its cgroup's cpu share is what nice 19 is to a process,
+  // on whichever hierarchy carries cpu. The init's nice alone does not do
+  // it: the scheduler weighs a cgroup against its siblings as a whole,
+  // whatever the nice values inside. Throws on a failed write.
+  void set_background(bool background) const;
   // Once the init is ready (and so has left the sandbox's own cgroup for its
   // leaf): hands the pids controller down to the commands' cgroup and sets
   // their bound.
@@ -96,6 +103,13 @@ class SandboxCgroup {
   // process started ahead for it may wait there), or, if another is kept
   // already, emptied and removed.
   void give_back_command(const std::string& name) const noexcept;
+  // Waits, at most `bound`, until command cgroup `name` holds a process.
+  bool await_command_process(const std::string& name, std::chrono::milliseconds bound) const noexcept;
+  // Sets every process in command cgroup `name` to nice `nice`.
+  void renice_command(const std::string& name, int nice) const noexcept;
+  // The spare cgroup `name`, if it still is the spare, is one no more: it is
+  // emptied and removed.
+  void drop_spare(const std::string& name) const noexcept;
   // Kills every process of one command (and all it started), and waits
   // (bounded) until none is left.
   void kill_command(const std::string& name) const noexcept;

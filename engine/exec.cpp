@@ -346,21 +346,12 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
         error = std::current_exception();
       }
     }
-    core_->cgroup.retire_command(cgroup_name_, init_answered_ && !killed_, [this](int dir) { start_standby(dir); });
+    core_->cgroup.retire_command(cgroup_name_, init_answered_ && !killed_, [this](int dir) {
+      // on the reactor: never a wait (see ask_standby)
+      core_->ask_standby(dir, false);
+    });
     ExecDone done = std::move(done_);
     done(error, std::move(result));
-  }
-
-  // The next command's process, started ahead by the init in the cgroup
-  // this one left empty: filtered and in its limits before it is asked for.
-  void start_standby(int dir) {
-    if (dir < 0 || !core_->commands_ahead) return;
-    std::vector<int> fds = {dir};
-    const UniqueFd v1_procs = core_->cgroup.commands_procs();
-    if (v1_procs) fds.push_back(v1_procs.get());
-    // This runs on the reactor: a busy init or a send under way means no
-    // process ahead this time, never a wait.
-    core_->try_send(protocol::encode_standby(), fds);
   }
 
   ExecResult make_result() {

@@ -36,6 +36,10 @@
 namespace mayura {
 namespace {
 
+// A sandbox made ahead keeps its first command's cgroup ready under this
+// name (a sandbox's own commands are numbered from 1).
+constexpr const char* kFirstCommand = "cmd-0";
+
 std::string random_hex(int digits) {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   static const char* hex = "0123456789abcdef";
@@ -184,7 +188,18 @@ class NativeProvider final : public SandboxProvider {
     std::shared_ptr<native::SandboxCore> core;
     // Sandboxes made ahead run the default filter (it is fixed at their start).
     if (image.image.host && !options.seccomp_profile && !image.uid && image.workdir.empty()) core = prepared_.take();
-    if (core) core->init.to_foreground();
+    if (core) {
+      try {
+        core->cgroup.set_background(false);
+      } catch (...) {
+        core->end();  // gone under us: this create builds its own
+        core.reset();
+      }
+    }
+    if (core) {
+      core->init.to_foreground();
+      core->cgroup.renice_command(kFirstCommand, 0);  // made at the pool's priority
+    }
     timer.step(core ? "prepared sandbox taken" : "no prepared sandbox");
     if (!core) {
       core = build(image, filters, cancellation);
@@ -291,6 +306,7 @@ class NativeProvider final : public SandboxProvider {
     // The engine's defaults, before anything runs in it: a sandbox made ahead
     // is then ready for a create that sets no limit of its own.
     core->cgroup.apply(default_limits_);
+    if (ahead) core->cgroup.set_background(true);
     timer.step("cgroup");
     UniqueFd netns(netns_pool_.take());
     if (!netns) fail_step("making the sandbox's network namespace", errno);
@@ -303,8 +319,33 @@ class NativeProvider final : public SandboxProvider {
     timer.step("init ready");
     core->cgroup.settle();
     timer.step("cgroup settled");
+    if (ahead && core->commands_ahead) {
+      first_command_ahead(*core);
+      timer.step("first command's process made");
+    }
     guard.armed = false;
     return core;
+  }
+
+  // The first command's cgroup and its process, made while the sandbox
+  // waits in the pool: a create that takes it runs its first command as any
+  // later one, with no cgroup to make, no v1 move and no filter to attach.
+  // The process is cloned at the pool's priority, so it is waited for: the
+  // create must find it in its cgroup to give it the ordinary one back (see
+  // create). Whatever fails leaves the first command to start the usual way.
+  static void first_command_ahead(native::SandboxCore& core) noexcept {
+    try {
+      core.cgroup.make_command(kFirstCommand);
+      bool asked = false;
+      core.cgroup.retire_command(kFirstCommand, true,
+                                 [&core, &asked](int dir) { asked = core.ask_standby(dir, true); });
+      // Not made in time: none may come later, at the pool's priority.
+      if (asked && !core.cgroup.await_command_process(kFirstCommand, std::chrono::milliseconds(500))) {
+        core.cgroup.drop_spare(kFirstCommand);
+      }
+    } catch (...) {
+      // no cgroup for it: the first command makes its own
+    }
   }
 
   // The create's limits, or the engine's defaults where it sets none (and

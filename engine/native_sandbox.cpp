@@ -41,6 +41,18 @@ bool SandboxCore::try_send(const std::string& bytes, const std::vector<int>& fds
   return fdpass::send(init.control(), bytes, fds, 0) == 0;
 }
 
+bool SandboxCore::ask_standby(int dir, bool now) noexcept {
+  if (dir < 0 || !commands_ahead) return false;
+  try {
+    std::vector<int> fds = {dir};
+    const UniqueFd v1_procs = cgroup.commands_procs();
+    if (v1_procs) fds.push_back(v1_procs.get());
+    return try_send(protocol::encode_standby(now), fds);
+  } catch (...) {
+    return false;  // the next command starts the usual way
+  }
+}
+
 void SandboxCore::end() noexcept {
   if (stop()) finish();
   else wait_ended();  // another end() is under way: return when it is done

@@ -59,6 +59,10 @@ class SandboxCore {
   // The same where nothing must wait: false, and nothing sent, if another
   // send holds the socket, the init's queue is full, or the sandbox ended.
   bool try_send(const std::string& bytes, const std::vector<int>& fds) noexcept;
+  // Asks the init to start the next command's process ahead in the spare
+  // command cgroup `dir` (after a quiet moment; `now`: at once). Never
+  // waits: a busy init or a send under way means none this time (false).
+  bool ask_standby(int dir, bool now) noexcept;
   // Ends the sandbox and removes everything of it. Idempotent, thread-safe;
   // every call returns once the removal is done.
   void end() noexcept;

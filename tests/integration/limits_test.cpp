@@ -290,6 +290,54 @@ TEST_F(LimitsTest, ASandboxMadeAheadTakesTheCreatesLimits) {
   EXPECT_EQ(sh(s, "echo ok"), "ok\n");
 }
 
+// A sandbox made ahead has its first command's process made with it, at the
+// pool's priority; the create that takes it gives the process (and the init)
+// the ordinary priority and the sandbox its cpu share back, and the first command is that process, in the
+// cgroup made for it.
+TEST_F(LimitsTest, TheFirstCommandOfASandboxMadeAheadIsAProcessMadeWithIt) {
+  options().prepared = 1;
+  sandboxes();
+  std::string made;
+  for (int i = 0; i < 1000 && made.empty(); ++i, ::usleep(10000)) {
+    for (const auto& e : fs::directory_iterator(options().cgroup_root)) {
+      if (e.is_directory() && fs::exists(e.path() / "commands" / "cmd-0")) made = e.path();
+    }
+  }
+  ASSERT_FALSE(made.empty());
+  const pid_t waiting = made_ahead(made + "/commands/cmd-0");
+  ASSERT_GT(waiting, 0);
+  // nice is field 19 of stat, counted after the name's closing parenthesis
+  auto nice_of = [&](pid_t pid) {
+    const std::string stat = read_host("/proc/" + std::to_string(pid) + "/stat");
+    std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 19; ++i) rest >> field;
+    return field;
+  };
+  EXPECT_EQ(nice_of(waiting), "19");
+  // and the whole sandbox has the least cpu share there is while it waits
+  const std::string share = host_.cpu.v2 ? made + "/cpu.weight"
+                                         : host_.cpu.v1 + "/" + fs::path(options().cgroup_root).filename().string() +
+                                               "/" + fs::path(made).filename().string() + "/cpu.shares";
+  if (host_.cpu.available()) {
+    EXPECT_EQ(value(share), host_.cpu.v2 ? "2" : "15");
+  }
+  auto s = create();
+  EXPECT_EQ(nice_of(waiting), "0");
+  if (host_.cpu.available()) {
+    EXPECT_EQ(value(share), host_.cpu.v2 ? "100" : "1024");
+  }
+  EXPECT_EQ(
+      sh(s, "echo $$; grep '^0::' /proc/self/cgroup; cut -d' ' -f19 /proc/self/stat; cut -d' ' -f19 /proc/1/stat"),
+      pid_inside(waiting) + "\n0::/commands/cmd-0\n0\n0\n");
+  // the next one is made by the init, at its priority now, in the same cgroup
+  EXPECT_EQ(sh(s, "true"), "");
+  const pid_t next = made_ahead(made + "/commands/cmd-0");
+  ASSERT_GT(next, 0);
+  EXPECT_EQ(nice_of(next), "0");
+  EXPECT_EQ(sh(s, "echo $$"), pid_inside(next) + "\n");
+}
+
 // The cpu bound holds for real: the kernel throttles a busy command of a
 // sandbox bounded to a fifth of a cpu (20 ms per 100 ms period), and counts
 // it in cpu.stat, on whichever hierarchy carries cpu.
