@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <linux/magic.h>
 #include <sys/file.h>
@@ -14,7 +13,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -259,25 +257,6 @@ void SandboxCgroup::give_back_command(const std::string& name) const noexcept {
   kill_and_remove(path_ + "/commands/" + name);
 }
 
-bool SandboxCgroup::await_command_process(const std::string& name, std::chrono::milliseconds bound) const noexcept {
-  // cgroup.events is pollable: the kernel flags it (POLLPRI) when it changes.
-  const UniqueFd events(::open((path_ + "/commands/" + name + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!events) return false;
-  const auto give_up = std::chrono::steady_clock::now() + bound;
-  for (;;) {
-    char text[128];
-    const ssize_t n = ::pread(events.get(), text, sizeof text - 1, 0);
-    if (n <= 0) return false;
-    text[n] = '\0';
-    if (std::strstr(text, "populated 1") != nullptr) return true;
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now()).count();
-    if (left <= 0) return false;
-    pollfd changed{events.get(), POLLPRI, 0};
-    if (::poll(&changed, 1, static_cast<int>(left) + 1) < 0 && errno != EINTR) return false;
-  }
-}
-
 void SandboxCgroup::renice_command(const std::string& name, int nice) const noexcept {
   try {
     std::istringstream procs(read_path(path_ + "/commands/" + name + "/cgroup.procs"));
@@ -286,16 +265,6 @@ void SandboxCgroup::renice_command(const std::string& name, int nice) const noex
   } catch (...) {
     // unreadable: gone with the sandbox
   }
-}
-
-void SandboxCgroup::drop_spare(const std::string& name) const noexcept {
-  if (!spare_) return;
-  {
-    std::lock_guard lock(spare_->mutex);
-    if (spare_->name != name) return;
-    spare_->name.clear();
-  }
-  kill_and_remove(path_ + "/commands/" + name);
 }
 
 void SandboxCgroup::kill_command(const std::string& name) const noexcept {

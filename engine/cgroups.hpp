@@ -7,7 +7,6 @@
 
 #include <sys/types.h>
 
-#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -103,13 +102,8 @@ class SandboxCgroup {
   // process started ahead for it may wait there), or, if another is kept
   // already, emptied and removed.
   void give_back_command(const std::string& name) const noexcept;
-  // Waits, at most `bound`, until command cgroup `name` holds a process.
-  bool await_command_process(const std::string& name, std::chrono::milliseconds bound) const noexcept;
   // Sets every process in command cgroup `name` to nice `nice`.
   void renice_command(const std::string& name, int nice) const noexcept;
-  // The spare cgroup `name`, if it still is the spare, is one no more: it is
-  // emptied and removed.
-  void drop_spare(const std::string& name) const noexcept;
   // Kills every process of one command (and all it started), and waits
   // (bounded) until none is left.
   void kill_command(const std::string& name) const noexcept;

@@ -348,7 +348,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     }
     core_->cgroup.retire_command(cgroup_name_, init_answered_ && !killed_, [this](int dir) {
       // on the reactor: never a wait (see ask_standby)
-      core_->ask_standby(dir, false);
+      core_->ask_standby(dir);
     });
     ExecDone done = std::move(done_);
     done(error, std::move(result));

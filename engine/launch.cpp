@@ -112,20 +112,6 @@ std::pair<UniqueFd, UniqueFd> seqpacket_pair(const char* what) {
   return {UniqueFd(pair[0]), UniqueFd(pair[1])};
 }
 
-// Waits (bounded, cancellable) until `fd` is readable.
-bool wait_readable(int fd, int timeout_ms, const std::stop_token& cancellation) {
-  const native::CancelWatch cancel(cancellation);
-  const auto deadline = native::Clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (;;) {
-    pollfd p[2] = {{fd, POLLIN, 0}, {cancel.event.get(), POLLIN, 0}};
-    const int r = ::poll(p, 2, native::ms_until(deadline));
-    if (r < 0 && errno != EINTR) fail_step("waiting for the sandbox's init", errno);
-    if (p[1].revents & POLLIN) throw SandboxError(Reason::CANCELLED, "the create was cancelled");
-    if (p[0].revents) return true;
-    if (r == 0 && native::Clock::now() >= deadline) return false;
-  }
-}
-
 // Waits up to `grace_ms` for the process to exit by itself, kills it if it
 // has not, and reaps it (bounded: a process stuck in the kernel must not
 // hang its caller for ever). `pidfd` must name a child of this process.
@@ -145,6 +131,19 @@ void end_child(int pidfd, int grace_ms) noexcept {
 }
 
 }  // namespace
+
+bool wait_readable(int fd, int timeout_ms, const std::stop_token& cancellation) {
+  const native::CancelWatch cancel(cancellation);
+  const auto deadline = native::Clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    pollfd p[2] = {{fd, POLLIN, 0}, {cancel.event.get(), POLLIN, 0}};
+    const int r = ::poll(p, 2, native::ms_until(deadline));
+    if (r < 0 && errno != EINTR) fail_step("waiting for the sandbox's init", errno);
+    if (p[1].revents & POLLIN) throw SandboxError(Reason::CANCELLED, "the create was cancelled");
+    if (p[0].revents) return true;
+    if (r == 0 && native::Clock::now() >= deadline) return false;
+  }
+}
 
 namespace {
 
@@ -328,7 +327,7 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
   timer.step("init let go");
 
   for (;;) {
-    if (!wait_readable(engine_end.get(), kSetupTimeoutMs, cancellation)) {
+    if (!wait_readable(engine_end.get(), ahead ? kAheadSetupTimeoutMs : kSetupTimeoutMs, cancellation)) {
       throw SandboxError(Reason::INTERNAL, "the sandbox's init did not report ready in time");
     }
     protocol::Status status;

@@ -191,8 +191,10 @@ class NativeProvider final : public SandboxProvider {
     if (core) {
       try {
         core->cgroup.set_background(false);
-      } catch (...) {
-        core->end();  // gone under us: this create builds its own
+      } catch (const SandboxError&) {
+        // gone under us, or held back: this create builds its own, and the
+        // cleaner removes that one off the caller's path
+        cleaner_->release(core);
         core.reset();
       }
     }
@@ -306,7 +308,13 @@ class NativeProvider final : public SandboxProvider {
     // The engine's defaults, before anything runs in it: a sandbox made ahead
     // is then ready for a create that sets no limit of its own.
     core->cgroup.apply(default_limits_);
-    if (ahead) core->cgroup.set_background(true);
+    if (ahead) {
+      try {
+        core->cgroup.set_background(true);
+      } catch (const SandboxError&) {
+        // it builds at the ordinary share: a saving lost, nothing more
+      }
+    }
     timer.step("cgroup");
     UniqueFd netns(netns_pool_.take());
     if (!netns) fail_step("making the sandbox's network namespace", errno);
@@ -320,7 +328,7 @@ class NativeProvider final : public SandboxProvider {
     core->cgroup.settle();
     timer.step("cgroup settled");
     if (ahead && core->commands_ahead) {
-      first_command_ahead(*core);
+      first_command_ahead(*core, cancellation);
       timer.step("first command's process made");
     }
     guard.armed = false;
@@ -330,22 +338,26 @@ class NativeProvider final : public SandboxProvider {
   // The first command's cgroup and its process, made while the sandbox
   // waits in the pool: a create that takes it runs its first command as any
   // later one, with no cgroup to make, no v1 move and no filter to attach.
-  // The process is cloned at the pool's priority, so it is waited for: the
-  // create must find it in its cgroup to give it the ordinary one back (see
-  // create). Whatever fails leaves the first command to start the usual way.
-  static void first_command_ahead(native::SandboxCore& core) noexcept {
+  // The process is cloned at the pool's priority, so its start is waited
+  // for: the create that gives it the ordinary one back must find it in its
+  // cgroup (see create). If the init cannot clone it, the first command
+  // starts the usual way; if the init does not answer, the build fails (a
+  // process could still come, and be missed).
+  static void first_command_ahead(native::SandboxCore& core, const std::stop_token& cancellation) {
     try {
       core.cgroup.make_command(kFirstCommand);
-      bool asked = false;
-      core.cgroup.retire_command(kFirstCommand, true,
-                                 [&core, &asked](int dir) { asked = core.ask_standby(dir, true); });
-      // Not made in time: none may come later, at the pool's priority.
-      if (asked && !core.cgroup.await_command_process(kFirstCommand, std::chrono::milliseconds(500))) {
-        core.cgroup.drop_spare(kFirstCommand);
-      }
-    } catch (...) {
-      // no cgroup for it: the first command makes its own
+    } catch (const SandboxError&) {
+      return;  // the first command makes its own
     }
+    std::exception_ptr failed;
+    core.cgroup.retire_command(kFirstCommand, true, [&](int dir) {
+      try {
+        core.start_standby_now(dir, kAheadSetupTimeoutMs, cancellation);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    });
+    if (failed) std::rethrow_exception(failed);
   }
 
   // The create's limits, or the engine's defaults where it sets none (and

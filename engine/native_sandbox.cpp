@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <utility>
@@ -41,16 +42,34 @@ bool SandboxCore::try_send(const std::string& bytes, const std::vector<int>& fds
   return fdpass::send(init.control(), bytes, fds, 0) == 0;
 }
 
-bool SandboxCore::ask_standby(int dir, bool now) noexcept {
-  if (dir < 0 || !commands_ahead) return false;
+void SandboxCore::ask_standby(int dir) noexcept {
+  if (dir < 0 || !commands_ahead) return;
   try {
     std::vector<int> fds = {dir};
     const UniqueFd v1_procs = cgroup.commands_procs();
     if (v1_procs) fds.push_back(v1_procs.get());
-    return try_send(protocol::encode_standby(now), fds);
+    try_send(protocol::encode_standby(false), fds);
   } catch (...) {
-    return false;  // the next command starts the usual way
+    // the next command starts the usual way
   }
+}
+
+bool SandboxCore::start_standby_now(int dir, int timeout_ms, const std::stop_token& cancellation) {
+  int pipe[2];
+  check_sys(::pipe2(pipe, O_CLOEXEC), "making the standby's answer pipe");
+  const UniqueFd answer(pipe[0]);
+  UniqueFd said(pipe[1]);
+  std::vector<int> fds = {dir};
+  const UniqueFd v1_procs = cgroup.commands_procs();
+  if (v1_procs) fds.push_back(v1_procs.get());
+  fds.push_back(said.get());
+  send(protocol::encode_standby(true), fds);
+  said.reset();  // the init's copy is the only one: its end reads as an answer
+  if (!wait_readable(answer.get(), timeout_ms, cancellation)) {
+    throw SandboxError(Reason::INTERNAL, "the sandbox's init did not start its first command's process in time");
+  }
+  char got = '0';
+  return ::read(answer.get(), &got, 1) == 1 && got == '1';
 }
 
 void SandboxCore::end() noexcept {

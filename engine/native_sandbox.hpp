@@ -60,9 +60,14 @@ class SandboxCore {
   // send holds the socket, the init's queue is full, or the sandbox ended.
   bool try_send(const std::string& bytes, const std::vector<int>& fds) noexcept;
   // Asks the init to start the next command's process ahead in the spare
-  // command cgroup `dir` (after a quiet moment; `now`: at once). Never
+  // command cgroup `dir`, after a quiet moment. Never
   // waits: a busy init or a send under way means none this time (false).
-  bool ask_standby(int dir, bool now) noexcept;
+  void ask_standby(int dir) noexcept;
+  // The same, started at once, and waited for (at most `timeout_ms`) until
+  // the init says whether it cloned one: true if it did. Once it returns,
+  // no process of this request is still to come; it throws INTERNAL at the
+  // bound, when one still may.
+  bool start_standby_now(int dir, int timeout_ms, const std::stop_token& cancellation);
   // Ends the sandbox and removes everything of it. Idempotent, thread-safe;
   // every call returns once the removal is done.
   void end() noexcept;

@@ -1,8 +1,5 @@
 #include "prepared.hpp"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <chrono>
 
 #include "native_sandbox.hpp"
@@ -41,10 +38,6 @@ std::shared_ptr<SandboxCore> PreparedPool::take() {
 }
 
 void PreparedPool::run() {
-  // The engine's half of each build (its cgroups, record, namespaces) at
-  // the lowest priority too, as the init's half is (launch_init): a caller
-  // running commands keeps its core while the pool refills.
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
   std::unique_lock lock(mutex_);
   auto backoff = std::chrono::milliseconds(10);
   while (!stopping_) {

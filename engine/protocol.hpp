@@ -31,7 +31,9 @@ enum class Request : std::uint32_t { config = 1, exec = 2, read = 3, write = 4, 
 //           for exec: the init starts the next command's process there
 //           ahead, and the exec that names that cgroup takes it. Its one
 //           field, `now`: started at once, not after a quiet moment (the
-//           first command's, in a sandbox made ahead, where no command runs)
+//           first command's, in a sandbox made ahead, where no command runs),
+//           and then one more fd last: a pipe's write end, where the init
+//           writes '1' once that process is cloned ('0': none will be)
 
 struct Config {
   rootfs::Plan plan;

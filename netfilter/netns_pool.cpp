@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sched.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -75,9 +74,6 @@ int NetnsPool::take() {
 }
 
 void NetnsPool::run() {
-  // At the lowest priority, like the sandboxes made ahead: a new namespace
-  // costs the kernel a millisecond or so, which a caller's command could use.
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     if (ready_.size() >= target_) {

@@ -142,7 +142,17 @@ class Server {
       }
       case protocol::Request::standby: {
         bool now = false;
-        if (protocol::decode_standby(bytes, now)) standby_.ask(fds, now);
+        if (!protocol::decode_standby(bytes, now) || (now && fds.size() < 2)) break;
+        if (!now) {
+          standby_.ask(fds, false);
+          break;
+        }
+        // Started here, and said so: the engine then knows that no process
+        // of this request is still to come.
+        standby_.ask({fds.begin(), fds.end() - 1}, true);
+        standby_.start_if_due(who_, seccomp_);
+        const char said = standby_.waiting() ? '1' : '0';
+        (void)!::write(fds.back(), &said, 1);
         break;
       }
       case protocol::Request::read:

@@ -38,6 +38,8 @@ class Standby {
 
   // True if `pid` was the standby, ended before it had a command.
   bool ended(pid_t pid);
+  // True while one is started and waits for its command.
+  bool waiting() const { return pid_ > 0; }
 
  private:
   void drop() noexcept;
