@@ -213,7 +213,13 @@ UniqueFd SandboxCgroup::take_command(std::string& name) const {
       name = std::move(spare);
       return fd;
     }
-    ::rmdir((path_ + "/commands/" + spare).c_str());
+    // Not opened but still there (the open-file limit, say): it stays the
+    // spare, with the process that may wait in it, for the next command.
+    const int error = errno;
+    if (error != ENOENT) {
+      give_back_command(spare);
+      fail_step("opening a command's cgroup", error);
+    }
   }
   return make_command(name);
 }

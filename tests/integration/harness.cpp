@@ -40,6 +40,22 @@ int open_fds() {
   return n;
 }
 
+rlim_t fd_limit_leaving(int room) {
+  std::set<int> open;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) throw std::runtime_error("cannot list /proc/self/fd");
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    const int fd = std::atoi(e->d_name);
+    if (fd != ::dirfd(dir)) open.insert(fd);
+  }
+  ::closedir(dir);
+  int free = 0;
+  for (int fd = 0;; ++fd) {
+    if (open.count(fd) == 0 && ++free > room) return static_cast<rlim_t>(fd);
+  }
+}
+
 namespace {
 
 constexpr std::uint32_t kIdRanges = 2048;

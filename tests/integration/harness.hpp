@@ -4,6 +4,7 @@
 // parallel), and a check at the end of every test that nothing leaked.
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -113,6 +114,10 @@ std::string read_host(const std::string& path);
 
 // How many descriptors this process has open.
 int open_fds();
+// The open-file limit under which exactly `room` more descriptors can be
+// opened: the lowest free numbers count, since a process's descriptors have
+// holes, and a limit of open_fds() + room may leave more than room.
+rlim_t fd_limit_leaving(int room);
 
 // A directory holding a tiny root file system: /bin/sh and the libraries it
 // needs, copied from the host, plus the files named in `extra`.

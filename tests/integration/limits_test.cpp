@@ -203,7 +203,7 @@ TEST_F(LimitsTest, AnExecAtTheOpenFileLimitLeavesTheProcessMadeAheadWaiting) {
   rlimit saved{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
   // room for the cgroup's directory and not for the pipes
-  const rlimit tight{static_cast<rlim_t>(open_fds() + 2), saved.rlim_max};
+  const rlimit tight{fd_limit_leaving(2), saved.rlim_max};
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
   Reason reason = Reason::INTERNAL;
   try {
