@@ -61,10 +61,6 @@ std::uint64_t read_oom_kills(int fd);
 // Writes only the commands' pids.max (once pids is handed down to them).
 void apply_v2_command_limit(int commands_dir, const Limits& limits);
 
-// The sandbox's cpu.weight: about what nice 19 is to a process (2 of 100)
-// while `low`, else the kernel's default. Nothing where cpu is not on cgroup2.
-void set_v2_cpu_share(int sandbox_dir, const Host& host, bool low);
-
 // The OOM kills memory.events of the sandbox's cgroup counts.
 std::uint64_t v2_oom_kills(int sandbox_dir);
 
@@ -88,9 +84,6 @@ class V1Groups {
   // The commands group's cgroup.procs, opened for writing: a command writes
   // "0" to it to join before it runs; none if pids is not on v1.
   UniqueFd commands_procs() const;
-  // The cpu group's share against its siblings: what nice 19 is to a
-  // process (15 of 1024) while `low`, else the kernel's default.
-  void set_cpu_share(bool low) const;
   // The OOM kills of the memory group (0 if there is none).
   std::uint64_t oom_kills() const;
   // Removes the groups (their processes must be gone). Bounded.

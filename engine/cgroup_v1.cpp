@@ -96,10 +96,6 @@ void V1Groups::apply(const Limits& limits) const {
   }
 }
 
-void V1Groups::set_cpu_share(bool low) const {
-  if (!cpu_path_.empty()) set(open_group(cpu_path_).get(), "cpu.shares", low ? "15" : "1024");
-}
-
 UniqueFd V1Groups::commands_procs() const {
   if (pids_path_.empty()) return UniqueFd();
   // Opened by the engine: the kernel checks a v1 move against the opener, so

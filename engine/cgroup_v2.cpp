@@ -116,10 +116,6 @@ void apply_v2(int sandbox_dir, int commands_dir, const Host& host, const Limits&
   if (host.pids.v2 && commands_limited) apply_v2_command_limit(commands_dir, limits);
 }
 
-void set_v2_cpu_share(int sandbox_dir, const Host& host, bool low) {
-  if (host.cpu.v2) set(sandbox_dir, "cpu.weight", low ? "2" : "100");
-}
-
 void apply_v2_command_limit(int commands_dir, const Limits& limits) {
   set(commands_dir, "pids.max", or_max(limits.pids));
 }

@@ -291,11 +291,6 @@ void SandboxCgroup::apply(const Limits& limits) {
   applied_ = limits;
 }
 
-void SandboxCgroup::set_background(bool background) const {
-  set_v2_cpu_share(open_dir("").get(), host_, background);
-  v1_.set_cpu_share(background);
-}
-
 void SandboxCgroup::settle() {
   dir_.reset();  // the init is in: from here every use opens what it needs
   if (commands_limited_ || !host_.pids.v2) return;

@@ -67,12 +67,6 @@ class SandboxCgroup {
   // Sets (or changes) the sandbox's limits; writes nothing if they are the
   // ones it has. The commands' process bound on cgroup2 waits for settle().
   void apply(const Limits& limits);
-  // Made ahead, the sandbox yields the cpu to the engine's other sandboxes
-  // (`background`): its cgroup's cpu share is what nice 19 is to a process,
-  // on whichever hierarchy carries cpu. The init's nice alone does not do
-  // it: the scheduler weighs a cgroup against its siblings as a whole,
-  // whatever the nice values inside. Throws on a failed write.
-  void set_background(bool background) const;
   // Once the init is ready (and so has left the sandbox's own cgroup for its
   // leaf): hands the pids controller down to the commands' cgroup and sets
   // their bound.

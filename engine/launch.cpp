@@ -30,7 +30,6 @@ namespace mayura {
 namespace {
 
 constexpr std::uint32_t kIdCount = 65536;
-constexpr int kSetupTimeoutMs = 20000;
 constexpr int kZygoteTimeoutMs = 5000;
 
 // What the zygote's child needs, laid out before clone: between clone and
@@ -327,7 +326,7 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
   timer.step("init let go");
 
   for (;;) {
-    if (!wait_readable(engine_end.get(), ahead ? kAheadSetupTimeoutMs : kSetupTimeoutMs, cancellation)) {
+    if (!wait_readable(engine_end.get(), kSetupTimeoutMs, cancellation)) {
       throw SandboxError(Reason::INTERNAL, "the sandbox's init did not report ready in time");
     }
     protocol::Status status;

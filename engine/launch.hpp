@@ -92,10 +92,9 @@ class InitProcess {
 // nice 19, so that it takes next to no cpu a caller's command or create
 // could use (SCHED_IDLE would starve it five times longer on a busy host).
 inline constexpr int kAheadNice = 19;
-// How long a sandbox made ahead may take to set up: it yields the cpu to
-// every busy sandbox (SandboxCgroup::set_background), so a busy host may
-// hold its build back for long, which is no failure.
-inline constexpr int kAheadSetupTimeoutMs = 300000;
+// How long an init may take to set up its sandbox (and to start a first
+// command's process ahead).
+inline constexpr int kSetupTimeoutMs = 20000;
 InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t host_id_base,
                         const protocol::Config& config, const std::function<void(pid_t)>& place, bool ahead,
                         const std::stop_token& cancellation);

@@ -189,16 +189,6 @@ class NativeProvider final : public SandboxProvider {
     // Sandboxes made ahead run the default filter (it is fixed at their start).
     if (image.image.host && !options.seccomp_profile && !image.uid && image.workdir.empty()) core = prepared_.take();
     if (core) {
-      try {
-        core->cgroup.set_background(false);
-      } catch (const SandboxError&) {
-        // gone under us, or held back: this create builds its own, and the
-        // cleaner removes that one off the caller's path
-        cleaner_->release(core);
-        core.reset();
-      }
-    }
-    if (core) {
       core->init.to_foreground();
       core->cgroup.renice_command(kFirstCommand, 0);  // made at the pool's priority
     }
@@ -308,13 +298,6 @@ class NativeProvider final : public SandboxProvider {
     // The engine's defaults, before anything runs in it: a sandbox made ahead
     // is then ready for a create that sets no limit of its own.
     core->cgroup.apply(default_limits_);
-    if (ahead) {
-      try {
-        core->cgroup.set_background(true);
-      } catch (const SandboxError&) {
-        // it builds at the ordinary share: a saving lost, nothing more
-      }
-    }
     timer.step("cgroup");
     UniqueFd netns(netns_pool_.take());
     if (!netns) fail_step("making the sandbox's network namespace", errno);
@@ -352,7 +335,7 @@ class NativeProvider final : public SandboxProvider {
     std::exception_ptr failed;
     core.cgroup.retire_command(kFirstCommand, true, [&](int dir) {
       try {
-        core.start_standby_now(dir, kAheadSetupTimeoutMs, cancellation);
+        core.start_standby_now(dir, kSetupTimeoutMs, cancellation);
       } catch (...) {
         failed = std::current_exception();
       }
