@@ -35,6 +35,13 @@ void SandboxCore::send(const std::string& bytes, const std::vector<int>& fds) {
   }
 }
 
+// A standby request's fds: the cgroup, and the v1 cgroup.procs it joins (-1: none).
+std::vector<int> SandboxCore::standby_fds(int dir, int v1_procs) {
+  std::vector<int> fds = {dir};
+  if (v1_procs >= 0) fds.push_back(v1_procs);
+  return fds;
+}
+
 bool SandboxCore::try_send(const std::string& bytes, const std::vector<int>& fds) noexcept {
   if (ending_.load()) return false;
   std::unique_lock lock(mutex_, std::try_to_lock);
@@ -45,10 +52,8 @@ bool SandboxCore::try_send(const std::string& bytes, const std::vector<int>& fds
 void SandboxCore::ask_standby(int dir) noexcept {
   if (dir < 0 || !commands_ahead) return;
   try {
-    std::vector<int> fds = {dir};
     const UniqueFd v1_procs = cgroup.commands_procs();
-    if (v1_procs) fds.push_back(v1_procs.get());
-    try_send(protocol::encode_standby(false), fds);
+    try_send(protocol::encode_standby(false), standby_fds(dir, v1_procs.get()));
   } catch (...) {
     // the next command starts the usual way
   }
@@ -59,9 +64,8 @@ bool SandboxCore::start_standby_now(int dir, int timeout_ms, const std::stop_tok
   check_sys(::pipe2(pipe, O_CLOEXEC), "making the standby's answer pipe");
   const UniqueFd answer(pipe[0]);
   UniqueFd said(pipe[1]);
-  std::vector<int> fds = {dir};
   const UniqueFd v1_procs = cgroup.commands_procs();
-  if (v1_procs) fds.push_back(v1_procs.get());
+  std::vector<int> fds = standby_fds(dir, v1_procs.get());
   fds.push_back(said.get());
   send(protocol::encode_standby(true), fds);
   said.reset();  // the init's copy is the only one: its end reads as an answer

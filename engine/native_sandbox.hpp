@@ -60,8 +60,8 @@ class SandboxCore {
   // send holds the socket, the init's queue is full, or the sandbox ended.
   bool try_send(const std::string& bytes, const std::vector<int>& fds) noexcept;
   // Asks the init to start the next command's process ahead in the spare
-  // command cgroup `dir`, after a quiet moment. Never
-  // waits: a busy init or a send under way means none this time (false).
+  // command cgroup `dir`, after a quiet moment. Never waits: a busy init or
+  // a send under way means none this time.
   void ask_standby(int dir) noexcept;
   // The same, started at once, and waited for (at most `timeout_ms`) until
   // the init says whether it cloned one: true if it did. Once it returns,
@@ -87,6 +87,7 @@ class SandboxCore {
   [[noreturn]] void gone_once_ended();
 
  private:
+  static std::vector<int> standby_fds(int dir, int v1_procs);
   mutable std::mutex mutex_;          // held by a send, and by end() while it removes
   mutable std::mutex network_mutex_;  // held while the network changes or goes
   std::atomic<bool> ending_{false};   // set as an end() starts
