@@ -177,6 +177,7 @@ class NativeProvider final : public SandboxProvider {
 
   std::unique_ptr<SandboxBackend> create(const CreateOptions& options, std::stop_token cancellation) override {
     StepTimer timer("create");
+    const native::ActivityMark call(*activity_);
     // Everything that can be wrong with the input is found before anything is made.
     if (options.network.kind == NetworkKind::allowlist)
       netfilter::Allowlist{options.network.allow};  // throws on a bad pattern
@@ -247,6 +248,7 @@ class NativeProvider final : public SandboxProvider {
     core->hostname = "mayura-" + name.substr(0, 8);
     core->workdir = image.workdir.empty() ? options_.workdir : image.workdir;
     core->commands_ahead = options_.commands_ahead;
+    core->activity = activity_;
 
     rootfs::RootOptions root;
     root.workdir = core->workdir;
@@ -314,6 +316,7 @@ class NativeProvider final : public SandboxProvider {
       first_command_ahead(*core, cancellation);
       timer.step("first command's process made");
     }
+    activity_->built();
     guard.armed = false;
     return core;
   }
@@ -427,12 +430,16 @@ class NativeProvider final : public SandboxProvider {
   // one a release left here to finish.
   std::shared_ptr<native::Cleaner> cleaner_ = std::make_shared<native::Cleaner>();
   native::LifetimeReaper reaper_;
+  // When callers last called; every sandbox marks its calls here.
+  std::shared_ptr<native::Activity> activity_ = std::make_shared<native::Activity>();
   // Last: its thread uses everything above, and stops first.
-  native::PreparedPool prepared_{options_.prepared, [this](const std::stop_token& stop) {
+  native::PreparedPool prepared_{options_.prepared,
+                                 [this](const std::stop_token& stop) {
                                    SandboxImage host;
                                    host.image = rootfs::Image{"host", "/", true, {}};
                                    return build(host, default_seccomp_, stop, true);
-                                 }};
+                                 },
+                                 *activity_};
 };
 
 }  // namespace

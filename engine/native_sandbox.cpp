@@ -193,46 +193,61 @@ std::string NativeSandbox::absolute(const std::string& path) const {
 }
 
 ExecResult NativeSandbox::exec(const std::vector<std::string>& argv, const ExecOptions& options) {
+  const ActivityMark call(*core_->activity);
   const std::string cgroup_name = "cmd-" + std::to_string(next_command_.fetch_add(1));
   const std::string cwd = options.cwd.empty() ? core_->workdir : absolute(options.cwd);
   return run_command(core_, cgroup_name, cwd, argv, options);
 }
 
 void NativeSandbox::async_exec(const std::vector<std::string>& argv, const ExecOptions& options, ExecCompletion done) {
+  core_->activity->mark();
   const std::string cgroup_name = "cmd-" + std::to_string(next_command_.fetch_add(1));
   const std::string cwd = options.cwd.empty() ? core_->workdir : absolute(options.cwd);
-  start_command(core_, cgroup_name, cwd, argv, options, reactor_executor(), std::move(done));
+  start_command(core_, cgroup_name, cwd, argv, options, reactor_executor(),
+                [activity = core_->activity, done = std::move(done)](std::exception_ptr error, ExecResult result) {
+                  activity->mark();
+                  done(std::move(error), std::move(result));
+                });
 }
 
 std::string NativeSandbox::read_file(const std::string& path, const ReadOptions& options) {
+  const ActivityMark call(*core_->activity);
   return files::run_file_call(core_, files::read_op(absolute(path), path, options), options.cancellation);
 }
 
 void NativeSandbox::write_file(const std::string& path, std::string_view data, const FileOptions& options) {
+  const ActivityMark call(*core_->activity);
   files::run_file_call(core_, files::write_op(absolute(path), path, std::string(data)), options.cancellation);
 }
 
 std::vector<FileEntry> NativeSandbox::list(const std::string& path, const FileOptions& options) {
+  const ActivityMark call(*core_->activity);
   return files::decode_list(files::run_file_call(core_, files::list_op(absolute(path), path), options.cancellation));
 }
 
 void NativeSandbox::remove(const std::string& path, const FileOptions& options) {
+  const ActivityMark call(*core_->activity);
   files::run_file_call(core_, files::remove_op(absolute(path), path), options.cancellation);
 }
 
+// The asynchronous file calls mark their start only: they are short, and a
+// build that starts under one costs it little (it makes no cgroup).
 void NativeSandbox::async_read_file(const std::string& path, const ReadOptions& options, ReadCompletion done) {
+  core_->activity->mark();
   files::start_file_call(core_, files::read_op(absolute(path), path, options), options.cancellation, reactor_executor(),
                          std::move(done));
 }
 
 void NativeSandbox::async_write_file(const std::string& path, std::string data, const FileOptions& options,
                                      DoneCompletion done) {
+  core_->activity->mark();
   files::start_file_call(core_, files::write_op(absolute(path), path, std::move(data)), options.cancellation,
                          reactor_executor(),
                          [done = std::move(done)](std::exception_ptr e, const std::string&) { done(std::move(e)); });
 }
 
 void NativeSandbox::async_list(const std::string& path, const FileOptions& options, ListCompletion done) {
+  core_->activity->mark();
   files::start_file_call(core_, files::list_op(absolute(path), path), options.cancellation, reactor_executor(),
                          [done = std::move(done)](std::exception_ptr e, const std::string& bytes) {
                            std::vector<FileEntry> entries;
@@ -248,11 +263,13 @@ void NativeSandbox::async_list(const std::string& path, const FileOptions& optio
 }
 
 void NativeSandbox::async_remove(const std::string& path, const FileOptions& options, DoneCompletion done) {
+  core_->activity->mark();
   files::start_file_call(core_, files::remove_op(absolute(path), path), options.cancellation, reactor_executor(),
                          [done = std::move(done)](std::exception_ptr e, const std::string&) { done(std::move(e)); });
 }
 
 void NativeSandbox::release() noexcept {
+  const ActivityMark call(*core_->activity);
   if (const auto cleaner = cleaner_.lock()) cleaner->release(core_);
   else core_->end();
 }
@@ -260,6 +277,7 @@ void NativeSandbox::release() noexcept {
 std::string NativeSandbox::url(int port) { return core_->url(port); }
 
 std::string NativeSandbox::desktop(const DesktopAction& action, std::stop_token cancellation) {
+  const ActivityMark call(*core_->activity);
   return run_desktop_action(core_, "cmd-" + std::to_string(next_command_.fetch_add(1)), action, cancellation);
 }
 

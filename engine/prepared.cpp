@@ -6,7 +6,8 @@
 
 namespace mayura::native {
 
-PreparedPool::PreparedPool(std::size_t size, Make make) : size_(size), make_(std::move(make)) {}
+PreparedPool::PreparedPool(std::size_t size, Make make, const Activity& activity)
+    : size_(size), make_(std::move(make)), activity_(activity) {}
 
 void PreparedPool::start() {
   if (size_ > 0 && !thread_.joinable()) thread_ = std::thread([this] { run(); });
@@ -46,6 +47,10 @@ void PreparedPool::run() {
       continue;
     }
     lock.unlock();
+    if (!activity_.wait_turn(kQuiet, kWarm, stop_.get_token())) {
+      lock.lock();
+      continue;
+    }
     std::shared_ptr<SandboxCore> core;
     try {
       core = make_(stop_.get_token());

@@ -1,8 +1,10 @@
 #pragma once
 // Sandboxes made ahead of time for the default image: a create that can use
-// one only gives it its env and its lifetime. A thread keeps the pool full
-// and ends whatever is left when the pool goes away.
+// one only gives it its env and its lifetime. A thread keeps the pool full,
+// building only once the engine's callers have been quiet for a while (see
+// activity.hpp), and ends whatever is left when the pool goes away.
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -11,6 +13,8 @@
 #include <mutex>
 #include <stop_token>
 #include <thread>
+
+#include "activity.hpp"
 
 namespace mayura::native {
 
@@ -21,9 +25,17 @@ class PreparedPool {
   // Makes one; the stop comes when the pool goes (a sandbox made ahead builds
   // at the lowest priority, and on a busy host may take long).
   using Make = std::function<std::shared_ptr<SandboxCore>(std::stop_token)>;
-  // `make` builds one sandbox (it may throw); `size` 0 keeps none. Nothing
+  // How long the callers must have been quiet before a build starts: longer
+  // than the gaps inside one sandbox's life (create, exec, release), shorter
+  // than an agent's pause between tasks.
+  static constexpr std::chrono::milliseconds kQuiet{5};
+  // A build may start at once if the last ended less than this ago: under
+  // a grace period on these machines (its wait, when it comes, is 5 to 18 ms).
+  static constexpr std::chrono::milliseconds kWarm{4};
+  // `make` builds one sandbox (it may throw); `size` 0 keeps none; `activity`
+  // (which outlives the pool) says when the callers were last busy. Nothing
   // is made before start().
-  PreparedPool(std::size_t size, Make make);
+  PreparedPool(std::size_t size, Make make, const Activity& activity);
   void start();
   ~PreparedPool();
   PreparedPool(const PreparedPool&) = delete;
@@ -36,6 +48,7 @@ class PreparedPool {
   void run();
   std::size_t size_;
   Make make_;
+  const Activity& activity_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::shared_ptr<SandboxCore>> ready_;

@@ -1,0 +1,71 @@
+#pragma once
+// When the engine's callers last did something, so that work made ahead
+// (the pool's next sandbox) waits for a quiet spell instead of landing in
+// the middle of a caller's sandbox life.
+//
+// Why it matters: a sandbox's build moves its init (and its first command's
+// process) by writes to cgroup.procs. The kernel makes such a write take its
+// cgroup_threadgroup_rwsem for writing while it holds cgroup_mutex, and after
+// a quiet spell that waits for an RCU grace period (8 to 18 ms on these
+// machines). Every cgroup write of a caller (a release's cgroup.kill, a
+// command's cgroup) waits behind the mutex, and every fork and exit on the
+// host behind the rwsem: a build started at a take doubled and tripled the
+// life of a sandbox used 50 ms after the last.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <stop_token>
+
+namespace mayura::native {
+
+class Activity {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // A call of a caller began or ended.
+  void mark() noexcept { last_call_.store(now(), std::memory_order_relaxed); }
+  // A sandbox's build ended (its last cgroup move not long before).
+  void built() noexcept { last_build_.store(now(), std::memory_order_relaxed); }
+
+  // Returns once no call has begun or ended for `quiet`, or while a build
+  // ended less than `warm` ago, or at the stop (false). A build just after
+  // another finds the kernel's lock still in its writers' mode and waits for
+  // nothing (the kernel keeps it so for a grace period after the last
+  // move): callers in a loop keep a pool that refills as fast as they take.
+  bool wait_turn(std::chrono::milliseconds quiet, std::chrono::milliseconds warm, const std::stop_token& stop) const {
+    std::mutex mutex;
+    std::condition_variable_any never;
+    std::unique_lock lock(mutex);
+    while (!stop.stop_requested()) {
+      const auto at = Clock::now();
+      const auto last_call = at_time(last_call_);
+      if (at - last_call >= quiet || at - at_time(last_build_) < warm) return true;
+      never.wait_until(lock, stop, last_call + quiet, [] { return false; });
+    }
+    return false;
+  }
+
+ private:
+  static Clock::rep now() noexcept { return Clock::now().time_since_epoch().count(); }
+  static Clock::time_point at_time(const std::atomic<Clock::rep>& t) noexcept {
+    return Clock::time_point(Clock::duration(t.load(std::memory_order_relaxed)));
+  }
+  std::atomic<Clock::rep> last_call_{0};
+  std::atomic<Clock::rep> last_build_{0};
+};
+
+// One call, marked as it begins and as it ends, however it ends.
+class ActivityMark {
+ public:
+  explicit ActivityMark(Activity& activity) noexcept : activity_(activity) { activity_.mark(); }
+  ~ActivityMark() { activity_.mark(); }
+  ActivityMark(const ActivityMark&) = delete;
+  ActivityMark& operator=(const ActivityMark&) = delete;
+
+ private:
+  Activity& activity_;
+};
+
+}  // namespace mayura::native
