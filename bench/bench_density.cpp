@@ -6,7 +6,9 @@
 // and its RSS. A create that fails stops the growth with its reason and
 // message (a host limit must be named there). Then churn: THREADS threads
 // each doing create + exec /bin/true + release, CHURN in all, with the
-// engine's RSS growth and the rate.
+// engine's RSS growth, the rate and the host's cpu per life; and beside it
+// the anchor, bubblewrap's life (bwrap ... /bin/true) over as many threads,
+// with its rate and cpu per life.
 //
 // usage: bench_density [MAX] [CHURN] [THREADS] [HOLD-SECONDS]
 
@@ -29,6 +31,7 @@
 
 #include "mayura/native.hpp"
 #include "mayura/sandbox.hpp"
+#include "run_quietly.hpp"
 
 namespace {
 
@@ -71,6 +74,51 @@ long slab_kib(const std::string& name) {
     return objects * size / 1024;
   }
   return 0;
+}
+
+// The whole host's busy cpu time so far (every cpu's, the kernel's workers
+// included), in ms, from /proc/stat.
+double host_busy_ms() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+  return static_cast<double>(user + nice + system + irq + softirq + steal) * 1000.0 /
+         static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// What `lives` lives cost over `threads` threads, each life being `life()`:
+// the rate, and the host's busy cpu per life, counted until the kernel's
+// work deferred past the last (namespaces and cgroups freed) is done too.
+struct ChurnCost {
+  double per_second = 0;
+  double cpu_ms_per_life = 0;
+  int failed = 0;
+};
+
+template <class Life>
+ChurnCost churn_cost(int lives, int threads, const Life& life) {
+  constexpr auto kSettle = std::chrono::seconds(2);
+  std::atomic<int> next{0}, failed{0};
+  const double busy_start = host_busy_ms();
+  const auto start = Clock::now();
+  std::vector<std::thread> workers;
+  workers.reserve(static_cast<std::size_t>(threads));
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      while (next.fetch_add(1) < lives) {
+        if (!life()) failed.fetch_add(1);
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  const double seconds = ms_since(start) / 1000.0;
+  std::this_thread::sleep_for(kSettle);
+  const double idle_ms = host_busy_ms();
+  std::this_thread::sleep_for(kSettle);
+  // The host's own noise over a settle, as measured just after, is taken off.
+  const double noise = host_busy_ms() - idle_ms;
+  return {lives / seconds, (idle_ms - busy_start - noise) / lives, failed.load()};
 }
 
 // What each level times besides its creates.
@@ -203,31 +251,37 @@ int main(int argc, char** argv) {
   if (churn > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     const long rss_start = kib("/proc/self/status", "VmRSS");
-    std::atomic<int> next{0}, failed{0};
-    const auto start = Clock::now();
-    std::vector<std::thread> workers;
-    workers.reserve(threads);
-    for (int t = 0; t < threads; ++t) {
-      workers.emplace_back([&] {
-        while (next.fetch_add(1) < churn) {
-          try {
-            auto s = sandboxes.create(create);
-            s.exec({"/bin/true"});
-            s.release();
-          } catch (const mayura::SandboxError&) {
-            failed.fetch_add(1);
-          }
-        }
-      });
-    }
-    for (auto& w : workers) w.join();
-    const double seconds = ms_since(start) / 1000.0;
+    const ChurnCost ours = churn_cost(churn, threads, [&] {
+      try {
+        auto s = sandboxes.create(create);
+        s.exec({"/bin/true"});
+        s.release();
+        return true;
+      } catch (const mayura::SandboxError&) {
+        return false;
+      }
+    });
     std::printf(
-        "churn: %d create + exec + release over %d threads in %.1f s: %.0f per second, %d failed, engine RSS "
-        "%+.1f MiB (%.1f MiB at the start of the run)\n",
-        churn, threads, seconds, churn / seconds, failed.load(),
+        "churn: %d create + exec + release over %d threads: %.0f per second, host cpu %.1f ms per life, %d failed, "
+        "engine RSS %+.1f MiB (%.1f MiB at the start of the run)\n",
+        churn, threads, ours.per_second, ours.cpu_ms_per_life, ours.failed,
         static_cast<double>(kib("/proc/self/status", "VmRSS") - rss_start) / 1024.0,
         static_cast<double>(rss_before) / 1024.0);
+    // The anchor: as many lives as that (at most 2,000), bubblewrap's.
+    const int anchor_lives = std::min(churn, 2000);
+    if (mayura::bench::run_quietly(
+            {"bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", "/bin/true"})) {
+      const ChurnCost bwrap = churn_cost(anchor_lives, threads, [] {
+        return mayura::bench::run_quietly(
+            {"bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", "/bin/true"});
+      });
+      std::printf(
+          "anchor: %d bwrap --ro-bind / / --unshare-all --cap-drop ALL /bin/true over %d threads: "
+          "%.0f per second, host cpu %.1f ms per life, %d failed\n",
+          anchor_lives, threads, bwrap.per_second, bwrap.cpu_ms_per_life, bwrap.failed);
+    } else {
+      std::printf("anchor: bwrap does not run here; not measured\n");
+    }
   }
   return 0;
 }

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <stop_token>
 
@@ -26,23 +27,28 @@ class Activity {
 
   // A call of a caller began or ended.
   void mark() noexcept { last_call_.store(now(), std::memory_order_relaxed); }
-  // A sandbox's build ended (its last cgroup move not long before).
-  void built() noexcept { last_build_.store(now(), std::memory_order_relaxed); }
+  // A sandbox's build ended (its last cgroup move not long before): a wait
+  // for a turn looks again at once.
+  void built() noexcept {
+    last_build_.store(now(), std::memory_order_relaxed);
+    std::lock_guard lock(mutex_);
+    ++builds_;
+    changed_.notify_all();
+  }
 
   // Returns once no call has begun or ended for `quiet`, or while a build
   // ended less than `warm` ago, or at the stop (false). A build just after
   // another finds the kernel's lock still in its writers' mode and waits for
   // nothing (the kernel keeps it so for a grace period after the last
   // move): callers in a loop keep a pool that refills as fast as they take.
-  bool wait_turn(std::chrono::milliseconds quiet, std::chrono::milliseconds warm, const std::stop_token& stop) const {
-    std::mutex mutex;
-    std::condition_variable_any never;
-    std::unique_lock lock(mutex);
+  bool wait_turn(std::chrono::milliseconds quiet, std::chrono::milliseconds warm, const std::stop_token& stop) {
+    std::unique_lock lock(mutex_);
     while (!stop.stop_requested()) {
       const auto at = Clock::now();
       const auto last_call = at_time(last_call_);
       if (at - last_call >= quiet || at - at_time(last_build_) < warm) return true;
-      never.wait_until(lock, stop, last_call + quiet, [] { return false; });
+      const auto seen = builds_;
+      changed_.wait_until(lock, stop, last_call + quiet, [&] { return builds_ != seen; });
     }
     return false;
   }
@@ -54,6 +60,9 @@ class Activity {
   }
   std::atomic<Clock::rep> last_call_{0};
   std::atomic<Clock::rep> last_build_{0};
+  std::mutex mutex_;
+  std::condition_variable_any changed_;
+  std::uint64_t builds_ = 0;  // under mutex_
 };
 
 // One call, marked as it begins and as it ends, however it ends.

@@ -6,7 +6,7 @@
 
 namespace mayura::native {
 
-PreparedPool::PreparedPool(std::size_t size, Make make, const Activity& activity)
+PreparedPool::PreparedPool(std::size_t size, Make make, Activity& activity)
     : size_(size), make_(std::move(make)), activity_(activity) {}
 
 void PreparedPool::start() {

@@ -35,7 +35,7 @@ class PreparedPool {
   // `make` builds one sandbox (it may throw); `size` 0 keeps none; `activity`
   // (which outlives the pool) says when the callers were last busy. Nothing
   // is made before start().
-  PreparedPool(std::size_t size, Make make, const Activity& activity);
+  PreparedPool(std::size_t size, Make make, Activity& activity);
   void start();
   ~PreparedPool();
   PreparedPool(const PreparedPool&) = delete;
@@ -48,7 +48,7 @@ class PreparedPool {
   void run();
   std::size_t size_;
   Make make_;
-  const Activity& activity_;
+  Activity& activity_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::shared_ptr<SandboxCore>> ready_;

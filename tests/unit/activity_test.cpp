@@ -53,6 +53,19 @@ TEST(Activity, ABuildRightAfterAnotherNeedsNoQuiet) {
   EXPECT_TRUE(activity.wait_turn(600'000ms, 60'000ms, stop.get_token()));
 }
 
+TEST(Activity, ABuildMeanwhileEndsTheWait) {
+  Activity activity;
+  std::stop_source stop;
+  activity.mark();
+  std::jthread builder([&] {
+    std::this_thread::sleep_for(20ms);
+    activity.built();
+  });
+  // A caller's own build warms the kernel's lock as the pool's does: the
+  // pool builds right after it, not ten minutes later.
+  EXPECT_TRUE(activity.wait_turn(600'000ms, 60'000ms, stop.get_token()));
+}
+
 TEST(Activity, ABuildLongAgoNeedsTheQuietAgain) {
   Activity activity;
   std::stop_source stop;
