@@ -77,19 +77,35 @@ long slab_kib(const std::string& name) {
 }
 
 // The whole host's busy cpu time so far (every cpu's, the kernel's workers
-// included), in ms, from /proc/stat.
+// included; not the hypervisor's steal), in ms, from /proc/stat.
 double host_busy_ms() {
   std::ifstream in("/proc/stat");
   std::string cpu;
-  long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
-  in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
-  return static_cast<double>(user + nice + system + irq + softirq + steal) * 1000.0 /
+  long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
+  in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq;
+  return static_cast<double>(user + nice + system + irq + softirq) * 1000.0 /
          static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-// What `lives` lives cost over `threads` threads, each life being `life()`:
-// the rate, and the host's busy cpu per life, counted until the kernel's
-// work deferred past the last (namespaces and cgroups freed) is done too.
+// Waits, a second at a time (at most a minute), until the host is quiet: a
+// second with under 5% of one cpu busy. Returns that second's busy ms, the
+// host's own noise.
+double settle() {
+  double busy = 0;
+  for (int i = 0; i < 60; ++i) {
+    const double before = host_busy_ms();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    busy = host_busy_ms() - before;
+    if (busy < 50) break;
+  }
+  return busy;
+}
+
+// What `lives` lives cost over `threads` threads, each life being `life()`
+// (false: it failed): the rate and the host's busy cpu per life that
+// succeeded, counted from a quiet host until the kernel's work deferred past
+// the last life (namespaces and cgroups freed) is done too, less the host's
+// own noise over that time.
 struct ChurnCost {
   double per_second = 0;
   double cpu_ms_per_life = 0;
@@ -98,7 +114,7 @@ struct ChurnCost {
 
 template <class Life>
 ChurnCost churn_cost(int lives, int threads, const Life& life) {
-  constexpr auto kSettle = std::chrono::seconds(2);
+  const double noise_per_s = settle();
   std::atomic<int> next{0}, failed{0};
   const double busy_start = host_busy_ms();
   const auto start = Clock::now();
@@ -113,12 +129,11 @@ ChurnCost churn_cost(int lives, int threads, const Life& life) {
   }
   for (auto& w : workers) w.join();
   const double seconds = ms_since(start) / 1000.0;
-  std::this_thread::sleep_for(kSettle);
-  const double idle_ms = host_busy_ms();
-  std::this_thread::sleep_for(kSettle);
-  // The host's own noise over a settle, as measured just after, is taken off.
-  const double noise = host_busy_ms() - idle_ms;
-  return {lives / seconds, (idle_ms - busy_start - noise) / lives, failed.load()};
+  settle();
+  const double busy_settled = host_busy_ms();
+  const double counted_s = ms_since(start) / 1000.0;
+  const int done = std::max(1, lives - failed.load());
+  return {done / seconds, (busy_settled - busy_start - noise_per_s * counted_s) / done, failed.load()};
 }
 
 // What each level times besides its creates.
@@ -249,7 +264,6 @@ int main(int argc, char** argv) {
   alive.clear();
 
   if (churn > 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
     const long rss_start = kib("/proc/self/status", "VmRSS");
     const ChurnCost ours = churn_cost(churn, threads, [&] {
       try {
@@ -262,7 +276,8 @@ int main(int argc, char** argv) {
       }
     });
     std::printf(
-        "churn: %d create + exec + release over %d threads: %.0f per second, host cpu %.1f ms per life, %d failed, "
+        "churn: %d create + exec + release over %d threads: %.0f a second, host cpu %.1f ms each (of those that "
+        "succeeded), %d failed, "
         "engine RSS %+.1f MiB (%.1f MiB at the start of the run)\n",
         churn, threads, ours.per_second, ours.cpu_ms_per_life, ours.failed,
         static_cast<double>(kib("/proc/self/status", "VmRSS") - rss_start) / 1024.0,
@@ -277,7 +292,7 @@ int main(int argc, char** argv) {
       });
       std::printf(
           "anchor: %d bwrap --ro-bind / / --unshare-all --cap-drop ALL /bin/true over %d threads: "
-          "%.0f per second, host cpu %.1f ms per life, %d failed\n",
+          "%.0f a second, host cpu %.1f ms each (of those that succeeded), %d failed\n",
           anchor_lives, threads, bwrap.per_second, bwrap.cpu_ms_per_life, bwrap.failed);
     } else {
       std::printf("anchor: bwrap does not run here; not measured\n");

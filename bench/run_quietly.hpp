@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>  // environ (glibc declares it under _GNU_SOURCE, which g++ defines)
 
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,11 @@ inline bool run_quietly(const std::vector<std::string>& argv) {
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) return false;
   int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  pid_t waited = 0;
+  do {
+    waited = ::waitpid(pid, &status, 0);
+  } while (waited < 0 && errno == EINTR);
+  return waited == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 }  // namespace mayura::bench

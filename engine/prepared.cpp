@@ -47,7 +47,7 @@ void PreparedPool::run() {
       continue;
     }
     lock.unlock();
-    if (!activity_.wait_turn(kQuiet, kWarm, stop_.get_token())) {
+    if (!activity_.wait_turn(kQuiet, kWarm, kMostWait, stop_.get_token())) {
       lock.lock();
       continue;
     }

@@ -29,9 +29,13 @@ class PreparedPool {
   // than the gaps inside one sandbox's life (create, exec, release), shorter
   // than an agent's pause between tasks.
   static constexpr std::chrono::milliseconds kQuiet{5};
-  // A build may start at once if the last ended less than this ago: under
-  // a grace period on these machines (its wait, when it comes, is 5 to 18 ms).
-  static constexpr std::chrono::milliseconds kWarm{4};
+  // A build may start at once if the last ended less than this ago. Its own
+  // first move comes about a millisecond and a half in; both together stay
+  // under the shortest grace period measured here (5 ms).
+  static constexpr std::chrono::milliseconds kWarm{3};
+  // The longest a build waits for a quiet spell: callers who never pause
+  // get a sandbox made ahead at least this often.
+  static constexpr std::chrono::milliseconds kMostWait{250};
   // `make` builds one sandbox (it may throw); `size` 0 keeps none; `activity`
   // (which outlives the pool) says when the callers were last busy. Nothing
   // is made before start().
