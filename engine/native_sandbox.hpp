@@ -42,8 +42,9 @@ class SandboxCore {
   // sandbox) for a sandbox created with a desktop; else -1.
   int desktop_helper = -1;
   bool commands_ahead = true;  // NativeOptions::commands_ahead
-  // The provider's record of its callers' calls (which outlives it here).
-  std::shared_ptr<Activity> activity = std::make_shared<Activity>();
+  // The provider's record of its callers' calls (held here, as a sandbox may
+  // outlive its provider). Set by the build that makes the core.
+  std::shared_ptr<Activity> activity;
   // What the sandbox's namespace reaches: none while null. Set at create,
   // before the sandbox is handed out; changed by set_network under
   // network_mutex_.
