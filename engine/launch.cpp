@@ -31,6 +31,8 @@ namespace {
 
 constexpr std::uint32_t kIdCount = 65536;
 constexpr int kZygoteTimeoutMs = 5000;
+// How many inits one zygote forks before a fresh one takes over (Zygote::spawn).
+constexpr int kInitsPerZygote = 128;
 
 // What the zygote's child needs, laid out before clone: between clone and
 // exec it makes raw system calls only (the host may have many threads).
@@ -195,10 +197,20 @@ void Zygote::start() {
   if (pid < 0) fail_step("starting the zygote", errno, Reason::UNSUPPORTED);
   pidfd_.reset(pidfd);
   socket_ = std::move(engine_end);
+  spawned_ = 0;
 }
 
 Zygote::Spawned Zygote::spawn(const std::string& config, int sandbox_socket, int netns, int cgroup) {
   std::lock_guard lock(mutex_);
+  // A fresh zygote every so many inits: every fork shares its parent's
+  // anonymous memory's reverse-map root (the anon_vma root lock), and so
+  // every init, and every process it forks, shares the zygote's until it
+  // execs. With 10,000 inits of one zygote, each clone, exec and exit in
+  // any sandbox took that one lock for writing, and each rmap walk of a
+  // page the zygote touched (DAMON's, reclaim's) went through all 10,000
+  // under it: execs waited up to 100 ms behind them. A zygote's start (a
+  // clone and an exec) costs about a millisecond, once per that many.
+  if (socket_ && spawned_ >= kInitsPerZygote) stop();
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!socket_) start();
     if (fdpass::send(socket_.get(), config, {sandbox_socket, netns, cgroup}, kZygoteTimeoutMs) != 0) {
@@ -243,6 +255,7 @@ Zygote::Spawned Zygote::spawn(const std::string& config, int sandbox_socket, int
       for (int fd : fds) ::close(fd);
       fail_clone(status.value ? status.value : EPROTO);
     }
+    ++spawned_;
     return Spawned{static_cast<pid_t>(status.extra), UniqueFd(fds[0])};
   }
   throw SandboxError(Reason::INTERNAL, "the zygote died twice while starting a sandbox");

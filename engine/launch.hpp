@@ -47,6 +47,7 @@ class Zygote {
   std::mutex mutex_;
   UniqueFd socket_;
   UniqueFd pidfd_;
+  int spawned_ = 0;  // inits this zygote forked
 };
 
 // A sandbox's init, owned: destroying it kills and reaps it.

@@ -282,6 +282,52 @@ namespace {
 // open-file limit of twenty thousand, which root may not raise on every
 // host. Released, they give it back, and their inits are reaped (the leak
 // check).
+// The engine's zygotes: its children named mayura-zygote (the inits are its
+// children too, CLONE_PARENT, but named mayura-init).
+std::vector<pid_t> zygotes() {
+  std::vector<pid_t> found;
+  const std::string parent = std::to_string(::getpid());
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // pid (comm) state ppid ...
+    const auto close = line.rfind(')');
+    const auto open = line.find('(');
+    if (close == std::string::npos || open == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state, ppid;
+    rest >> state >> ppid;
+    if (ppid == parent && line.substr(open + 1, close - open - 1) == "mayura-zygote") found.push_back(std::stoi(name));
+  }
+  return found;
+}
+
+// A zygote forks so many inits and no more (every fork shares its reverse
+// map's root lock with the zygote: engine/launch.cpp), and a fresh one takes
+// over: the old one is gone, reaped, and what it forked lives on.
+TEST_F(LifetimeTest, AFreshZygoteTakesOverAndTheOldOnesSandboxesLiveOn) {
+  options().prepared = 0;  // every create forks an init here
+  auto first = create();
+  const std::vector<pid_t> before = zygotes();
+  ASSERT_EQ(before.size(), 1u);
+  std::vector<pid_t> now = before;
+  int made = 1;
+  while (now == before && made < 300) {
+    create().release();
+    ++made;
+    now = zygotes();
+  }
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_NE(now, before) << "one zygote forked " << made << " inits";
+  EXPECT_GE(made, 100) << "a zygote forks more than a handful";
+  EXPECT_EQ(::kill(before[0], 0), -1) << "the old zygote is gone and reaped";
+  EXPECT_EQ(sh(first, "echo still here"), "still here\n");
+  EXPECT_EQ(sh(create(), "echo fresh"), "fresh\n");
+}
+
 TEST_F(LifetimeTest, AnIdleSandboxHoldsOneDescriptorInTheEngine) {
   options().prepared = 0;  // nothing is made ahead meanwhile
   options().netns_pool = 0;
