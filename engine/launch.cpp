@@ -186,7 +186,10 @@ void Zygote::stop() noexcept {
 void Zygote::start() {
   auto [engine_end, zygote_end] = seqpacket_pair("the zygote's socket");
   UniqueFd devnull(check_sys(::open("/dev/null", O_RDWR | O_CLOEXEC), "opening /dev/null"));
-  ZygoteChild child{zygote_end.get(), memfd_, devnull.get()};
+  // The zygote's own copy of the program; the engine keeps none (the
+  // zygote and its inits hold it as long as they run).
+  const UniqueFd program = program_ ? std::move(program_) : make_program_();
+  ZygoteChild child{zygote_end.get(), program.get(), devnull.get()};
   int pidfd = -1;
   clone_args ca{};
   ca.flags = CLONE_PIDFD;
@@ -202,13 +205,14 @@ void Zygote::start() {
 
 Zygote::Spawned Zygote::spawn(const std::string& config, int sandbox_socket, int netns, int cgroup) {
   std::lock_guard lock(mutex_);
-  // A fresh zygote every so many inits: every fork shares its parent's
-  // anonymous memory's reverse-map root (the anon_vma root lock), and so
-  // every init, and every process it forks, shares the zygote's until it
-  // execs. With 10,000 inits of one zygote, each clone, exec and exit in
-  // any sandbox took that one lock for writing, and each rmap walk of a
-  // page the zygote touched (DAMON's, reclaim's) went through all 10,000
-  // under it: execs waited up to 100 ms behind them. A zygote's start (a
+  // A fresh zygote, of a fresh copy of the program, every so many inits.
+  // Every fork shares its parent's reverse maps: the anon_vma root of the
+  // zygote's memory, and the i_mmap tree of the file it runs from. So every
+  // init, and every process it forks until that one execs, took the same
+  // two locks for writing at each clone, exec and exit, and each rmap walk
+  // of a page of theirs (DAMON's, reclaim's) went through every mapping of
+  // it under them. With 10,000 sandboxes of one zygote, execs waited up to
+  // 100 ms behind such walks. A zygote's start (a memfd of the program, a
   // clone and an exec) costs about a millisecond, once per that many.
   if (socket_ && spawned_ >= kInitsPerZygote) stop();
   for (int attempt = 0; attempt < 2; ++attempt) {

@@ -1,8 +1,9 @@
 #pragma once
 // Starting sandboxes' inits.
 //
-// The engine runs one zygote per provider: its own helper program, started
-// once from the sealed memfd (the only clone the host process ever makes).
+// The engine runs one zygote per provider at a time: its own helper program,
+// started from a sealed memfd (the only clone the host process makes), and
+// replaced by a fresh one every so many inits (Zygote::spawn says why).
 // Each sandbox's init is a fork of the zygote in fresh user, mount, pid, uts,
 // ipc and cgroup namespaces, inside a network namespace the engine made, and
 // straight in the sandbox's cgroup. A fork of a small single-threaded
@@ -27,8 +28,13 @@ class Zygote {
  public:
   Zygote() = default;
   ~Zygote();
-  // The sealed memfd the zygote runs from; set once, before the first spawn.
-  void use_program(int init_memfd) { memfd_ = init_memfd; }
+  // What the zygote runs: `first`, a sealed memfd of the init, and a fresh
+  // one from `make` for each zygote after it (each generation's inits map
+  // their own copy: spawn()). Set once, before the first spawn.
+  void use_program(UniqueFd first, std::function<UniqueFd()> make) {
+    program_ = std::move(first);
+    make_program_ = std::move(make);
+  }
   Zygote(const Zygote&) = delete;
   Zygote& operator=(const Zygote&) = delete;
 
@@ -43,7 +49,8 @@ class Zygote {
  private:
   void start();
   void stop() noexcept;
-  int memfd_ = -1;
+  UniqueFd program_;  // the next zygote's, until it starts
+  std::function<UniqueFd()> make_program_;
   std::mutex mutex_;
   UniqueFd socket_;
   UniqueFd pidfd_;

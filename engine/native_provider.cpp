@@ -150,10 +150,9 @@ class NativeProvider final : public SandboxProvider {
     records::clean_orphans(options_.state_dir, cg);
     default_seccomp_ = {seccomp::default_program()};
     default_limits_ = limits_for(CreateOptions{});
-    init_memfd_ = make_init_memfd();
     desktop_memfd_ = native::make_desktop_helper_memfd();
     native::dev_null();
-    zygote_.use_program(init_memfd_.get());
+    zygote_.use_program(make_init_memfd(), make_init_memfd);
     prepared_.start();
   }
 
@@ -414,8 +413,7 @@ class NativeProvider final : public SandboxProvider {
   NativeOptions options_;
   Filters default_seccomp_;
   cgroups::Limits default_limits_;  // what a create that sets none gets
-  UniqueFd init_memfd_;
-  UniqueFd desktop_memfd_;  // the desktop helper's, for every sandbox with a desktop
+  UniqueFd desktop_memfd_;          // the desktop helper's, for every sandbox with a desktop
   netfilter::NetnsPool netns_pool_{options_.netns_pool};
   // The engine's network services (published ports, the allowlists' DNS and
   // proxies, network all's DNS); outlive every sandbox. The way out (Egress)

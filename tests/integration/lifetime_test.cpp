@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -305,14 +306,22 @@ std::vector<pid_t> zygotes() {
   return found;
 }
 
-// A zygote forks so many inits and no more (every fork shares its reverse
-// map's root lock with the zygote: engine/launch.cpp), and a fresh one takes
-// over: the old one is gone, reaped, and what it forked lives on.
+// A zygote forks so many inits and no more (every fork shares the reverse
+// maps of the zygote's memory and program file: engine/launch.cpp), and a
+// fresh one, from a fresh copy of the program, takes over: the old one is
+// gone, reaped, and what it forked lives on.
 TEST_F(LifetimeTest, AFreshZygoteTakesOverAndTheOldOnesSandboxesLiveOn) {
   options().prepared = 0;  // every create forks an init here
   auto first = create();
   const std::vector<pid_t> before = zygotes();
   ASSERT_EQ(before.size(), 1u);
+  // the file it runs from (a memfd of the program)
+  const auto program_of = [](pid_t pid) {
+    struct stat st {};
+    return ::stat(("/proc/" + std::to_string(pid) + "/exe").c_str(), &st) == 0 ? st.st_ino : 0;
+  };
+  const ino_t old_program = program_of(before[0]);
+  ASSERT_NE(old_program, 0u);
   std::vector<pid_t> now = before;
   int made = 1;
   while (now == before && made < 300) {
@@ -324,6 +333,7 @@ TEST_F(LifetimeTest, AFreshZygoteTakesOverAndTheOldOnesSandboxesLiveOn) {
   EXPECT_NE(now, before) << "one zygote forked " << made << " inits";
   EXPECT_GE(made, 100) << "a zygote forks more than a handful";
   EXPECT_EQ(::kill(before[0], 0), -1) << "the old zygote is gone and reaped";
+  EXPECT_NE(program_of(now[0]), old_program) << "each zygote runs from a copy of its own";
   EXPECT_EQ(sh(first, "echo still here"), "still here\n");
   EXPECT_EQ(sh(create(), "echo fresh"), "fresh\n");
 }
