@@ -4,6 +4,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -278,30 +279,21 @@ TEST_F(LifetimeTest, PreparedSandboxesAreHandedOutFreshAndEndedWithTheProvider) 
 namespace mayura::testing {
 namespace {
 
-// An idle sandbox holds one descriptor in the engine, its control socket
-// (its init's pid stands for the init): ten thousand sandboxes fit in an
-// open-file limit of twenty thousand, which root may not raise on every
-// host. Released, they give it back, and their inits are reaped (the leak
-// check).
 // The engine's zygotes: its children named mayura-zygote (the inits are its
 // children too, CLONE_PARENT, but named mayura-init).
 std::vector<pid_t> zygotes() {
   std::vector<pid_t> found;
   const std::string parent = std::to_string(::getpid());
   for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(e.path() / "stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
+    const std::string pid = e.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (read_host(e.path() / "comm") != "mayura-zygote\n") continue;
     // pid (comm) state ppid ...
-    const auto close = line.rfind(')');
-    const auto open = line.find('(');
-    if (close == std::string::npos || open == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 2));
+    const std::string stat = read_host(e.path() / "stat");
+    std::istringstream after_comm(stat.substr(std::min(stat.size(), stat.rfind(')') + 1)));
     std::string state, ppid;
-    rest >> state >> ppid;
-    if (ppid == parent && line.substr(open + 1, close - open - 1) == "mayura-zygote") found.push_back(std::stoi(name));
+    after_comm >> state >> ppid;
+    if (ppid == parent) found.push_back(std::stoi(pid));
   }
   return found;
 }
@@ -322,6 +314,9 @@ TEST_F(LifetimeTest, AFreshZygoteTakesOverAndTheOldOnesSandboxesLiveOn) {
   };
   const ino_t old_program = program_of(before[0]);
   ASSERT_NE(old_program, 0u);
+  // held for the check that it is gone and reaped (its pid may be reused)
+  const int old_zygote = static_cast<int>(::syscall(SYS_pidfd_open, before[0], 0));
+  ASSERT_GE(old_zygote, 0);
   std::vector<pid_t> now = before;
   int made = 1;
   while (now == before && made < 300) {
@@ -332,12 +327,22 @@ TEST_F(LifetimeTest, AFreshZygoteTakesOverAndTheOldOnesSandboxesLiveOn) {
   ASSERT_EQ(now.size(), 1u);
   EXPECT_NE(now, before) << "one zygote forked " << made << " inits";
   EXPECT_GE(made, 100) << "a zygote forks more than a handful";
-  EXPECT_EQ(::kill(before[0], 0), -1) << "the old zygote is gone and reaped";
+  // reaped by the engine: nothing is left for a wait (WNOWAIT: nor taken by this one)
+  siginfo_t info{};
+  EXPECT_EQ(::waitid(P_PIDFD, static_cast<id_t>(old_zygote), &info, WEXITED | WNOHANG | WNOWAIT), -1)
+      << "the old zygote is still there, or not reaped";
+  EXPECT_EQ(errno, ECHILD);
+  ::close(old_zygote);
   EXPECT_NE(program_of(now[0]), old_program) << "each zygote runs from a copy of its own";
   EXPECT_EQ(sh(first, "echo still here"), "still here\n");
   EXPECT_EQ(sh(create(), "echo fresh"), "fresh\n");
 }
 
+// An idle sandbox holds one descriptor in the engine, its control socket
+// (its init's pid stands for the init): ten thousand sandboxes fit in an
+// open-file limit of twenty thousand, which root may not raise on every
+// host. Released, they give it back, and their inits are reaped (the leak
+// check).
 TEST_F(LifetimeTest, AnIdleSandboxHoldsOneDescriptorInTheEngine) {
   options().prepared = 0;  // nothing is made ahead meanwhile
   options().netns_pool = 0;
