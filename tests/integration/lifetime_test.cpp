@@ -356,8 +356,16 @@ TEST_F(LifetimeTest, AnIdleSandboxHoldsOneDescriptorInTheEngine) {
   for (auto& s : idle) EXPECT_EQ(sh(s, "echo up"), "up\n");
   EXPECT_EQ(open_fds() - before, 3);
   for (auto& s : idle) s.release();
-  // (their removal finishes off the caller's path)
-  for (int i = 0; i < 500 && open_fds() != before; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Their removal finishes off the caller's path, and opens descriptors of
+  // its own meanwhile: the count is read once it is done (their cgroups
+  // gone) and has held for a moment. (A count read while it ran matched
+  // for an instant once, and then failed.)
+  EXPECT_TRUE(eventually([&] { return cgroups_under(options().cgroup_root) == 1; }));
+  EXPECT_TRUE(eventually([&] {
+    if (open_fds() != before) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return open_fds() == before;
+  }));
   EXPECT_EQ(open_fds(), before);
 }
 
