@@ -76,6 +76,7 @@ struct Outcome {
   std::vector<double> seconds;   // each exec's, from its send to its last byte
   std::size_t peak_threads = 0;  // the daemon's, sampled while they ran
   std::size_t peak_rss_kib = 0;
+  std::vector<std::string> failures;  // the first few answers that were not a success, cut short
 };
 
 inline std::size_t threads_of(pid_t pid) {
@@ -150,6 +151,8 @@ inline Outcome run_execs(const std::string& socket, pid_t pid, const std::vector
       out.seconds.push_back(std::chrono::duration<double>(Clock::now() - p.sent).count());
       if (p.answer.rfind("HTTP/1.1 200", 0) == 0 && p.answer.find("\"exitCode\":0") != std::string::npos)
         ++out.succeeded;
+      else if (out.failures.size() < 5)
+        out.failures.push_back(p.answer.empty() ? "(no answer)" : p.answer.substr(0, 400));
     }
   }
   return out;
