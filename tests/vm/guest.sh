@@ -25,6 +25,7 @@ off() {
 }
 
 mkdir -p /dev/pts /dev/shm
+ln -sfn /proc/self/fd /dev/fd
 mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts
 mount -t tmpfs -o mode=1777 shm /dev/shm
 # /tmp stays the overlay's (writable, in the VM's memory): the job's own
@@ -34,6 +35,8 @@ mkdir -p /run/lock /mnt/results
 mount -t 9p -o trans=virtio,version=9p2000.L results /mnt/results || off
 exec >/mnt/results/guest.log 2>&1
 echo "guest: kernel $(uname -r), layout $layout"
+# the kernel's text symbols, for run.sh to name where a stalled guest's cpus are
+grep -E '^[0-9a-f]+ [tT] ' /proc/kallsyms >/mnt/results/kallsyms
 hostname mayura-vm
 ip link set lo up
 
@@ -89,6 +92,51 @@ case "$layout" in
     ;;
 esac
 echo "guest: /proc/self/cgroup: $(tr '\n' ' ' </proc/self/cgroup)"
+
+# A guest whose tests stop making processes for minutes has stalled (seen
+# about once in eight VM runs, with ctest's own timeout not firing: a wait no
+# hung-task report names). The watchdog says so on the serial console (the
+# host's console.log) with every blocked task's kernel stack, and powers the
+# VM off if nothing moves for ten minutes. It uses only bash's builtins, /proc
+# and /dev: the root is 9p, which may be what stalled.
+stall_watchdog() {
+  local con up last=0 now idle=0 nap p state stat f l args
+  exec {con}>/dev/ttyS0 {nap}<> <(:)
+  while :; do
+    read -r -t 30 -u "$nap" _
+    read -r _ _ _ _ now </proc/loadavg
+    if [ "$now" != "$last" ]; then
+      last=$now idle=0
+      continue
+    fi
+    idle=$((idle + 30))
+    if [ $idle = 120 ] || [ $idle = 480 ]; then
+      read -r up _ </proc/uptime
+      echo "guest: no new process for ${idle}s (uptime $up); blocked tasks:" >&$con
+      for p in /proc/[0-9]*; do
+        read -r state <"$p/stat" || continue
+        stat=${state##*) } state=${stat%% *}
+        [ "$state" = S ] || [ "$state" = I ] || [ "${p#/proc/}" = "$BASHPID" ] && continue
+        mapfile -d '' args <"$p/cmdline"
+        # numbers and one-letter states: nothing to glob (and a here-string might need a file)
+        # shellcheck disable=SC2206
+        f=($stat)
+        echo "guest: ${p#/proc/} $state cpu ${f[11]}+${f[12]} ticks: ${args[*]:0:8}" >&$con
+        while read -r l; do echo "guest:   $l" >&$con; done <"$p/stack"
+      done
+      echo 1 >/proc/sys/kernel/sysrq
+      echo 7 >/proc/sys/kernel/printk
+      echo w >/proc/sysrq-trigger
+      echo l >/proc/sysrq-trigger
+      echo 5 >/proc/sys/kernel/printk
+    fi
+    if [ $idle -ge 600 ]; then
+      echo "guest: stalled: no new process for ${idle}s, powering off" >&$con
+      echo o >/proc/sysrq-trigger
+    fi
+  done
+}
+stall_watchdog &
 
 export MAYURA_TEST_LAYOUT=$layout MAYURA_TEST_STORE_DIR=/var/lib/mayura
 job_dir=$(sed -n "s/^cd '\{0,1\}\([^']*\)'\{0,1\}$/\1/p" /mnt/results/job.sh | head -1)

@@ -80,12 +80,23 @@ for layout in "${layouts[@]}"; do
       -j3 --timeout 600 --output-on-failure --no-tests=error
     status=$?
     set -e
-    # Only a guest kernel that locked up (and so panicked: run.sh) is run
-    # again, once, and said so: a test that fails is a failure.
+    # Only a guest kernel that locked up (and so panicked: run.sh) or a
+    # guest that stalled (its watchdog or run.sh's ended it) is run again,
+    # once, and said so with what the watchdogs saw: a test that fails is a
+    # failure.
     if [ "$status" = 125 ] && [ "$attempt" = 1 ] && grep -q "soft lockup" "$out/console.log" 2>/dev/null; then
       echo "== vm $layout: the guest kernel locked up (a cpu stuck in the kernel); its console:"
       grep -A40 "soft lockup" "$out/console.log" | head -60 || true
       mv "$out/console.log" "$out/console-lockup.log"
+      echo "== vm $layout: run once more"
+      continue
+    fi
+    if [ "$status" = 125 ] && [ "$attempt" = 1 ] && { [ -e "$out/stalled" ] || grep -q "^guest: stalled" "$out/console.log" 2>/dev/null; }; then
+      echo "== vm $layout: the guest stalled (nothing new for minutes); the tests it was running, and its console from the watchdog's first report:"
+      tail -8 "$out/job.log" 2>/dev/null || true
+      sed -n '/^guest: no new process/,$p' "$out/console.log" | head -400 || true
+      mv "$out/console.log" "$out/console-stall.log"
+      cp "$out/job.log" "$out/job-stall.log" 2>/dev/null || true
       echo "== vm $layout: run once more"
       continue
     fi

@@ -41,17 +41,45 @@ timeout_s=${MAYURA_VM_TIMEOUT:-3000}
 # A guest kernel that locks up (seen once under the emulated cpu, a cpu stuck
 # in the kernel for half an hour) panics after a minute stuck, with its
 # backtrace on the console, and the VM ends then instead of at the timeout.
+# A guest that goes silent (no test output and nothing on its console) for
+# MAYURA_VM_QUIET seconds has stalled: ctest's own timeout (600 s) would have
+# printed by then, and guest.sh's watchdog speaks within minutes of the
+# guest's processes stopping. What is left is a guest whose cpus do not come
+# back to it; where they are is sampled through QEMU's monitor (vcpus.py)
+# before the VM is ended.
+quiet_limit=${MAYURA_VM_QUIET:-600}
+monitor=$out/monitor.sock
+rm -f "$monitor" "$out/kallsyms" "$out/stalled"
 set +e
 timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 \
   -accel tcg,thread=multi -cpu max -m "${MAYURA_VM_MEMORY:-6144}" -smp "$(nproc)" \
-  -nographic -no-reboot -nic none -serial "file:$out/console.log" -monitor none \
+  -nographic -no-reboot -nic none -serial "file:$out/console.log" -monitor "unix:$monitor,server=on,wait=off" \
   -kernel "$kernel" -initrd "$initrd" \
   -append "console=ttyS0 panic=-1 softlockup_panic=1 watchdog_thresh=30 quiet loglevel=5 $cgroup_args mayura.layout=$layout mayura.guest=$here/guest.sh" \
   -fsdev "local,id=root,path=/,security_model=passthrough,readonly=on,multidevs=remap" \
   -device virtio-9p-pci,fsdev=root,mount_tag=rootfs \
   -fsdev "local,id=results,path=$out,security_model=passthrough" \
   -device virtio-9p-pci,fsdev=results,mount_tag=results \
-  -drive "file=$out/disk.img,format=raw,if=virtio,cache=unsafe" </dev/null
+  -drive "file=$out/disk.img,format=raw,if=virtio,cache=unsafe" </dev/null &
+vm=$!
+last="" quiet=0
+while kill -0 "$vm" 2>/dev/null; do
+  sleep 10
+  now=$(stat -c %s "$out/job.log" "$out/console.log" 2>/dev/null | tr '\n' ' ')
+  if [ "$now" != "$last" ]; then
+    last=$now quiet=0
+    continue
+  fi
+  quiet=$((quiet + 10))
+  if [ "$quiet" -ge "$quiet_limit" ]; then
+    echo "run.sh: the VM ($layout) stalled: silent for ${quiet}s; where its cpus are:" >&2
+    python3 "$here/vcpus.py" "$monitor" "$out/kallsyms" >&2 || true
+    touch "$out/stalled"
+    kill "$vm"
+    break
+  fi
+done
+wait "$vm"
 qemu=$?
 set -e
 rm -f "$out/disk.img"
