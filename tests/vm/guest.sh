@@ -136,7 +136,9 @@ stall_watchdog() {
     fi
   done
 }
-stall_watchdog &
+# Its own output goes to the console only: guest.sh's stderr is the results
+# share, 9p too, where a write may be what stalls.
+stall_watchdog </dev/null >/dev/null 2>&1 &
 
 export MAYURA_TEST_LAYOUT=$layout MAYURA_TEST_STORE_DIR=/var/lib/mayura
 job_dir=$(sed -n "s/^cd '\{0,1\}\([^']*\)'\{0,1\}$/\1/p" /mnt/results/job.sh | head -1)
