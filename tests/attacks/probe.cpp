@@ -36,6 +36,8 @@
 
 #include <linux/capability.h>
 
+#include "../support/ia32_entry.hpp"
+
 namespace {
 
 std::string err_name(int e) {
@@ -147,8 +149,7 @@ int cmd_tiocsti() {
 int cmd_int80() {
   pid_t child = ::fork();
   if (child == 0) {
-    long rc = 20;  // __NR_getpid on i386
-    asm volatile("int $0x80" : "+a"(rc) : : "memory");
+    const long rc = mayura::testing::int80_getpid_in_child();
     ::_exit(rc == -EPERM ? 1 : rc > 0 ? 0 : 2);
   }
   int status = 0;

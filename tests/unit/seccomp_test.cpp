@@ -14,10 +14,12 @@
 
 #include <cerrno>
 #include <functional>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include "mayura/seccomp/profile.hpp"
+#include "../support/ia32_entry.hpp"
 
 namespace mayura::seccomp {
 namespace {
@@ -26,18 +28,23 @@ namespace {
 constexpr int kInstallFailed = 250;
 constexpr int kExecFailed = 251;
 
-// Runs fn in a child under program; returns fn's result (the child's exit
-// code), or 1000 + the signal that ended it.
-int run_under(const Program& program, const std::function<int()>& fn) {
+// Runs fn in a child; returns fn's result (the child's exit code), or 1000 +
+// the signal that ended it. With no filter: the kernel's own answer.
+int run_unfiltered(const std::function<int()>& fn) {
   pid_t pid = ::fork();
-  if (pid == 0) {
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || install(program.data(), program.size()) != 0)
-      ::_exit(kInstallFailed);
-    ::_exit(fn());
-  }
+  if (pid == 0) ::_exit(fn());
   int status = 0;
   if (pid < 0 || ::waitpid(pid, &status, 0) != pid) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status);
+}
+
+// The same, with program installed first.
+int run_under(const Program& program, const std::function<int()>& fn) {
+  return run_unfiltered([&] {
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || install(program.data(), program.size()) != 0)
+      return kInstallFailed;
+    return fn();
+  });
 }
 
 // The errno of a raw syscall that should fail, or 0 if it succeeded.
@@ -103,10 +110,15 @@ TEST(SeccompDefault, AllowsModernEverydaySyscalls) {
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_close_range, 1000U, 2000U, 0U); }), 0);
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_faccessat2, AT_FDCWD, "/nonexistent", F_OK, 0); }), ENOENT);
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_openat2, AT_FDCWD, "/nonexistent", nullptr, 0UL); }), EINVAL);
-  // By number, where libseccomp 2.5 may not know the name: fchmodat2 (452)
-  // and file_getattr (468) reach the kernel.
-  EXPECT_EQ(run_under(p, [] { return errno_of(452, AT_FDCWD, "/nonexistent", 0, 0); }), ENOENT);
-  EXPECT_NE(run_under(p, [] { return errno_of(468, AT_FDCWD, "/nonexistent", nullptr, 0UL, 0U); }), EPERM);
+  // By number, where libseccomp 2.5 may not know the name: fchmodat2 (452,
+  // Linux 6.6) and file_getattr (468, 6.17) reach the kernel, which answers
+  // as it does unfiltered (ENOENT where it has them, ENOSYS where it is older).
+  const auto fchmodat2 = [] { return errno_of(452, AT_FDCWD, "/nonexistent", 0, 0); };
+  const auto file_getattr = [] { return errno_of(468, AT_FDCWD, "/nonexistent", nullptr, 0UL, 0U); };
+  EXPECT_EQ(run_under(p, fchmodat2), run_unfiltered(fchmodat2));
+  EXPECT_EQ(run_under(p, file_getattr), run_unfiltered(file_getattr));
+  EXPECT_NE(run_unfiltered(fchmodat2), EPERM);
+  EXPECT_NE(run_unfiltered(file_getattr), EPERM);
   // Denied by choice.
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_memfd_secret, 0U); }), EPERM);
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_kcmp, 1, 1, 0, 0, 0); }), EPERM);
@@ -175,12 +187,6 @@ TEST(SeccompDefault, SocketAllowsInetAndUnixButNotVsock) {
 }
 
 #if defined(__x86_64__)
-long int80_getpid() {
-  long ret = 20;  // i386 getpid
-  asm volatile("int $0x80" : "+a"(ret) : : "memory", "r8", "r9", "r10", "r11");
-  return ret;
-}
-
 TEST(SeccompDefault, TheBuiltInBytesAreTheCompiledProfile) {
   EXPECT_EQ(mayura::seccomp::default_program(), compile_default());
   EXPECT_EQ(mayura::seccomp::default_program().size() % sizeof(sock_filter), 0u);
@@ -191,19 +197,14 @@ TEST(SeccompDefault, OtherArchesSyscallsAreEperm) {
   const Program& p = compiled_default();
   // x32: the same entry point, with the x32 bit in the number.
   EXPECT_EQ(run_under(p, [] { return errno_of(SYS_getpid | 0x40000000L); }), EPERM);
-  // i386 through int $0x80. A kernel built without IA32 emulation (as some
-  // VM kernels are) has no such entry at all: the instruction faults
-  // (SIGSEGV) with or without a filter. Either way the call never runs.
-  pid_t probe = ::fork();
-  if (probe == 0) ::_exit(int80_getpid() == ::getpid() ? 0 : 1);
-  int status = 0;
-  ASSERT_EQ(::waitpid(probe, &status, 0), probe);
-  const bool has_ia32 = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  if (!has_ia32) {
-    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << status;
-  }
-  const int filtered = run_under(p, [] { return int80_getpid() == -EPERM ? 0 : 1; });
-  EXPECT_EQ(filtered, has_ia32 ? 0 : 1000 + SIGSEGV);
+  // i386 through int $0x80, on a host that runs it (the filter answers
+  // EPERM) or faults on it (it faults under the filter too): either way the
+  // call never runs.
+  const testing::Ia32Entry host = testing::host_ia32_entry();
+  std::cout << testing::describe(host) << "\n";
+  ASSERT_NE(host, testing::Ia32Entry::other) << testing::describe(host);
+  const int filtered = run_under(p, [] { return testing::int80_getpid_in_child() == -EPERM ? 0 : 1; });
+  EXPECT_EQ(filtered, host == testing::Ia32Entry::runs ? 0 : 1000 + SIGSEGV);
 }
 #endif
 
