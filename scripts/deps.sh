@@ -27,6 +27,8 @@ packages=(
   dash busybox
   # the test world's HTTPS server and certificate, and the client the network tests run
   openssl curl
+  # what the tests look at the host with (pgrep, flock, setpriv, prlimit)
+  procps util-linux
   # the desktop: its helper (libxcb with XTEST, and libpng, linked statically),
   # key names (libxkbcommon), and the X server it is tested against
   libxcb1-dev libxcb-xtest0-dev libpng-dev libxkbcommon-dev xvfb

@@ -2,10 +2,10 @@
 # The whole test suite from scratch, as root: installs what is needed,
 # checks the format (scripts/format.sh), builds with warnings as errors and
 # runs clang-tidy over the whole tree (scripts/tidy.sh) and every test on
-# this machine; runs the TypeScript provider's tests
-# against its mayurad; runs the suites that
-# depend on the kind of host again in VMs of Debian 12's kernel,
-# one per cgroup layout (pure cgroup2 in the root cgroup, delegated and in a
+# this machine, beside a packaged mayurad and a mayura-run session; runs the
+# TypeScript provider's tests against its mayurad; runs the suites that
+# depend on the kind of host again in VMs of Debian 12's kernel, one per
+# cgroup layout (pure cgroup2 in the root cgroup, delegated and in a
 # login session, and v1 only); then builds with ASan and UBSan and runs every
 # test under them; then replays every fuzzer's corpus and fuzzes each for a
 # little while (scripts/fuzz.sh).
@@ -27,10 +27,13 @@ step "build (warnings as errors)"
 step "static checks (.clang-tidy, over the whole tree: scripts/tidy.sh)"
 "$here/tidy.sh" "$root/build"
 
-step "tests on this machine ($(uname -r), $("$root/build/tools/mayura-run" doctor | sed -n 2p | cut -d' ' -f2))"
+step "tests on this machine ($(uname -r), $("$root/build/tools/mayura-run" doctor | sed -n 2p | cut -d' ' -f2)), beside a packaged mayurad"
 # UnifiedCgroupTest needs a pure cgroup2 host: it runs in the VMs below, as
-# does ACreateAtTheOpenFileLimit (left out here since 2403d01).
-(cd "$root/build" && ctest -j"$(($(nproc) * 2))" --timeout 120 --output-on-failure --no-tests=error -E 'UnifiedCgroupTest|ACreateAtTheOpenFileLimit')
+# does ACreateAtTheOpenFileLimit. The tests own their places: they run beside
+# the packaged mayurad on the default socket and a mayura-run --local
+# session, as on a developer's machine that has the package installed
+# (tests/package/neighbours.sh), and must leave both untouched.
+"$root/tests/package/neighbours.sh" "$root/build" sh -c "cd '$root/build' && ctest -j$(($(nproc) * 2)) --timeout 120 --output-on-failure --no-tests=error -E 'UnifiedCgroupTest|ACreateAtTheOpenFileLimit'"
 
 step "the TypeScript provider (clients/typescript), against this build's mayurad"
 "$root/clients/typescript/test.sh" "$root/build"

@@ -4,14 +4,19 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <net/if.h>
 #include <sched.h>
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <csignal>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -32,6 +37,24 @@ std::string read_host(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string run_shell(const std::string& command) {
+  std::string out;
+  FILE* p = ::popen(command.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
+void make_certificate(const std::string& dir, const std::string& name) {
+  const std::string out = run_shell(
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2"
+      " -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
+      dir + "/" + name + ".key -out " + dir + "/" + name + ".pem 2>&1 && echo made");
+  EXPECT_NE(out.find("made"), std::string::npos) << "openssl req: " << out;
 }
 
 int open_fds() {
@@ -58,7 +81,15 @@ rlim_t fd_limit_leaving(int room) {
 
 namespace {
 
-constexpr std::uint32_t kIdRanges = 2048;
+// Test ranges: 8 slots of 65536 ids each, from 0x40000000 up to the engine's
+// default range (0x60000000 and 4095 slots above it), which a packaged
+// mayurad or a mayura-run session on the same host uses: a test that took
+// ids there would count their processes as its own leaks, and share host ids
+// with their sandboxes.
+constexpr std::uint32_t kIdBase = 0x40000000u;
+constexpr std::uint32_t kIdSlots = 8;
+constexpr std::uint32_t kIdRanges = 1024;
+static_assert(kIdBase + std::uint64_t{kIdRanges} * kIdSlots * 65536u <= NativeOptions{}.id_base);
 
 // A host id range no other test process uses while this one lives: ranges
 // are leased with an open-file-description lock on byte N of one lock file
@@ -86,9 +117,29 @@ std::uint32_t id_range_of_this_process() {
 
 }  // namespace
 
+// Host-side curl (and libcurl-less clients that honour the same variables)
+// reach only what a test made: its own network namespaces and sockets. A
+// proxy the environment names is out of their reach and would change their
+// answers, so the test processes drop it before anything runs.
+[[maybe_unused]] const bool kNoProxy = [] {
+  for (const char* name : {"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy"})
+    ::unsetenv(name);
+  return true;
+}();
+
 std::string test_layout() {
-  const char* v = std::getenv("MAYURA_TEST_LAYOUT");
-  return v && *v ? v : "hybrid";
+  // The VMs of tests/vm say what they made (the engine may since have moved
+  // the test process, in a delegated subtree, so its cgroup no longer tells).
+  if (const char* v = std::getenv("MAYURA_TEST_LAYOUT"); v && *v) return v;
+  // Elsewhere, what this host is, asked once, before any engine moved us.
+  static const std::string here = [] {
+    const cgroups::Host host = cgroups::detect_host();
+    if (host.layout == cgroups::Layout::hybrid) return "hybrid";
+    if (host.layout == cgroups::Layout::legacy) return "v1";
+    if (cgroups::own_cgroup(read_host("/proc/self/cgroup")).empty()) return "v2-root";
+    return cgroups::plan_placement_here(host.v2, "").home.empty() ? "v2-login" : "v2-delegated";
+  }();
+  return here;
 }
 
 NativeOptions isolated_options() {
@@ -98,11 +149,11 @@ NativeOptions isolated_options() {
   // Where the engine would put its own root on this host (the top of the
   // hierarchy, or the delegated subtree it runs in), under a name of our own.
   o.cgroup_root = cgroups::default_root_for(cgroups::detect_host(), "mayura-test-" + std::to_string(pid));
-  o.id_slots = 8;
+  o.id_slots = kIdSlots;
   // Tests count cgroups and processes: a sandbox made ahead would be one more.
   // PreparedTest turns it on.
   o.prepared = 0;
-  o.id_base = 0x40000000u + id_range_of_this_process() * o.id_slots * 65536u;
+  o.id_base = kIdBase + id_range_of_this_process() * o.id_slots * 65536u;
   o.image_dir = "/run/mayura-test-" + std::to_string(pid) + "-images";
   // The store on a file system that can be idmapped: the VMs' kernel (6.1)
   // cannot idmap their tmpfs /run, so they name an ext4 disk.
@@ -118,6 +169,46 @@ void enter_own_network_namespace() {
   ASSERT_GE(self, 0);
   EXPECT_EQ(netfilter::bring_up_loopback(self), 0);
   ::close(self);
+}
+
+OwnDefaultSocketDir::OwnDefaultSocketDir() {
+  constexpr const char* kDir = "/run/mayura";
+  const auto fail = [this](const std::string& step) {
+    const int error = errno;
+    if (host_namespace_ >= 0) ::close(host_namespace_);
+    if (users_ >= 0) ::close(users_);
+    throw std::runtime_error(step + ": " + std::strerror(error));
+  };
+  // Test processes that use the directory hold this lock shared. The last of
+  // them removes the directory if it is empty, and only the last: removing a
+  // directory that is a mount point in another namespace detaches the mount
+  // there (a sibling test's private /run/mayura would be gone).
+  users_ = ::open("/run/lock/mayura-test-default-socket-dir", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (users_ < 0 || ::flock(users_, LOCK_SH) != 0) fail("locking /run/lock/mayura-test-default-socket-dir");
+  host_namespace_ = ::open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+  if (host_namespace_ < 0) fail("opening the mount namespace");
+  // Mounted on, so it must be there; an engine would make it the same way.
+  if (::mkdir(kDir, 0755) != 0 && errno != EEXIST) fail("mkdir /run/mayura");
+  if (::unshare(CLONE_NEWNS) != 0) fail("a mount namespace of the test's own");
+  // A slave of the host's mounts: nothing mounted here reaches the host.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0 ||
+      ::mount("none", kDir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=1m") != 0) {
+    const int error = errno;
+    ::setns(host_namespace_, CLONE_NEWNS);
+    errno = error;
+    fail("a private /run/mayura");
+  }
+}
+
+OwnDefaultSocketDir::~OwnDefaultSocketDir() {
+  // The namespace (and its tmpfs) goes with the last process in it.
+  if (::setns(host_namespace_, CLONE_NEWNS) != 0)
+    ADD_FAILURE() << "back to the host's mounts: " << std::strerror(errno);
+  ::close(host_namespace_);
+  // The last test to use it: nothing of a sibling can be detached. (Not if
+  // an engine uses it meanwhile: it is then not empty.)
+  if (::flock(users_, LOCK_EX | LOCK_NB) == 0) ::rmdir("/run/mayura");
+  ::close(users_);
 }
 
 HostSnapshot HostSnapshot::take() {
@@ -415,6 +506,40 @@ std::string make_tiny_image(const std::string& parent, const std::vector<std::st
       fs::permissions(e.path(), fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
   }
   return root.string();
+}
+
+void stop_mayurad(pid_t pid, const NativeOptions& options) {
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "mayurad ended with " << status;
+  for (int i = 0; i < 200 && !processes_in_range(options).empty(); ++i) {
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+bool wait_until_served(const std::string& path, std::chrono::milliseconds bound) {
+  return eventually(
+      [&] {
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+        const bool served = fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+        if (fd >= 0) ::close(fd);
+        return served;
+      },
+      bound);
+}
+
+nlohmann::json daemon_config(const NativeOptions& o, const std::string& socket, const nlohmann::json& extra) {
+  nlohmann::json config = {{"socket", socket},    {"stateDir", o.state_dir}, {"cgroupRoot", o.cgroup_root},
+                           {"idBase", o.id_base}, {"idSlots", o.id_slots},   {"prepared", 0},
+                           {"netnsPool", 0},      {"imageDir", o.image_dir}, {"imageStore", o.image_store}};
+  config.update(extra);
+  return config;
 }
 
 pid_t start_mayurad(const std::string& program, const std::string& config, bool quiet) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -98,16 +99,58 @@ class NativeTest : public ::testing::Test {
 // test listens on or sends stays in a namespace it made.
 void enter_own_network_namespace();
 
+// Gives the calling thread, and every program it starts from then on, a
+// /run/mayura of its own: an empty tmpfs, in a mount namespace of its own
+// that host mounts still propagate into. So a mayurad serving this host's
+// default socket (a packaged one, a developer's) is never what a test's
+// mayura-run finds, and a test that wants the default socket serves it
+// itself. The thread returns to its own mount namespace when this goes.
+class OwnDefaultSocketDir {
+ public:
+  OwnDefaultSocketDir();
+  ~OwnDefaultSocketDir();
+  OwnDefaultSocketDir(const OwnDefaultSocketDir&) = delete;
+  OwnDefaultSocketDir& operator=(const OwnDefaultSocketDir&) = delete;
+
+ private:
+  int host_namespace_ = -1;
+  int users_ = -1;  // the lock the test processes that use /run/mayura hold shared
+};
+
 // The cgroup layout the test machine was made with: the VMs of tests/vm say
-// it in MAYURA_TEST_LAYOUT (v2-root, v2-delegated, v2-login, v1, hybrid); a
-// machine that does not is one of this project's development and CI
-// machines, which are hybrid.
+// it in MAYURA_TEST_LAYOUT (v2-root, v2-delegated, v2-login, v1, hybrid);
+// elsewhere it is read from the host (this project's development and CI
+// machines are hybrid).
 std::string test_layout();
+
+// A mayurad config with the options' places (state directory, cgroup root,
+// id range, image directory and store) and no sandbox or network namespace
+// made ahead, serving `socket`; the settings in `extra` over it.
+nlohmann::json daemon_config(const NativeOptions& options, const std::string& socket,
+                             const nlohmann::json& extra = nlohmann::json::object());
 
 // Starts mayurad (`program`) with `config` as a child that gets SIGTERM (and so releases
 // every sandbox) when the test process dies, even by the SIGKILL of a ctest
 // timeout; its stderr goes to /dev/null when `quiet`.
 pid_t start_mayurad(const std::string& program, const std::string& config, bool quiet);
+
+// SIGTERM to a mayurad start_mayurad started, as systemctl stop sends it: it
+// must release every sandbox and exit 0 (a test failure otherwise). Then
+// what it left is reaped here, the test being its subreaper, until no
+// process of the options' id range is left (a bounded while).
+void stop_mayurad(pid_t pid, const NativeOptions& options);
+
+// Waits until a Unix socket at `path` takes a connection (a daemon serves
+// it), up to `bound`; whether it did.
+bool wait_until_served(const std::string& path, std::chrono::milliseconds bound = std::chrono::seconds(10));
+
+// Runs a shell command line; its stdout.
+std::string run_shell(const std::string& command);
+
+// A self-signed certificate for 127.0.0.1 and localhost, made with the
+// openssl CLI: DIR/NAME.pem and its key DIR/NAME.key. A failure names what
+// openssl said (a test failure).
+void make_certificate(const std::string& dir, const std::string& name);
 
 // A host file's whole contents ("" if unreadable).
 std::string read_host(const std::string& path);

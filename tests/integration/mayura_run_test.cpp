@@ -13,9 +13,11 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "harness.hpp"
 #include "../support/png_image.hpp"
@@ -61,9 +63,11 @@ class MayuraRunTest : public NativeTest, public ::testing::WithParamInterface<Vi
     NativeTest::SetUp();
     // What the daemon leaves when it ends is reaped here, as systemd would.
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    default_socket_dir_.emplace();
   }
   void TearDown() override {
     stop_daemon();
+    default_socket_dir_.reset();
     NativeTest::TearDown();
   }
 
@@ -111,18 +115,9 @@ class MayuraRunTest : public NativeTest, public ::testing::WithParamInterface<Vi
     if (daemon_ > 0) return;
     const NativeOptions& o = options();
     socket_ = o.state_dir + "-mayurad.sock";
-    nlohmann::json config = {{"socket", socket_},
-                             {"stateDir", o.state_dir},
-                             {"cgroupRoot", o.cgroup_root},
-                             {"idBase", o.id_base},
-                             {"idSlots", o.id_slots},
-                             {"prepared", 0},
-                             {"netnsPool", 0},
-                             {"imageDir", o.image_dir},
-                             {"imageStore", o.image_store},
-                             {"maxLifetimeMs", 3600 * 1000},
-                             {"network", {"none", "allow", "all"}},
-                             {"maxWriteBytes", 1 << 30}};
+    nlohmann::json config = daemon_config(
+        o, socket_,
+        {{"maxLifetimeMs", 3600 * 1000}, {"network", {"none", "allow", "all"}}, {"maxWriteBytes", 1 << 30}});
     if (const std::string dns = env_value(env, "MAYURA_DNS_SERVERS"); !dns.empty())
       config["dnsServers"] = split_list(dns);
     if (const std::string ranges = env_value(env, "MAYURA_PUBLIC_RANGES"); !ranges.empty()) {
@@ -131,42 +126,21 @@ class MayuraRunTest : public NativeTest, public ::testing::WithParamInterface<Vi
     const std::string config_path = o.state_dir + "-mayurad.json";
     std::ofstream(config_path) << config.dump();
     daemon_ = start_mayurad(MAYURAD_PATH, config_path, true);
-    for (int i = 0; i < 400; ++i) {
-      if (answers(socket_)) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    }
-    ADD_FAILURE() << "mayurad did not start on " << socket_;
-  }
-
-  static bool answers(const std::string& path) {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    ::close(fd);
-    return ok;
+    EXPECT_TRUE(wait_until_served(socket_)) << "mayurad did not start on " << socket_;
   }
 
   // SIGTERM, as systemctl stop sends it: the daemon releases every sandbox
   // and exits 0, before the leak check.
   void stop_daemon() {
     if (daemon_ <= 0) return;
-    ::kill(daemon_, SIGTERM);
-    int status = 0;
-    ::waitpid(daemon_, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "mayurad ended with " << status;
-    daemon_ = -1;
-    for (int i = 0; i < 200 && !processes_in_range(options()).empty(); ++i) {
-      while (::waitpid(-1, nullptr, WNOHANG) > 0) {
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    stop_mayurad(std::exchange(daemon_, -1), options());
     std::filesystem::remove(options().state_dir + "-mayurad.json");
   }
 
   pid_t daemon_ = -1;
   std::string socket_;
+  // Local runs find no host's daemon at the default socket.
+  std::optional<OwnDefaultSocketDir> default_socket_dir_;
 };
 
 // --desktop gives the command a display; --screenshot writes the screen
@@ -376,10 +350,35 @@ TEST_P(MayuraRunTest, SeccompTakesAnOciProfileFile) {
 TEST_P(MayuraRunTest, PortsArePublishedAndTheirUrlsPrinted) {
   // in a network namespace of the test's own: mayura-run listens on its 127.0.0.1
   enter_own_network_namespace();
-  Outcome r = run("--port 8000 --port 9000 -- true");
+  // The command answers one request on port 8000 (a listing of /workspace)
+  // and ends; the test fetches it through the URL mayura-run prints, while
+  // it runs. (Its own bound, should the fetch never come.)
+  const std::string printed = options().state_dir + "-run/err";
+  std::string fetched;
+  std::thread fetch([&] {
+    const std::string head = "mayura-run: port 8000 is at ";
+    for (int i = 0; i < 600; ++i) {
+      const std::string err = read_host(printed);
+      if (const auto at = err.find(head); at != std::string::npos && err.find('\n', at) != std::string::npos) {
+        // (the URL is printed as the sandbox starts, before its server listens)
+        const std::string url = err.substr(at + head.size(), err.find('\n', at) - at - head.size());
+        for (int tries = 0; tries < 300 && fetched.empty(); ++tries) {
+          if (tries > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          fetched = run_shell("curl -sS --max-time 20 " + url + " 2>/dev/null");
+        }
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  Outcome r =
+      run("--port 8000 --port 9000 -- timeout 60 python3 -c 'import http.server as h; "
+          "h.HTTPServer((\"\", 8000), h.SimpleHTTPRequestHandler).handle_request()'");
+  fetch.join();
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("mayura-run: port 8000 is at http://127.0.0.1:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("mayura-run: port 9000 is at http://127.0.0.1:"), std::string::npos) << r.err;
+  EXPECT_NE(fetched.find("Directory listing for /"), std::string::npos) << fetched;
   for (const char* bad :
        {"--port 0 -- true", "--port 70000 -- true", "--port x -- true", "--port 80 --port 80 -- true"}) {
     r = run(bad);
@@ -473,6 +472,16 @@ namespace {
 // The choice of engine itself: MAYURA_HOST, the default socket, --local.
 class MayuraRunEngineTest : public NativeTest {
  protected:
+  // The default socket is the test's own to serve or leave unserved.
+  void SetUp() override {
+    NativeTest::SetUp();
+    default_socket_dir_.emplace();
+  }
+  void TearDown() override {
+    default_socket_dir_.reset();
+    NativeTest::TearDown();
+  }
+
   // mayura-run with the test's engine options and `env` before it; stdout
   // and stderr together.
   Outcome run(const std::string& env, const std::string& args) {
@@ -489,6 +498,9 @@ class MayuraRunEngineTest : public NativeTest {
     std::filesystem::remove(out);
     return r;
   }
+
+ private:
+  std::optional<OwnDefaultSocketDir> default_socket_dir_;
 };
 
 TEST_F(MayuraRunEngineTest, ADaemonNamedThatDoesNotAnswerIsAFailureNotAFallBack) {
@@ -523,21 +535,14 @@ TEST_F(MayuraRunEngineTest, AnEngineUnderALowOpenFileLimitStillMakesSandboxes) {
 // The default socket, /run/mayura/mayurad.sock: used when a daemon answers
 // there, not when a dead one left it, and a user it refuses is told why.
 TEST_F(MayuraRunEngineTest, TheDefaultSocketIsUsedWhenItAnswers) {
-  const std::string socket = "/run/mayura/mayurad.sock";
-  ASSERT_FALSE(std::filesystem::exists(socket)) << "a mayurad serves this machine: the test needs its socket";
-  const bool made_dir = std::filesystem::create_directories("/run/mayura");
+  const std::string socket = "/run/mayura/mayurad.sock";  // in the test's own /run/mayura
+  ASSERT_FALSE(std::filesystem::exists(socket));
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   const NativeOptions& o = options();
   const std::string config = o.state_dir + "-mayurad.json";
-  std::ofstream(config)
-      << nlohmann::json{{"socket", socket},    {"stateDir", o.state_dir}, {"cgroupRoot", o.cgroup_root},
-                        {"idBase", o.id_base}, {"idSlots", o.id_slots},   {"prepared", 0},
-                        {"netnsPool", 0},      {"socketMode", "0600"}}
-             .dump();
+  std::ofstream(config) << daemon_config(o, socket, {{"socketMode", "0600"}}).dump();
   const pid_t daemon = start_mayurad(MAYURAD_PATH, config, true);
-  for (int i = 0; i < 400 && !std::filesystem::exists(socket); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(wait_until_served(socket));
 
   Outcome r = run("", "doctor");
   EXPECT_NE(r.out.find("\nruns: through mayurad at unix:///run/mayura/mayurad.sock\n"), std::string::npos) << r.out;
@@ -565,15 +570,7 @@ TEST_F(MayuraRunEngineTest, TheDefaultSocketIsUsedWhenItAnswers) {
             std::string::npos)
       << r.out;
 
-  ::kill(daemon, SIGTERM);
-  int status = 0;
-  ::waitpid(daemon, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  for (int i = 0; i < 200 && !processes_in_range(o).empty(); ++i) {
-    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  stop_mayurad(daemon, o);
   // What a killed daemon leaves: a socket nobody listens on. Runs go on
   // in this process.
   {
@@ -594,7 +591,6 @@ TEST_F(MayuraRunEngineTest, TheDefaultSocketIsUsedWhenItAnswers) {
   EXPECT_EQ(r.out, "local\n");
   std::filesystem::remove(socket);
   std::filesystem::remove(config);
-  if (made_dir) std::filesystem::remove("/run/mayura");
 }
 
 }  // namespace
