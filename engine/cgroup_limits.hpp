@@ -24,6 +24,13 @@ struct Limits {
   bool operator==(const Limits&) const = default;
 };
 
+// Bounds on all of an engine's sandboxes together, set on its cgroup roots
+// (cgroup2's and each v1 hierarchy's): none where not given.
+struct RootTotals {
+  std::optional<std::uint64_t> memory_bytes;
+  std::optional<std::uint64_t> pids;
+};
+
 constexpr std::uint64_t kCpuPeriodUs = 100000;
 
 // The quota (µs per period) that gives `cpus` cpus.
@@ -58,6 +65,10 @@ void apply_v2(int sandbox_dir, int commands_dir, const Host& host, const Limits&
 // at `fd` counts; 0 for no file.
 std::uint64_t read_oom_kills(int fd);
 
+// Sets `totals` on the engine's cgroup2 root (memory.max, pids.max), where
+// those controllers are on cgroup2. Throws SandboxError naming the file.
+void bound_v2_root(const Host& host, const std::string& root, const RootTotals& totals);
+
 // Writes only the commands' pids.max (once pids is handed down to them).
 void apply_v2_command_limit(int commands_dir, const Limits& limits);
 
@@ -72,7 +83,9 @@ class V1Groups {
  public:
   V1Groups() = default;
   // Makes the groups (none if the host has nothing on v1). Throws on failure.
-  V1Groups(const Host& host, const std::string& root_name, const std::string& name);
+  // A root it makes (another engine that ended may have removed an unused
+  // one) gets `totals`.
+  V1Groups(const Host& host, const std::string& root_name, const std::string& name, const RootTotals& totals);
   V1Groups(V1Groups&&) noexcept = default;
   V1Groups& operator=(V1Groups&&) noexcept = default;
   ~V1Groups() { destroy(); }
@@ -98,6 +111,9 @@ class V1Groups {
 // Removes what a sandbox named `name` had on v1, for a sandbox a dead engine
 // left. Its processes must be gone.
 void remove_v1(const Host& host, const std::string& root_name, const std::string& name) noexcept;
+// Makes the engine's v1 roots (memory, pids) if missing and sets `totals` on
+// them (memory.limit_in_bytes, pids.max). Throws SandboxError naming the file.
+void bound_v1_roots(const Host& host, const std::string& root_name, const RootTotals& totals);
 // Removes the engine's v1 roots if no sandbox of any engine uses them.
 void remove_v1_roots_if_unused(const Host& host, const std::string& root_name) noexcept;
 

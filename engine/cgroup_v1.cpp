@@ -15,10 +15,14 @@
 namespace mayura::cgroups {
 namespace {
 
-// <mount>/<root_name>/<name>, made; its path.
-std::string make_group(const std::string& mount, const std::string& root_name, const std::string& name) {
+// <mount>/<root_name>/<name>, made; its path. `made_root`: whether the root
+// had to be made too.
+std::string make_group(const std::string& mount, const std::string& root_name, const std::string& name,
+                       bool& made_root) {
   const std::string root = mount + "/" + root_name;
-  if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) fail_step("making the engine's cgroup " + root, errno);
+  const bool made = ::mkdir(root.c_str(), 0755) == 0;
+  if (!made && errno != EEXIST) fail_step("making the engine's cgroup " + root, errno);
+  made_root = made_root || made;
   std::string path = root + "/" + name;
   if (::mkdir(path.c_str(), 0755) != 0) fail_step("making the sandbox's cgroup on " + mount, errno);
   return path;
@@ -51,16 +55,30 @@ bool remove_dir(const std::string& path) noexcept {
 
 }  // namespace
 
-V1Groups::V1Groups(const Host& host, const std::string& root_name, const std::string& name) {
+void bound_v1_roots(const Host& host, const std::string& root_name, const RootTotals& totals) {
+  const auto bound = [&](const std::string& mount, const char* file, const std::optional<std::uint64_t>& value) {
+    if (mount.empty() || !value) return;
+    const std::string root = mount + "/" + root_name;
+    if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) fail_step("making the engine's cgroup " + root, errno);
+    const int error = write_at(AT_FDCWD, (root + "/" + file).c_str(), std::to_string(*value));
+    if (error) fail_step("setting the engine's " + root + "/" + file, error);
+  };
+  bound(host.memory.v1, "memory.limit_in_bytes", totals.memory_bytes);
+  bound(host.pids.v1, "pids.max", totals.pids);
+}
+
+V1Groups::V1Groups(const Host& host, const std::string& root_name, const std::string& name, const RootTotals& totals) {
   // A plain try in the body (not a function-try-block, whose handler runs
   // after the members are gone): what was made before a failure is removed.
   try {
-    if (!host.memory.v1.empty()) memory_path_ = make_group(host.memory.v1, root_name, name);
-    if (!host.cpu.v1.empty()) cpu_path_ = make_group(host.cpu.v1, root_name, name);
+    bool made_root = false;
+    if (!host.memory.v1.empty()) memory_path_ = make_group(host.memory.v1, root_name, name, made_root);
+    if (!host.cpu.v1.empty()) cpu_path_ = make_group(host.cpu.v1, root_name, name, made_root);
     if (!host.pids.v1.empty()) {
-      pids_path_ = make_group(host.pids.v1, root_name, name);
+      pids_path_ = make_group(host.pids.v1, root_name, name, made_root);
       if (::mkdir((pids_path_ + "/commands").c_str(), 0755) != 0) fail_step("making the commands' pids cgroup", errno);
     }
+    if (made_root) bound_v1_roots(host, root_name, totals);
   } catch (...) {
     destroy();
     throw;

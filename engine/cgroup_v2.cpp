@@ -97,6 +97,16 @@ Host enable_v2_controllers(const Host& host, const std::string& mount, const std
   return usable;
 }
 
+void bound_v2_root(const Host& host, const std::string& root, const RootTotals& totals) {
+  const auto bound = [&](bool on_v2, const char* file, const std::optional<std::uint64_t>& value) {
+    if (!on_v2 || !value) return;
+    const int error = write_at(AT_FDCWD, (root + "/" + file).c_str(), std::to_string(*value));
+    if (error) fail_step("setting the engine's " + root + "/" + file, error);
+  };
+  bound(host.memory.v2, "memory.max", totals.memory_bytes);
+  bound(host.pids.v2, "pids.max", totals.pids);
+}
+
 void enable_v2_command_limits(int sandbox_dir, const Host& host) {
   if (host.pids.v2) set(sandbox_dir, "cgroup.subtree_control", "+pids");
 }

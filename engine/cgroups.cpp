@@ -135,6 +135,11 @@ std::string default_root_for(const Host& host, const std::string& name) {
   return plan_placement_here(host.v2_or_engines(), "").base + "/" + name;
 }
 
+void bound_roots(const Places& places) {
+  bound_v2_root(places.host, places.root, places.totals);
+  bound_v1_roots(places.host, places.root_name(), places.totals);
+}
+
 void remove_root_if_unused(const Places& places) noexcept {
   if (places.root.empty()) return;
   ::rmdir(places.root.c_str());
@@ -145,8 +150,9 @@ SandboxCgroup::SandboxCgroup(const Places& places, const std::string& name, uid_
     : host_(places.host), path_(places.root + "/" + name), owner_(owner), group_(group) {
   int made = ::mkdir(path_.c_str(), 0755);
   if (made != 0 && errno == ENOENT) {
-    // Another engine that went away may have removed the unused root just now.
-    ::mkdir(places.root.c_str(), 0755);
+    // Another engine that went away may have removed the unused root just
+    // now: made again, with the totals.
+    if (::mkdir(places.root.c_str(), 0755) == 0) bound_v2_root(places.host, places.root, places.totals);
     made = ::mkdir(path_.c_str(), 0755);
   }
   if (made != 0) {
@@ -164,7 +170,7 @@ SandboxCgroup::SandboxCgroup(const Places& places, const std::string& name, uid_
     // commands (see enable_v2_command_limits).
     if (host_.pids.v2) make_delegated(dir_.get(), "init", "making the init's cgroup");
     make_delegated(dir_.get(), "commands", "making the commands' cgroup");
-    v1_ = V1Groups(host_, places.root_name(), name);
+    v1_ = V1Groups(host_, places.root_name(), name, places.totals);
   } catch (...) {
     destroy();
     throw;

@@ -34,8 +34,13 @@ std::string default_root_for(const Host& host, const std::string& name);
 struct Places {
   Host host;  // as usable from the root
   std::string root;
+  RootTotals totals;  // what all the engine's sandboxes together may use
   std::string root_name() const { return root.substr(root.rfind('/') + 1); }
 };
+
+// Sets the engine's totals on its roots (cgroup2's, and each v1 hierarchy's
+// with a limit). Throws SandboxError naming the file it could not write.
+void bound_roots(const Places& places);
 
 // Removes the engine's roots if no sandbox cgroup is in them (another
 // engine's included); an engine that still uses them makes them again.

@@ -88,6 +88,10 @@ void check_options(const NativeOptions& o) {
     invalid("default_memory_mib must be 0 (no bound) or between 16 and 2^30");
   }
   if (o.default_pids < 0 || o.default_pids > (1LL << 22)) invalid("default_pids must be 0 (no bound) or at most 2^22");
+  if (o.total_memory_mib != 0 && (o.total_memory_mib < 64 || o.total_memory_mib > (1LL << 30)))
+    invalid("total_memory_mib must be 0 (no bound) or between 64 and 2^30");
+  if (o.total_pids != 0 && (o.total_pids < 64 || o.total_pids > (1LL << 22)))
+    invalid("total_pids must be 0 (no bound) or between 64 and 2^22");
   netfilter::check_pool(o.all_network_pool);
   egress_options(o);  // throws on a bad server or range
 }
@@ -145,6 +149,9 @@ class NativeProvider final : public SandboxProvider {
     const cgroups::Placement placement = cgroups::prepare_root(options_.cgroup_root, cg.host);
     cg.root = placement.root;
     cg.host = cgroups::enable_v2_controllers(cg.host, cg.host.v2, cg.root, placement.home);
+    if (options_.total_memory_mib > 0) cg.totals.memory_bytes = std::uint64_t(options_.total_memory_mib) << 20;
+    if (options_.total_pids > 0) cg.totals.pids = static_cast<std::uint64_t>(options_.total_pids);
+    cgroups::bound_roots(cg);
     places_.state_dir = options_.state_dir;
     places_.engine = std::make_unique<records::EngineLock>(options_.state_dir, options_.id_slots);
     records::clean_orphans(options_.state_dir, cg);

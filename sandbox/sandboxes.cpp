@@ -3,15 +3,17 @@
 
 #include "mayura/sandboxes.hpp"
 
+#include <sys/random.h>
+
 #include <algorithm>
 #include <charconv>
 #include <atomic>
 #include <chrono>
 #include <cctype>
 #include <cmath>
+#include <sstream>
 #include <condition_variable>
 #include <mutex>
-#include <random>
 
 #include <boost/asio/system_executor.hpp>
 #include <utility>
@@ -133,8 +135,13 @@ void throw_if_cancelled(const std::stop_token& token) {
 
 std::string new_id() {
   static std::atomic<std::uint64_t> counter{0};
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  const std::uint64_t value = rng() ^ (counter.fetch_add(1) << 48);
+  // 64 bits from the kernel's generator for each: no id tells anything of
+  // another (a generator seeded from 32 bits could be found from a few).
+  std::uint64_t random = 0;
+  if (::getrandom(&random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
+    throw SandboxError(Reason::INTERNAL, "no random bytes for a sandbox id (getrandom)");
+  }
+  const std::uint64_t value = random ^ (counter.fetch_add(1) << 48);
   char buf[17];
   static const char* digits = "0123456789abcdef";
   for (int i = 0; i < 16; ++i) buf[i] = digits[(value >> (60 - 4 * i)) & 0xf];
@@ -196,6 +203,36 @@ void check_identity(const std::string& user, const std::string& workdir) {
   }
 }
 
+std::string format_number(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// What the operator allows one sandbox, each ceiling named as the operator
+// set it (the library's option, and mayurad's setting).
+void check_ceilings(const SandboxesOptions& limits, const CreateOptions& o) {
+  const auto over = [](const std::string& what, const std::string& asked, const std::string& ceiling,
+                       const char* option, const char* setting) {
+    throw SandboxError(Reason::INVALID_INPUT, what + " " + asked + " is over the operator's ceiling of " + ceiling +
+                                                  " (" + option + "; mayurad's " + setting + ")");
+  };
+  if (limits.max_cpus > 0 && o.cpus && *o.cpus > limits.max_cpus) {
+    over("cpus", format_number(*o.cpus), format_number(limits.max_cpus), "max_cpus", "maxCpus");
+  }
+  if (limits.max_memory_mib > 0 && o.memory_mib && *o.memory_mib > limits.max_memory_mib) {
+    over("memory_mib", std::to_string(*o.memory_mib), std::to_string(limits.max_memory_mib), "max_memory_mib",
+         "maxMemoryMiB");
+  }
+  if (limits.max_pids > 0 && o.pids && *o.pids > limits.max_pids) {
+    over("pids", std::to_string(*o.pids), std::to_string(limits.max_pids), "max_pids", "maxPids");
+  }
+  if (limits.max_ports > 0 && o.ports.size() > limits.max_ports) {
+    over("the number of ports", std::to_string(o.ports.size()), std::to_string(limits.max_ports), "max_ports",
+         "maxPorts");
+  }
+}
+
 void check_create(const SandboxesOptions& limits, const Features& features, std::int64_t provider_max,
                   const CreateOptions& o) {
   if (o.lifetime_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms is required and must be positive");
@@ -209,6 +246,7 @@ void check_create(const SandboxesOptions& limits, const Features& features, std:
   }
   check_network(limits, features, o.network);
   check_identity(o.user, o.workdir);
+  check_ceilings(limits, o);
   if (!o.ports.empty()) {
     if (!features.ports) throw SandboxError(Reason::INVALID_INPUT, "the provider does not serve ports");
     std::vector<int> sorted = o.ports;
@@ -838,6 +876,9 @@ Sandboxes create_sandboxes(std::shared_ptr<SandboxProvider> provider, SandboxesO
   if (options.max_lifetime_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "max_lifetime_ms must be positive");
   if (options.max_output_bytes == 0 || options.max_read_bytes == 0 || options.max_write_bytes == 0) {
     throw SandboxError(Reason::INVALID_INPUT, "size limits must be positive");
+  }
+  if (!std::isfinite(options.max_cpus) || options.max_cpus < 0 || options.max_memory_mib < 0 || options.max_pids < 0) {
+    throw SandboxError(Reason::INVALID_INPUT, "ceilings must be 0 (none) or positive");
   }
   auto state = std::make_shared<detail::SandboxesState>();
   state->features = guarded("features", [&] { return provider->features(); });

@@ -4,11 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
+#include <type_traits>
 
 namespace mayura::tools {
 namespace {
@@ -62,9 +65,74 @@ std::vector<std::string> strings(Keys& k, const std::string& key, const json& v)
   return out;
 }
 
+// The operator's ceilings, and the defaults under them: every sandbox the
+// daemon makes is bounded, and no default is over a ceiling.
+void parse_ceilings(Keys& k, const HostShape& host, DaemonConfig& c) {
+  const std::string& source = k.source();
+  constexpr std::int64_t kMaxMiB = std::int64_t{1} << 30;
+  std::int64_t total_memory = std::max<std::int64_t>(64, host.memory_mib * 3 / 4);
+  std::int64_t total_pids = std::max<std::int64_t>(64, host.pid_max / 2);
+  if (const json* v = k.take("totalMemoryMiB")) total_memory = integer(k, "totalMemoryMiB", *v, 64, kMaxMiB);
+  if (const json* v = k.take("totalPids")) total_pids = integer(k, "totalPids", *v, 64, 1 << 22);
+  c.native.total_memory_mib = total_memory;
+  c.native.total_pids = total_pids;
+  c.limits.max_memory_mib = total_memory;
+  c.limits.max_pids = total_pids;
+  c.limits.max_cpus = host.cpus;
+  c.limits.max_ports = 16;
+  if (const json* v = k.take("maxMemoryMiB")) c.limits.max_memory_mib = integer(k, "maxMemoryMiB", *v, 1, kMaxMiB);
+  if (const json* v = k.take("maxPids")) c.limits.max_pids = integer(k, "maxPids", *v, 1, 1 << 22);
+  if (const json* v = k.take("maxPorts"))
+    c.limits.max_ports = static_cast<std::size_t>(integer(k, "maxPorts", *v, 1, 1024));
+  if (const json* v = k.take("maxCpus")) {
+    if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() <= 0 || v->get<double>() > 1024)
+      bad(source, "maxCpus", "must be a number above 0, at most 1024");
+    c.limits.max_cpus = v->get<double>();
+  }
+  const json* per_client = k.take("maxMemoryMiBPerClient");
+  if (per_client) c.server.max_memory_mib_per_client = integer(k, "maxMemoryMiBPerClient", *per_client, 1, kMaxMiB);
+  // The defaults a create gets, under the ceilings: given over one is an
+  // error; the built-in ones are lowered to them.
+  auto under = [&](auto& value, auto ceiling, bool given, const char* key, const char* ceiling_key) {
+    if (value <= ceiling) return;
+    if (given) bad(source, key, std::string("is over ") + ceiling_key);
+    value = static_cast<std::remove_reference_t<decltype(value)>>(ceiling);
+  };
+  under(c.native.default_memory_mib, c.limits.max_memory_mib, c.default_memory_given, "defaultMemoryMiB",
+        "maxMemoryMiB");
+  under(c.native.default_pids, c.limits.max_pids, c.default_pids_given, "defaultPids", "maxPids");
+  // cpus 0 is every cpu: over a ceiling below the host's cpus.
+  if (c.native.default_cpus == 0 && c.limits.max_cpus < host.cpus) c.native.default_cpus = c.limits.max_cpus;
+  under(c.native.default_cpus, c.limits.max_cpus, c.default_cpus_given, "defaultCpus", "maxCpus");
+  // A client's sandboxes together: by default as many sandboxes of the
+  // default size as it may have, and at least the engine's total (what one
+  // sandbox may ask for); a client that asks more for each has fewer.
+  if (!per_client) {
+    c.server.max_memory_mib_per_client = std::max(
+        total_memory, static_cast<std::int64_t>(c.server.max_sandboxes_per_client) * c.native.default_memory_mib);
+  }
+  if (c.native.default_memory_mib > c.server.max_memory_mib_per_client)
+    bad(source, "maxMemoryMiBPerClient", "is below the memory one sandbox gets by default (defaultMemoryMiB)");
+  c.server.default_memory_mib = c.native.default_memory_mib;
+}
+
 }  // namespace
 
-DaemonConfig parse_daemon_config(const std::string& input, const std::string& source) {
+HostShape HostShape::here() {
+  HostShape h;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string key; meminfo >> key;) {
+    std::int64_t kib = 0;
+    meminfo >> kib;
+    if (key == "MemTotal:") h.memory_mib = kib / 1024;
+    meminfo.ignore(1 << 10, '\n');
+  }
+  std::ifstream("/proc/sys/kernel/pid_max") >> h.pid_max;
+  h.cpus = std::max(1u, std::thread::hardware_concurrency());
+  return h;
+}
+
+DaemonConfig parse_daemon_config(const std::string& input, const std::string& source, const HostShape& host) {
   const json root = json::parse(input, nullptr, false);
   if (root.is_discarded()) throw SandboxError(Reason::INVALID_CONFIG, source + " is not well-formed JSON");
   if (!root.is_object()) throw SandboxError(Reason::INVALID_CONFIG, source + " must hold one JSON object");
@@ -118,10 +186,16 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
     if (!v->is_number() || v->get<double>() < 0 || !std::isfinite(v->get<double>()))
       bad(source, "defaultCpus", "must be a number, 0 or more");
     c.native.default_cpus = v->get<double>();
+    c.default_cpus_given = true;
   }
-  if (const json* v = k.take("defaultMemoryMiB"))
-    c.native.default_memory_mib = integer(k, "defaultMemoryMiB", *v, 1, kBig);
-  if (const json* v = k.take("defaultPids")) c.native.default_pids = integer(k, "defaultPids", *v, 1, 1 << 30);
+  if (const json* v = k.take("defaultMemoryMiB")) {
+    c.native.default_memory_mib = integer(k, "defaultMemoryMiB", *v, 16, std::int64_t{1} << 30);
+    c.default_memory_given = true;
+  }
+  if (const json* v = k.take("defaultPids")) {
+    c.native.default_pids = integer(k, "defaultPids", *v, 1, 1 << 22);
+    c.default_pids_given = true;
+  }
   if (const json* v = k.take("publicRanges")) c.native.public_ranges = strings(k, "publicRanges", *v);
   if (const json* v = k.take("dnsServers")) c.native.dns_servers = strings(k, "dnsServers", *v);
   if (const json* v = k.take("allowPrivateAddresses")) {
@@ -146,6 +220,11 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
     c.native.id_slots = static_cast<std::uint32_t>(integer(k, "idSlots", *v, 1, 65535));
   if (const json* v = k.take("maxConnections"))
     c.server.max_connections = static_cast<std::size_t>(integer(k, "maxConnections", *v, 1, 1'000'000));
+  if (const json* v = k.take("maxConnectionsPerClient")) {
+    c.server.max_connections_per_client =
+        static_cast<std::size_t>(integer(k, "maxConnectionsPerClient", *v, 1, 1'000'000));
+  }
+  parse_ceilings(k, host, c);
   if (const json* v = k.take("headerTimeoutMs"))
     c.server.header_timeout = std::chrono::milliseconds(integer(k, "headerTimeoutMs", *v, 100, 3'600'000));
   if (const json* v = k.take("bodyTimeoutMs"))
@@ -188,10 +267,11 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
   return c;
 }
 
-service::Tokens read_tokens(const std::string& path) {
+std::string read_operator_file(const std::string& what, const std::string& path, mode_t forbidden,
+                               const std::string& mode_hint) {
   // Checked and read through one descriptor: what is checked is what is read.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) throw SandboxError(Reason::INVALID_CONFIG, "the tokens file " + path + " cannot be opened");
+  if (fd < 0) throw SandboxError(Reason::INVALID_CONFIG, what + " " + path + " cannot be opened");
   struct stat st {};
   const bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < (1 << 20);
   std::string content;
@@ -206,10 +286,18 @@ service::Tokens read_tokens(const std::string& path) {
     content.resize(got);
   }
   ::close(fd);
-  if (!ok) throw SandboxError(Reason::INVALID_CONFIG, "the tokens file " + path + " is no regular file under 1 MiB");
-  if (st.st_mode & 0077)
-    throw SandboxError(Reason::INVALID_CONFIG,
-                       "the tokens file " + path + " must be readable by its owner only (chmod 600)");
+  if (!ok) throw SandboxError(Reason::INVALID_CONFIG, what + " " + path + " is no regular file under 1 MiB");
+  // Whoever may write it decides who the daemon's clients are, or what it
+  // allows them: root's only (or the daemon's own user's).
+  if (st.st_uid != 0 && st.st_uid != ::geteuid())
+    throw SandboxError(Reason::INVALID_CONFIG, what + " " + path + " must be owned by root (chown root)");
+  if (st.st_mode & forbidden) throw SandboxError(Reason::INVALID_CONFIG, what + " " + path + " " + mode_hint);
+  return content;
+}
+
+service::Tokens read_tokens(const std::string& path) {
+  const std::string content =
+      read_operator_file("the tokens file", path, 0077, "must be readable by its owner only (chmod 600)");
   std::istringstream in(content);
   service::Tokens tokens;
   std::string line;

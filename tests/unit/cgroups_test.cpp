@@ -299,7 +299,7 @@ TEST_F(ScratchCgroupfs, V1GroupsMadeHalfWayAreRemovedWhenTheRestFails) {
   host.memory.v1 = (root_ / "memory").string();
   host.cpu.v1 = (root_ / "no-such-hierarchy").string();
   fs::create_directory(root_ / "memory");
-  EXPECT_THROW(V1Groups(host, "mayura", "0123456789abcdef"), SandboxError);
+  EXPECT_THROW(V1Groups(host, "mayura", "0123456789abcdef", RootTotals{}), SandboxError);
   EXPECT_FALSE(fs::exists(root_ / "memory" / "mayura" / "0123456789abcdef"));
 }
 

@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "fake_provider.hpp"
 #include "mayura/sandbox.hpp"
@@ -80,6 +85,49 @@ TEST_F(Fixture, FeaturesTheProviderLacksAreInvalidInputBeforeAnythingIsCreated) 
   only_all.network = {NetworkKind::all};
   auto fly = create_sandboxes(std::make_shared<FakeProvider>(online), only_all);
   EXPECT_EQ(reason_of([&] { fly.create(opts()); }), Reason::INVALID_INPUT);
+}
+
+// The operator's ceilings: a create over one is refused naming it, before
+// the provider sees anything; one at a ceiling, or asking for nothing, goes.
+TEST_F(Fixture, CreatesOverTheOperatorsCeilingsAreRefusedNamingThem) {
+  Features bounded = FakeProvider::default_features();
+  bounded.cpus = bounded.memory = bounded.pids = true;
+  provider = std::make_shared<FakeProvider>(bounded);
+  SandboxesOptions o;
+  o.max_sandboxes = 4;
+  o.max_cpus = 2;
+  o.max_memory_mib = 1024;
+  o.max_pids = 100;
+  o.max_ports = 2;
+  auto s = make(o);
+  const auto refused = [&](const CreateOptions& c, const std::string& names) {
+    std::string message;
+    EXPECT_EQ(reason_of([&] { s.create(c); }, &message), Reason::INVALID_INPUT) << names;
+    EXPECT_NE(message.find(names), std::string::npos) << message;
+  };
+  auto c = opts();
+  c.cpus = 2.5;
+  refused(c, "max_cpus");
+  c = opts();
+  c.memory_mib = 1025;
+  refused(c, "maxMemoryMiB");
+  c = opts();
+  c.pids = 101;
+  refused(c, "max_pids");
+  c = opts();
+  c.ports = {3000, 3001, 3002};
+  refused(c, "maxPorts");
+  EXPECT_EQ(provider->state->creates, 0);
+  c = opts();
+  c.cpus = 2;
+  c.memory_mib = 1024;
+  c.pids = 100;
+  c.ports = {3000, 3001};
+  EXPECT_NO_THROW(s.create(c));
+  EXPECT_NO_THROW(s.create(opts()));
+  EXPECT_EQ(provider->state->creates, 2);
+  o.max_cpus = -1;
+  EXPECT_EQ(reason_of([&] { make(o); }), Reason::INVALID_INPUT);
 }
 
 TEST_F(Fixture, CountIsBoundedAndReleaseFreesASlot) {
@@ -202,25 +250,53 @@ TEST_F(Fixture, ManyThreadsCreateAndExecAtOnce) {
   SandboxesOptions o;
   o.max_sandboxes = 4;
   auto s = make(o);
-  std::atomic<int> ok{0}, limited{0};
+  // Each thread that has a sandbox holds it until every thread has had its
+  // create answered: exactly the bound's worth alive at once, and every
+  // other create refused while they are, so neither a bound not held (5
+  // made) nor one held too tight (fewer made) passes.
+  std::mutex mutex;
+  std::condition_variable changed;
+  int answered = 0;
+  bool let_go = false;
+  std::atomic<int> ok{0}, limited{0}, other{0};
   std::vector<std::thread> threads;
   threads.reserve(16);
   for (int i = 0; i < 16; ++i) {
     threads.emplace_back([&] {
+      std::optional<Sandbox> sb;
       try {
-        auto sb = s.create(opts());
-        sb.exec({"x"});
+        sb.emplace(s.create(opts()));
+        sb->exec({"x"});
         ++ok;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
       } catch (const SandboxError& e) {
-        if (e.reason() == Reason::LIMIT_REACHED) ++limited;
+        ++(e.reason() == Reason::LIMIT_REACHED ? limited : other);
       }
+      std::unique_lock lock(mutex);
+      ++answered;
+      changed.notify_all();
+      changed.wait(lock, [&] { return let_go; });
     });
   }
+  {
+    std::unique_lock lock(mutex);
+    EXPECT_TRUE(changed.wait_for(lock, std::chrono::seconds(30), [&] { return answered == 16; })) << answered;
+  }
+  EXPECT_EQ(ok.load(), 4);
+  EXPECT_EQ(limited.load(), 12);
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(s.size(), 4u);
+  {
+    std::lock_guard lock(provider->state->mutex);
+    EXPECT_EQ(provider->state->creates - provider->state->releases, 4);
+  }
+  {
+    std::lock_guard lock(mutex);
+    let_go = true;
+  }
+  changed.notify_all();
   for (auto& t : threads) t.join();
-  EXPECT_EQ(ok + limited, 16);
-  EXPECT_GE(ok.load(), 4);
   EXPECT_EQ(s.size(), 0u);
+  EXPECT_EQ(provider->state->releases, 4);
 }
 
 }  // namespace

@@ -49,6 +49,11 @@ struct NativeOptions {
   double default_cpus = 0;
   std::int64_t default_memory_mib = 4096;
   std::int64_t default_pids = 4096;
+  // Bounds on all the engine's sandboxes together (0: none), on its cgroup
+  // root: memory.max and pids.max (memory.limit_in_bytes and pids.max on v1
+  // hierarchies). Engines that share a root share these; the last set holds.
+  std::int64_t total_memory_mib = 0;
+  std::int64_t total_pids = 0;
   // Networks. The servers the engine asks for names on sandboxes' behalf
   // (the allowlist's lookups, network all's DNS), as IPv4 addresses; empty:
   // the host's own resolver (/etc/hosts, /etc/resolv.conf).

@@ -28,6 +28,14 @@ struct SandboxesOptions {
   // The network kinds a create may ask for. A kind not listed fails
   // PERMISSION_DENIED: permission to reach the network is given here, once.
   std::vector<NetworkKind> network = {NetworkKind::none};
+  // The operator's ceilings on what one create may ask for (0: none). A
+  // create over one fails INVALID_INPUT naming it, before anything is made;
+  // one that asks for none gets the provider's default, which the operator
+  // keeps under them (mayurad does).
+  double max_cpus = 0;
+  std::int64_t max_memory_mib = 0;
+  std::int64_t max_pids = 0;
+  std::size_t max_ports = 0;
   std::size_t max_output_bytes = 16u << 20;  // of each stream of one exec
   std::size_t max_read_bytes = 64u << 20;
   std::size_t max_write_bytes = 64u << 20;
