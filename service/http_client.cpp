@@ -29,7 +29,6 @@ using asio::use_awaitable;
 // After a stop, how long the service's answer (CANCELLED, once it has
 // stopped what it ran) is waited for.
 constexpr std::chrono::seconds kCancelGrace{15};
-constexpr std::uint64_t kMaxAnswerBytes = std::uint64_t{2} << 30;
 
 [[noreturn]] void unreachable(const Endpoint& e, const std::string& what) {
   throw SandboxError(Reason::INTERNAL, "mayurad at " + e.text + ": " + what);
@@ -51,7 +50,8 @@ awaitable<void> exchange(Stream& stream, const Endpoint& e, const HttpCall& call
   // is sent: its answer is still read.
   boost::beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
-  parser.body_limit(kMaxAnswerBytes);
+  if (call.on_chunk) parser.body_limit(boost::none);
+  else parser.body_limit(call.max_answer_bytes);
   auto on_chunk = [&](std::uint64_t, std::string_view body, boost::system::error_code&) {
     call.on_chunk(body);
     return body.size();

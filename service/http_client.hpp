@@ -6,6 +6,7 @@
 
 #include <boost/beast/http/verb.hpp>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <stop_token>
 #include <string>
@@ -36,8 +37,12 @@ struct HttpCall {
   // On a stop, the request side is closed (the service stops what it runs)
   // and its answer is waited for at most a few seconds more.
   std::stop_token cancellation;
-  // Each piece of a chunked answer's body as it arrives (then not kept).
+  // Each piece of a chunked answer's body as it arrives (then not kept, and
+  // so not bounded here: the callback bounds what it keeps).
   std::function<void(std::string_view)> on_chunk;
+  // The most of an answer's body that is kept; more fails the call. A
+  // service is not trusted to bound what it sends.
+  std::uint64_t max_answer_bytes = std::uint64_t{256} << 20;
 };
 
 struct HttpAnswer {

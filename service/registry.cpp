@@ -17,27 +17,40 @@ std::int64_t now_ms() {
 
 Owned Registry::create(const Sandboxes& sandboxes, const CreateOptions& options, const Client& client,
                        std::stop_token stop) {
+  const std::int64_t memory = options.memory_mib.value_or(0);
   {
     std::lock_guard lock(mutex_);
     const std::int64_t now = now_ms();
     sweep_locked(now);
-    if (alive_of_locked(client.name, now) + creating_[client.name] >= max_per_client_) {
+    const Held held = held_by_locked(client.name, now);
+    if (held.sandboxes >= quota_.sandboxes) {
       throw SandboxError(Reason::LIMIT_REACHED,
-                         "this client has " + std::to_string(max_per_client_) + " sandboxes alive, its most");
+                         "this client has " + std::to_string(quota_.sandboxes) + " sandboxes alive, its most");
     }
-    ++creating_[client.name];
+    if (quota_.memory_mib > 0 && held.memory_mib + memory > quota_.memory_mib) {
+      throw SandboxError(Reason::INVALID_INPUT,
+                         "memory_mib " + std::to_string(memory) + " with this client's sandboxes' " +
+                             std::to_string(held.memory_mib) + " is over the operator's ceiling of " +
+                             std::to_string(quota_.memory_mib) + " (mayurad's maxMemoryMiBPerClient)");
+    }
+    Held& reserved = creating_[client.name];
+    ++reserved.sandboxes;
+    reserved.memory_mib += memory;
   }
   struct Unreserve {
     Registry* self;
     std::string owner;
+    std::int64_t memory;
     ~Unreserve() {
       std::lock_guard lock(self->mutex_);
-      if (--self->creating_[owner] == 0) self->creating_.erase(owner);
+      Held& reserved = self->creating_[owner];
+      reserved.memory_mib -= memory;
+      if (--reserved.sandboxes == 0) self->creating_.erase(owner);
     }
-  } unreserve{this, client.name};
+  } unreserve{this, client.name, memory};
   const std::int64_t created = now_ms();
   Sandbox sandbox = sandboxes.create(options, std::move(stop));
-  Owned owned{sandbox, client.name, created, created + options.lifetime_ms};
+  Owned owned{sandbox, client.name, created, created + options.lifetime_ms, memory};
   std::lock_guard lock(mutex_);
   by_id_[sandbox.id()] = owned;
   return owned;
@@ -74,10 +87,15 @@ void Registry::sweep_locked(std::int64_t now) {
   });
 }
 
-std::size_t Registry::alive_of_locked(const std::string& owner, std::int64_t now) const {
-  std::size_t n = 0;
-  for (const auto& [id, o] : by_id_) n += o.owner == owner && !ended(o, now);
-  return n;
+Registry::Held Registry::held_by_locked(const std::string& owner, std::int64_t now) const {
+  Held held;
+  if (const auto it = creating_.find(owner); it != creating_.end()) held = it->second;
+  for (const auto& [id, o] : by_id_) {
+    if (o.owner != owner || ended(o, now)) continue;
+    ++held.sandboxes;
+    held.memory_mib += o.memory_mib;
+  }
+  return held;
 }
 
 }  // namespace mayura::service

@@ -26,13 +26,23 @@ struct Owned {
   std::string owner;
   std::int64_t created_at_ms = 0;  // since the epoch
   std::int64_t expires_at_ms = 0;
+  std::int64_t memory_mib = 0;  // its bound, counted against its owner's
+};
+
+// What one client may hold at once.
+struct ClientQuota {
+  std::size_t sandboxes = 16;
+  // The sum of its sandboxes' memory bounds; 0: none.
+  std::int64_t memory_mib = 0;
 };
 
 class Registry {
  public:
-  explicit Registry(std::size_t max_per_client) : max_per_client_(max_per_client) {}
+  explicit Registry(ClientQuota quota) : quota_(quota) {}
 
-  // Creates a sandbox for `client`, within its quota (LIMIT_REACHED beyond).
+  // Creates a sandbox for `client`, within its quota: LIMIT_REACHED past its
+  // count of sandboxes, INVALID_INPUT past its memory (naming the setting),
+  // before anything is made. The create's memory_mib is what is counted.
   Owned create(const Sandboxes& sandboxes, const CreateOptions& options, const Client& client, std::stop_token stop);
   // The client's sandbox `id`, or none when it has none of that id.
   std::optional<Owned> find(const std::string& id, const Client& client);
@@ -44,12 +54,18 @@ class Registry {
   // Drops sandboxes that have ended (their lifetime is over or they were
   // released) once a while after: until then their id answers GONE.
   void sweep_locked(std::int64_t now_ms);
-  std::size_t alive_of_locked(const std::string& owner, std::int64_t now_ms) const;
+  // What an owner holds now: its sandboxes alive and their memory, with the
+  // creates under way.
+  struct Held {
+    std::size_t sandboxes = 0;
+    std::int64_t memory_mib = 0;
+  };
+  Held held_by_locked(const std::string& owner, std::int64_t now_ms) const;
 
-  const std::size_t max_per_client_;
+  const ClientQuota quota_;
   std::mutex mutex_;
   std::map<std::string, Owned> by_id_;
-  std::map<std::string, std::size_t> creating_;  // creates under way, by owner
+  std::map<std::string, Held> creating_;  // creates under way, by owner
 };
 
 std::int64_t now_ms();

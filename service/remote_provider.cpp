@@ -76,8 +76,9 @@ struct Link {
   }
 
   HttpAnswer call(http_verb method, std::string path, std::string body = {}, std::stop_token stop = {},
-                  const char* content_type = "application/json") const {
+                  const char* content_type = "application/json", std::uint64_t max_answer = 0) const {
     HttpCall c;
+    if (max_answer) c.max_answer_bytes = max_answer;
     c.method = method;
     c.target = std::move(path);
     c.body = std::move(body);
@@ -89,6 +90,8 @@ struct Link {
     return a;
   }
 };
+
+constexpr std::size_t kMaxStreamLine = std::size_t{256} << 20;
 
 // A request whose answer is an exec's stream (an exec, a run): its output
 // to the options' callbacks as it comes, then the result or the failure.
@@ -122,6 +125,9 @@ ExecResult streamed_exec(const Link& link, std::string target, std::string body,
     }
   };
   c.on_chunk = [&](std::string_view piece) {
+    // One line holds at most a result: two streams' kept output, in base64.
+    if (pending.size() + piece.size() > kMaxStreamLine)
+      throw SandboxError(Reason::INTERNAL, "a line of mayurad's exec stream is over 256 MiB");
     pending.append(piece);
     std::size_t start = 0;
     for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
@@ -156,7 +162,9 @@ class RemoteSandbox final : public SandboxBackend {
     std::string t = options.max_bytes
                         ? target(base_ + "/files", {{"path", path}, {"maxBytes", std::to_string(*options.max_bytes)}})
                         : target(base_ + "/files", {{"path", path}});
-    HttpAnswer a = checked(link_->call(http_verb::get, t, {}, options.cancellation));
+    // A read may be as large as the caller allows (its error body aside).
+    const std::uint64_t most = options.max_bytes ? std::max<std::uint64_t>(*options.max_bytes, 1 << 20) : 0;
+    HttpAnswer a = checked(link_->call(http_verb::get, t, {}, options.cancellation, "application/json", most));
     return std::move(a.body);
   }
 

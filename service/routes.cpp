@@ -181,6 +181,7 @@ Owned Routes::create_counting_runs(const CreateOptions& options, const Client& c
 
 Owned Routes::create(const json& request, const Client& client) {
   CreateOptions options = create_from(request);
+  if (!options.memory_mib && default_memory_mib_ > 0) options.memory_mib = default_memory_mib_;
   // The service's own host is no client's: images by name only (the image
   // store, the image directory), never a host path.
   if (!options.image.empty() && (options.image.front() == '/' || options.image.find("..") != std::string::npos)) {
@@ -244,6 +245,16 @@ Reply Routes::handle(http::verb method, std::string_view target, const std::stri
   }
 }
 
+std::string Routes::told(std::string message) const {
+  for (const auto& [path, name] : hidden_paths_) {
+    if (path.empty()) continue;
+    for (auto at = message.find(path); at != std::string::npos; at = message.find(path, at + name.size())) {
+      message.replace(at, path.size(), name);
+    }
+  }
+  return message;
+}
+
 Reply Routes::failure_reply() noexcept {
   try {
     throw;
@@ -252,13 +263,13 @@ Reply Routes::failure_reply() noexcept {
     return error_reply(404, Reason::GONE, "there is no sandbox " + u.id.substr(0, 64));
   } catch (const SandboxError& e) {
     metrics_.failed(e.reason());
-    return error_reply(e.reason(), e.what());
+    return error_reply(e.reason(), told(e.what()));
   } catch (const std::bad_alloc&) {
     metrics_.failed(Reason::INTERNAL);
     return error_reply(Reason::INTERNAL, "out of memory");
   } catch (const std::exception& e) {
     metrics_.failed(Reason::INTERNAL);
-    return error_reply(Reason::INTERNAL, std::string("the service failed: ") + e.what());
+    return error_reply(Reason::INTERNAL, "the service failed: " + told(e.what()));
   } catch (...) {
     metrics_.failed(Reason::INTERNAL);
     return error_reply(Reason::INTERNAL, "the service failed");

@@ -46,14 +46,24 @@ struct FileCall {
 
 class Routes {
  public:
+  // `default_memory_mib` (0: none) is given to every create that names no
+  // memory, so that what a client holds is counted whole.
+  // `hidden_paths`: host paths a failure's message never shows a client
+  // (each is said as its name instead).
   Routes(Sandboxes sandboxes, ServiceInfo info, Registry& registry, Metrics& metrics, std::size_t max_json_bytes,
-         std::size_t max_file_bytes)
+         std::size_t max_file_bytes, std::int64_t default_memory_mib = 0,
+         std::vector<std::pair<std::string, std::string>> hidden_paths = {})
       : sandboxes_(std::move(sandboxes)),
         info_(std::move(info)),
         registry_(registry),
         metrics_(metrics),
         max_json_bytes_(max_json_bytes),
-        max_file_bytes_(max_file_bytes) {}
+        max_file_bytes_(max_file_bytes),
+        default_memory_mib_(default_memory_mib),
+        hidden_paths_(std::move(hidden_paths)) {}
+
+  // A failure's message as a client is told it: no hidden host path in it.
+  std::string told(std::string message) const;
 
   // How large a body the request may have (its head is known).
   std::size_t body_limit(boost::beast::http::verb method, std::string_view target) const;
@@ -123,6 +133,8 @@ class Routes {
   Metrics& metrics_;
   std::size_t max_json_bytes_;
   std::size_t max_file_bytes_;
+  std::int64_t default_memory_mib_;
+  std::vector<std::pair<std::string, std::string>> hidden_paths_;
 };
 
 }  // namespace mayura::service

@@ -7,8 +7,10 @@
 #include "mayura/service/server.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -34,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "per_client.hpp"
 #include "routes.hpp"
 #include "status.hpp"
 
@@ -71,15 +74,25 @@ using ExecChannel = asio::experimental::concurrent_channel<void(boost::system::e
 struct Server::State {
   State(Sandboxes s, ServiceInfo info, ServerOptions o)
       : options(o),
-        registry(o.max_sandboxes_per_client),
-        routes(std::move(s), std::move(info), registry, metrics, o.max_json_bytes, o.max_file_bytes),
+        registry({o.max_sandboxes_per_client, o.max_memory_mib_per_client}),
+        routes(std::move(s), std::move(info), registry, metrics, o.max_json_bytes, o.max_file_bytes,
+               o.default_memory_mib, o.hidden_paths),
         blocking(o.blocking_threads) {}
 
   ServerOptions options;
   Metrics metrics;
   Registry registry;
   Routes routes;
-  std::atomic<std::size_t> open_connections{0};
+  // Each listener's connections, counted against its own budget.
+  std::atomic<std::size_t> unix_connections{0};
+  std::atomic<std::size_t> tls_connections{0};
+  // Each client's connections (Unix peers, TLS addresses and tokens).
+  PerClient connections_per_client;
+  std::atomic<std::size_t> tls_handshakes{0};
+  std::size_t per_client_cap() const {
+    return options.max_connections_per_client ? options.max_connections_per_client
+                                              : std::max<std::size_t>(1, options.max_connections / 4);
+  }
   std::atomic<bool> stopped{false};
   // The channels of the execs under way: closed at stop, so that no exec's
   // thread waits on a client that will never take its output.
@@ -143,25 +156,39 @@ awaitable<bool> write_reply(Stream& stream, State& s, Reply reply, unsigned vers
 // sending side, as remote_sandboxes does to cancel: it still reads the
 // CANCELLED that comes once the command is stopped). Never completes on its
 // own, so that the exec's stream is never cut mid-write; it is cancelled once
-// the stream is done. A client that only sends more (a pipelined request)
-// is no client gone.
+// the stream is done. A client that sends more (a pipelined request) is no
+// client gone; its bytes stay unread for the next request, so from then on
+// the kernel's word that the peer shut its end (POLLRDHUP, which unread
+// bytes do not hide) is asked now and then instead.
 template <class Stream>
 awaitable<void> stop_when_gone(Stream& stream, std::stop_source& stop, bool& gone) {
   auto& socket = socket_of(stream);
+  const int fd = socket.native_handle();
   for (;;) {
     auto [ec] = co_await socket.async_wait(asio::socket_base::wait_read, asio::as_tuple(use_awaitable));
     if (ec == asio::error::operation_aborted) co_return;
     char c;
-    const ssize_t n = ::recv(socket.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    const ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
     if (!ec && n < 0 && (errno == EAGAIN || errno == EINTR)) continue;  // a readiness already taken
-    if (ec || n <= 0) {
-      gone = true;
-      stop.request_stop();
-    }
+    if (!ec && n > 0) break;                                            // pipelined: see below
+    gone = true;
+    stop.request_stop();
     break;
   }
-  asio::steady_timer never(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
-  co_await never.async_wait(asio::as_tuple(use_awaitable));
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (!gone) {
+    pollfd p{fd, POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+      gone = true;
+      stop.request_stop();
+      break;
+    }
+    timer.expires_after(std::chrono::milliseconds(200));
+    auto [ec] = co_await timer.async_wait(asio::as_tuple(use_awaitable));
+    if (ec) co_return;
+  }
+  timer.expires_at(asio::steady_timer::time_point::max());
+  co_await timer.async_wait(asio::as_tuple(use_awaitable));
 }
 
 std::string event_line(const json& value) { return dump(value) + "\n"; }
@@ -212,7 +239,7 @@ awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsi
         std::rethrow_exception(event.error);
       } catch (const SandboxError& e) {
         s.routes.metrics().failed(e.reason());
-        failure = error_reply(e.reason(), e.what());
+        failure = error_reply(e.reason(), s.routes.told(e.what()));
       } catch (...) {
         s.routes.metrics().failed(Reason::INTERNAL);
         failure = error_reply(Reason::INTERNAL, "the command failed in the service");
@@ -270,6 +297,10 @@ awaitable<bool> stream_command(Stream& stream, State& s, unsigned version, bool 
   bool gone = false;
   auto outcome = co_await (stream_exec(stream, s, *channel, version, keep_alive, before_last) ||
                            stop_when_gone(stream, *stop, gone));
+  // However the stream ended (a write that failed or timed out included),
+  // the command ends with it: a command that has ended already is not
+  // touched by this.
+  stop->request_stop();
   channel->close();  // an exec thread still sending is let go
   const bool more = outcome.index() == 0 && std::get<0>(outcome) && !gone;
   co_return more;
@@ -285,7 +316,8 @@ awaitable<bool> serve_exec(Stream& stream, State& s, const Request& req, const s
     std::tie(sandbox, request) = s.routes.exec_target(id, req.body(), client);
   } catch (const SandboxError& e) {
     s.routes.metrics().failed(e.reason());
-    refused = e.reason() == Reason::GONE ? error_reply(404, Reason::GONE, e.what()) : error_reply(e.reason(), e.what());
+    const std::string said = s.routes.told(e.what());
+    refused = e.reason() == Reason::GONE ? error_reply(404, Reason::GONE, said) : error_reply(e.reason(), said);
   }
   if (refused) {
     const bool more = co_await write_reply(stream, s, std::move(*refused), req.version(), req.keep_alive());
@@ -380,26 +412,46 @@ std::optional<Client> client_of_token(const State& s, const Request& req) {
   for (const auto& [known, name] : s.tokens) {
     // every token compared in full, so the time says nothing of which matched
     if (known.size() == token.size() && CRYPTO_memcmp(known.data(), token.data(), token.size()) == 0)
-      found = Client{name, false};
+      found = Client{"token:" + name, false};
   }
   return found;
 }
 
+// Serves one connection's requests in turn. `peer`: the Unix client, known
+// from the socket; none over TLS, where each request's token names it.
+// `held`: what the connection already holds of its client's share (a TLS
+// address's, taken before the handshake).
 template <class Stream>
-awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer) {
+awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::atomic<std::size_t>* listener,
+                      std::optional<PerClient::Lease> held) {
   struct Count {
     State& s;
+    std::atomic<std::size_t>& listener;
     ~Count() {
-      --s.open_connections;
+      --listener;
       --s.metrics.connections;
     }
-  } count{*s};
+  } count{*s, *listener};
+  const std::optional<PerClient::Lease> address_share = std::move(held);  // held until the connection ends
   ++s->metrics.connections;
   beast::flat_buffer buffer;
-  if (++s->open_connections > s->options.max_connections) {
+  if (++*listener > s->options.max_connections) {
     co_await write_reply(stream, *s, error_reply(503, Reason::LIMIT_REACHED, "too many connections"), 11, false);
     co_return;
   }
+  std::optional<PerClient::Lease> client_share;
+  if (peer && !peer->admin) {
+    client_share = s->connections_per_client.take(peer->name, s->per_client_cap());
+    if (!client_share) {
+      co_await write_reply(stream, *s,
+                           error_reply(503, Reason::LIMIT_REACHED, "too many connections of this client at once"), 11,
+                           false);
+      co_return;
+    }
+  }
+  // Over TLS, the client the first valid token named: the connection is its
+  // own from then on.
+  std::optional<std::string> token_client;
   for (bool more = true; more && !s->stopped;) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(kHeaderLimit);
@@ -423,6 +475,27 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer) {
                            11, false);
       break;
     }
+    // Who asks, from the head alone: a TLS request without a valid token is
+    // refused before its body is read, and its connection closed.
+    const std::optional<Client> client = peer ? peer : client_of_token(*s, parser.get());
+    if (!client || (token_client && client->name != *token_client)) {
+      co_await write_reply(stream, *s,
+                           error_reply(401, Reason::PERMISSION_DENIED,
+                                       client ? "a connection serves the client its first token named"
+                                              : "a valid bearer token is needed"),
+                           parser.get().version(), false);
+      break;
+    }
+    if (!peer && !token_client) {
+      client_share = s->connections_per_client.take(client->name, s->per_client_cap());
+      if (!client_share) {
+        co_await write_reply(stream, *s,
+                             error_reply(503, Reason::LIMIT_REACHED, "too many connections of this client at once"),
+                             parser.get().version(), false);
+        break;
+      }
+      token_client = client->name;
+    }
     const auto method = parser.get().method();
     const std::string target(parser.get().target());
     const std::size_t limit = s->routes.body_limit(method, target);
@@ -442,13 +515,6 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer) {
     }
     if (bec) break;  // a body that never came, or a malformed one: nothing to answer
     Request req = parser.release();
-    std::optional<Client> client = peer ? peer : client_of_token(*s, req);
-    if (!client) {
-      more = co_await write_reply(stream, *s,
-                                  error_reply(401, Reason::PERMISSION_DENIED, "a valid bearer token is needed"),
-                                  req.version(), req.keep_alive());
-      continue;
-    }
     if (req.target() == "/metrics" && req.method() == http::verb::get) {
       const Reply reply{200, "text/plain; version=0.0.4", s->metrics.text(s->routes.sandboxes().size())};
       more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
@@ -481,28 +547,57 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer) {
   socket_of(stream).shutdown(asio::socket_base::shutdown_both, ignored);
 }
 
+// After a failed accept (EMFILE and the like), a pause: the next one may
+// be taken once descriptors are free, and the loop does not spin meanwhile.
+awaitable<void> pause_after_failed_accept() {
+  asio::steady_timer pause(co_await asio::this_coro::executor, std::chrono::milliseconds(50));
+  co_await pause.async_wait(asio::as_tuple(use_awaitable));
+}
+
 awaitable<void> accept_unix(State* s, asio::local::stream_protocol::acceptor& acceptor) {
   while (!s->stopped) {
     auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(s->ioc), asio::as_tuple(use_awaitable));
     if (ec) {
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
-      continue;  // EMFILE and the like: the next one may be taken
+      co_await pause_after_failed_accept();
+      continue;
     }
     ucred cred{};
     socklen_t len = sizeof cred;
     if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) continue;
     Client client{"uid:" + std::to_string(cred.uid), cred.uid == 0};
     auto ex = socket.get_executor();
-    asio::co_spawn(ex, serve(s, UnixStream(std::move(socket)), std::optional<Client>(client)), asio::detached);
+    asio::co_spawn(
+        ex, serve(s, UnixStream(std::move(socket)), std::optional<Client>(client), &s->unix_connections, std::nullopt),
+        asio::detached);
   }
 }
 
+// A TLS connection: its address's share taken and a handshake's place
+// (both bounded, or it is closed at once), the handshake within the head's
+// timeout, then its requests.
 awaitable<void> serve_tls(State* s, asio::ip::tcp::socket socket) {
+  boost::system::error_code ec;
+  const auto remote = socket.remote_endpoint(ec);
+  if (ec) co_return;
+  std::optional<PerClient::Lease> address_share =
+      s->connections_per_client.take("address:" + remote.address().to_string(), s->per_client_cap());
+  if (!address_share) co_return;
+  struct Handshake {
+    std::atomic<std::size_t>& under_way;
+    bool counted = true;
+    void done() {
+      if (std::exchange(counted, false)) --under_way;
+    }
+    ~Handshake() { done(); }
+  } handshake{s->tls_handshakes};
+  if (++s->tls_handshakes > s->options.max_tls_handshakes) co_return;
   TlsStream stream(std::move(socket), *s->tls_context);
   beast::get_lowest_layer(stream).expires_after(s->options.header_timeout);
-  auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, asio::as_tuple(use_awaitable));
-  if (ec) co_return;
-  co_await serve(s, std::move(stream), std::nullopt);
+  auto [hec] = co_await stream.async_handshake(asio::ssl::stream_base::server, asio::as_tuple(use_awaitable));
+  handshake.done();
+  if (hec) co_return;
+  co_await serve(s, std::move(stream), std::nullopt, &s->tls_connections, std::move(address_share));
 }
 
 awaitable<void> accept_tls(State* s, asio::ip::tcp::acceptor& acceptor) {
@@ -510,6 +605,7 @@ awaitable<void> accept_tls(State* s, asio::ip::tcp::acceptor& acceptor) {
     auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(s->ioc), asio::as_tuple(use_awaitable));
     if (ec) {
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+      co_await pause_after_failed_accept();
       continue;
     }
     auto ex = socket.get_executor();
@@ -558,10 +654,13 @@ void Server::listen_unix(const std::string& path, mode_t mode, std::optional<gid
   acceptor->open(asio::local::stream_protocol(), ec);
   if (ec) listen_failed("opening a Unix socket", ec);
   // Made with no permission for anyone, then given its mode: no client can
-  // connect in between.
-  const mode_t old = ::umask(0777);
+  // connect in between. (The file takes the socket's own mode, less the
+  // umask: no process-wide umask changes while other threads run.)
+  if (::fchmod(acceptor->native_handle(), 0) != 0) {
+    throw SandboxError(Reason::INVALID_CONFIG,
+                       "shutting the Unix socket before its bind: " + std::string(std::strerror(errno)));
+  }
   acceptor->bind(asio::local::stream_protocol::endpoint(path), ec);
-  ::umask(old);
   if (ec) listen_failed("binding " + path, ec);
   s.unix_paths.push_back(path);
   if (group && ::chown(path.c_str(), static_cast<uid_t>(-1), *group) != 0) {
@@ -590,6 +689,17 @@ void Server::adopt_unix(int fd) {
       !option(SO_ACCEPTCONN, "state")) {
     throw SandboxError(Reason::INVALID_CONFIG, which + " is no listening Unix stream socket");
   }
+  // Whoever may connect is a client: a socket unit whose SocketMode= lets
+  // anyone in is refused (its group is for who may call).
+  sockaddr_un bound{};
+  socklen_t bound_len = sizeof bound;
+  struct stat st {};
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &bound_len) == 0 && bound.sun_path[0] != '\0' &&
+      ::stat(bound.sun_path, &st) == 0 && (st.st_mode & 0007)) {
+    throw SandboxError(
+        Reason::INVALID_CONFIG,
+        which + " (" + bound.sun_path + ") lets any user connect: its SocketMode= must give others no access");
+  }
   // A socket inherited across exec may lack close-on-exec; no process the
   // engine starts may inherit it.
   if (::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
@@ -603,18 +713,25 @@ void Server::adopt_unix(int fd) {
   s.unix_acceptors.push_back(std::move(acceptor));
 }
 
-void Server::listen_tls(const std::string& address, unsigned short port, const std::string& certificate_file,
-                        const std::string& key_file, Tokens tokens) {
+void Server::listen_tls(const std::string& address, unsigned short port, const TlsCredentials& credentials,
+                        Tokens tokens) {
   auto& s = *state_;
   if (tokens.empty()) throw SandboxError(Reason::INVALID_CONFIG, "a TLS listener needs at least one bearer token");
   auto context = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
   context->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
-                       asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+                       asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1 |
+                       asio::ssl::context::no_compression);
+  // No client-started renegotiation (a cpu cost a client could repeat at
+  // will), and the server's order of ciphers.
+  SSL_CTX_set_options(context->native_handle(), SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  // TLS 1.2: forward-secret AEAD only (TLS 1.3's suites all are).
+  if (SSL_CTX_set_cipher_list(context->native_handle(), "ECDHE+AESGCM:ECDHE+CHACHA20") != 1)
+    throw SandboxError(Reason::INVALID_CONFIG, "setting the TLS ciphers");
   boost::system::error_code ec;
-  context->use_certificate_chain_file(certificate_file, ec);
-  if (ec) listen_failed("reading the TLS certificate " + certificate_file, ec);
-  context->use_private_key_file(key_file, asio::ssl::context::pem, ec);
-  if (ec) listen_failed("reading the TLS key " + key_file, ec);
+  context->use_certificate_chain(asio::buffer(credentials.certificate_chain), ec);
+  if (ec) listen_failed("reading the TLS certificate", ec);
+  context->use_private_key(asio::buffer(credentials.private_key), asio::ssl::context::pem, ec);
+  if (ec) listen_failed("reading the TLS key", ec);
   const auto ip = asio::ip::make_address(address, ec);
   if (ec) listen_failed("the TLS address " + address, ec);
   auto acceptor = std::make_unique<asio::ip::tcp::acceptor>(s.ioc);

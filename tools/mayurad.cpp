@@ -12,14 +12,13 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -49,14 +48,6 @@ constexpr const char* kDefaultConfig = "/etc/mayura/mayurad.json";
 [[noreturn]] void fail(const std::string& message, int status = 2) {
   std::fprintf(stderr, "mayurad: %s\n", message.c_str());
   std::exit(status);
-}
-
-std::string read_file(const std::string& path, bool& missing) {
-  std::ifstream in(path);
-  missing = !in;
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
 }
 
 // The directory of the socket, made traversable (0755) before the engine
@@ -135,10 +126,15 @@ int main(int argc, char** argv) {
 
   mayura::tools::DaemonConfig config;
   try {
-    bool missing = false;
-    const std::string text = read_file(config_path, missing);
-    if (missing && config_given) fail("the config file " + config_path + " cannot be read");
-    config = mayura::tools::parse_daemon_config(missing ? "{}" : text, config_path);
+    // A missing default file means the built-in settings; any other is read
+    // only if none but root can have written it.
+    struct stat st {};
+    const bool missing = !config_given && ::lstat(config_path.c_str(), &st) != 0 && errno == ENOENT;
+    const std::string text =
+        missing ? "{}"
+                : mayura::tools::read_operator_file("the config file", config_path, 0022,
+                                                    "must not be writable by group or others (chmod 644)");
+    config = mayura::tools::parse_daemon_config(text, config_path);
     if (!socket_override.empty()) config.socket = socket_override;
   } catch (const mayura::SandboxError& e) {
     fail(e.what());
@@ -155,8 +151,17 @@ int main(int argc, char** argv) {
                    config.socket.c_str());
   };
   mayura::service::Tokens tokens;
+  mayura::service::TlsCredentials tls_credentials;
   try {
-    if (config.tls) tokens = mayura::tools::read_tokens(config.tls->tokens_file);
+    if (config.tls) {
+      tokens = mayura::tools::read_tokens(config.tls->tokens_file);
+      tls_credentials.certificate_chain = mayura::tools::read_operator_file(
+          "the TLS certificate", config.tls->certificate, 0022, "must not be writable by group or others");
+      tls_credentials.private_key =
+          mayura::tools::read_operator_file("the TLS key", config.tls->key, 0027,
+                                            "must be readable by its owner and group only, writable by its owner "
+                                            "only (chmod 600 or 640)");
+    }
   } catch (const mayura::SandboxError& e) {
     fail(e.what());
   }
@@ -165,6 +170,13 @@ int main(int argc, char** argv) {
     return std::puts("mayurad: the settings are good"), 0;
   }
   const std::optional<int> activated = activation_socket();
+  // The daemon holds every tenant's sandboxes: under memory pressure the
+  // OOM killer should take a sandbox's process (the engine gives them 500),
+  // not it. (systemd's OOMScoreAdjust= says the same for the unit.)
+  if (std::FILE* adj = std::fopen("/proc/self/oom_score_adj", "we")) {
+    std::fputs("-900", adj);
+    std::fclose(adj);
+  }
 
   // Signals go to one thread, which stops the server.
   sigset_t stop_signals;
@@ -175,9 +187,22 @@ int main(int argc, char** argv) {
 
   try {
     if (!activated) make_parent(config.socket);
+    // The host's own paths are no client's business: failures name them.
+    config.server.hidden_paths = {{config.native.image_store, "[image store]"},
+                                  {config.native.image_dir, "[image directory]"},
+                                  {config.native.state_dir, "[state directory]"}};
+    if (!config.native.cgroup_root.empty())
+      config.server.hidden_paths.emplace_back(config.native.cgroup_root, "[cgroup root]");
+    std::sort(config.server.hidden_paths.begin(), config.server.hidden_paths.end(),
+              [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
     auto provider = mayura::native_sandboxes(config.native);
     mayura::service::Server server(provider, config.limits, config.server);
     provider.reset();
+    // TLS first: once the Unix socket answers, every listener does.
+    if (config.tls) {
+      server.listen_tls(config.tls->address, config.tls->port, tls_credentials, tokens);
+      std::fprintf(stderr, "mayurad: serving https on %s:%u\n", config.tls->address.c_str(), server.tls_port());
+    }
     std::string serving;
     if (activated) {
       // systemd made the socket (its mode and group are the socket unit's)
@@ -188,10 +213,6 @@ int main(int argc, char** argv) {
       warn_if_no_group();
       server.listen_unix(config.socket, config.socket_mode, socket_gid);
       serving = config.socket;
-    }
-    if (config.tls) {
-      server.listen_tls(config.tls->address, config.tls->port, config.tls->certificate, config.tls->key, tokens);
-      std::fprintf(stderr, "mayurad: serving https on %s:%u\n", config.tls->address.c_str(), server.tls_port());
     }
     std::fprintf(stderr, "mayurad: serving on %s\n", serving.c_str());
     std::thread([&server, stop_signals] {

@@ -16,10 +16,12 @@
 #include <fstream>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "../../service/per_client.hpp"
 #include "../../service/status.hpp"
 #include "../../service/wire.hpp"
 #include "../../tools/daemon_config.hpp"
@@ -328,9 +330,35 @@ TEST(ServiceBody, AllowsThirtyTwoLevelsAndNoMore) {
                  {"b"});
 }
 
+// Invalid UTF-8 straight in (a name a sandbox made, say) is no failure of
+// the answer: each bad sequence becomes U+FFFD (EF BF BD), and what follows
+// it stays, so a caller sees where the bytes were and what was around them.
+// Each client holds at most its cap; a lease gives its one back however it
+// goes (destroyed, or moved from and then destroyed), and other clients'
+// shares are their own.
+TEST(PerClient, EachClientHoldsItsCapAndLeasesGiveTheirsBack) {
+  service::PerClient held;
+  std::optional<service::PerClient::Lease> a1 = held.take("uid:1000", 2);
+  std::optional<service::PerClient::Lease> a2 = held.take("uid:1000", 2);
+  ASSERT_TRUE(a1 && a2);
+  EXPECT_FALSE(held.take("uid:1000", 2));
+  EXPECT_EQ(held.held_by("uid:1000"), 2u);
+  const auto b = held.take("uid:1001", 2);
+  EXPECT_TRUE(b);
+  a1.reset();
+  EXPECT_EQ(held.held_by("uid:1000"), 1u);
+  service::PerClient::Lease moved = std::move(*a2);
+  a2.reset();  // moved from: gives nothing back
+  EXPECT_EQ(held.held_by("uid:1000"), 1u);
+  EXPECT_TRUE(held.take("uid:1000", 2));  // (taken and given back at once)
+  EXPECT_FALSE(held.take("uid:1000", 0));
+  EXPECT_EQ(held.held_by("uid:1000"), 1u);
+}
+
 TEST(ServiceBody, DumpNeverThrows) {
-  json j = {{"a", std::string("caf\xe9")}};  // invalid UTF-8 straight in: replaced, not thrown
-  EXPECT_NO_THROW(service::dump(j));
+  EXPECT_EQ(service::dump(json{{"a", std::string("caf\xe9")}}), "{\"a\":\"caf\xef\xbf\xbd\"}");
+  EXPECT_EQ(service::dump(json{{"a", std::string("caf\xe9 au lait")}}), "{\"a\":\"caf\xef\xbf\xbd au lait\"}");
+  EXPECT_EQ(service::dump(json{{"a", std::string("\xff\xfe")}}), "{\"a\":\"\xef\xbf\xbd\xef\xbf\xbd\"}");
   EXPECT_EQ(service::dump(json{{"a", 1}}), R"({"a":1})");
 }
 
@@ -925,6 +953,62 @@ TEST(DaemonConfigParse, AnEmptyObjectGivesTheDefaults) {
   EXPECT_EQ(parse_daemon_config(" \n{ }\n", kSource).socket, "/run/mayura/mayurad.sock");
 }
 
+// What the ceilings are when the operator names none: a safe share of the
+// host, with the defaults a create gets under them.
+TEST(DaemonConfigParse, CeilingsDefaultToASafeShareOfTheHost) {
+  const tools::HostShape host{8192, 32768, 4};
+  const tools::DaemonConfig c = parse_daemon_config("{}", kSource, host);
+  EXPECT_EQ(c.native.total_memory_mib, 6144);
+  EXPECT_EQ(c.native.total_pids, 16384);
+  EXPECT_EQ(c.limits.max_memory_mib, 6144);
+  EXPECT_EQ(c.limits.max_pids, 16384);
+  EXPECT_EQ(c.limits.max_cpus, 4);
+  EXPECT_EQ(c.limits.max_ports, 16u);
+  EXPECT_EQ(c.server.max_memory_mib_per_client, 16 * 4096);  // its 16 sandboxes of the default size
+  EXPECT_EQ(c.native.default_memory_mib, 4096);
+  EXPECT_EQ(c.server.default_memory_mib, 4096);  // every create is bounded
+  EXPECT_EQ(c.native.default_pids, 4096);
+  EXPECT_EQ(c.native.default_cpus, 0);  // every cpu, which is the ceiling
+  // A small host: the built-in defaults are lowered to its ceilings.
+  const tools::DaemonConfig small = parse_daemon_config("{}", kSource, {1024, 4096, 1});
+  EXPECT_EQ(small.native.total_memory_mib, 768);
+  EXPECT_EQ(small.native.default_memory_mib, 768);
+  EXPECT_EQ(small.server.default_memory_mib, 768);
+  EXPECT_EQ(small.native.default_pids, 2048);
+  // A cpu ceiling under the host's cpus bounds the default too.
+  EXPECT_EQ(parse_daemon_config(R"({"maxCpus": 1.5})", kSource, host).native.default_cpus, 1.5);
+}
+
+TEST(DaemonConfigParse, ReadsTheCeilingsAndRefusesDefaultsOverThem) {
+  const tools::HostShape host{8192, 32768, 4};
+  const tools::DaemonConfig c = parse_daemon_config(
+      R"({"maxCpus": 2, "maxMemoryMiB": 2048, "maxPids": 500, "maxPorts": 3, "maxMemoryMiBPerClient": 3000,
+          "totalMemoryMiB": 5000, "totalPids": 9000, "maxConnectionsPerClient": 7, "defaultMemoryMiB": 1024,
+          "defaultPids": 400, "defaultCpus": 1})",
+      kSource, host);
+  EXPECT_EQ(c.limits.max_cpus, 2);
+  EXPECT_EQ(c.limits.max_memory_mib, 2048);
+  EXPECT_EQ(c.limits.max_pids, 500);
+  EXPECT_EQ(c.limits.max_ports, 3u);
+  EXPECT_EQ(c.server.max_memory_mib_per_client, 3000);
+  EXPECT_EQ(c.native.total_memory_mib, 5000);
+  EXPECT_EQ(c.native.total_pids, 9000);
+  EXPECT_EQ(c.server.max_connections_per_client, 7u);
+  EXPECT_EQ(c.server.default_memory_mib, 1024);
+  for (const auto& [text, key] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"maxMemoryMiB": 1024, "defaultMemoryMiB": 2048})", "defaultMemoryMiB"},
+           {R"({"maxPids": 100, "defaultPids": 200})", "defaultPids"},
+           {R"({"maxCpus": 1, "defaultCpus": 2})", "defaultCpus"},
+           {R"({"maxMemoryMiBPerClient": 100})", "maxMemoryMiBPerClient"},
+           {R"({"maxCpus": 0})", "maxCpus"},
+           {R"({"maxPorts": 0})", "maxPorts"},
+           {R"({"totalPids": 10})", "totalPids"}}) {
+    std::string message;
+    EXPECT_EQ(reason_of([&] { parse_daemon_config(text, kSource, host); }, &message), Reason::INVALID_CONFIG) << text;
+    EXPECT_NE(message.find(key), std::string::npos) << text << ": " << message;
+  }
+}
+
 TEST(DaemonConfigParse, ReadsEveryKey) {
   const std::string text = R"({
     "socket": "/run/other/d.sock",
@@ -995,7 +1079,7 @@ TEST(DaemonConfigParse, ReadsEveryKey) {
 TEST(DaemonConfigParse, TakesTheBoundsOfEachRange) {
   const tools::DaemonConfig low = parse_daemon_config(
       R"({"maxSandboxes":1,"maxSandboxesPerClient":1,"maxLifetimeMs":1000,"maxOutputBytes":1,"maxReadBytes":1,
-          "maxWriteBytes":1,"defaultCpus":0,"defaultMemoryMiB":1,"defaultPids":1,"prepared":0,"netnsPool":0,
+          "maxWriteBytes":1,"defaultCpus":0,"defaultMemoryMiB":16,"defaultPids":1,"prepared":0,"netnsPool":0,
           "maxConnections":1,"headerTimeoutMs":100,"bodyTimeoutMs":100,"network":[]})",
       kSource);
   EXPECT_EQ(low.limits.max_sandboxes, 1u);
@@ -1005,13 +1089,16 @@ TEST(DaemonConfigParse, TakesTheBoundsOfEachRange) {
   const tools::DaemonConfig high = parse_daemon_config(
       R"({"maxSandboxes":1000000,"maxSandboxesPerClient":1000000,"maxLifetimeMs":1099511627776,
           "maxOutputBytes":1099511627776,"maxReadBytes":1099511627776,"maxWriteBytes":1099511627776,
-          "defaultMemoryMiB":1099511627776,"defaultPids":1073741824,"prepared":64,"netnsPool":64,
-          "maxConnections":1000000,"headerTimeoutMs":3600000,"bodyTimeoutMs":3600000,"defaultCpus":128})",
+          "defaultMemoryMiB":1073741824,"defaultPids":4194304,"prepared":64,"netnsPool":64,
+          "maxConnections":1000000,"headerTimeoutMs":3600000,"bodyTimeoutMs":3600000,"defaultCpus":128,
+          "maxMemoryMiB":1073741824,"maxPids":4194304,"maxCpus":1024,"maxMemoryMiBPerClient":1073741824,
+          "totalMemoryMiB":1073741824,"totalPids":4194304})",
       kSource);
   EXPECT_EQ(high.limits.max_sandboxes, 1'000'000u);
   EXPECT_EQ(high.limits.max_lifetime_ms, std::int64_t{1} << 40);
   EXPECT_EQ(high.limits.max_write_bytes, std::size_t{1} << 40);
-  EXPECT_EQ(high.native.default_pids, 1 << 30);
+  EXPECT_EQ(high.native.default_pids, 1 << 22);
+  EXPECT_EQ(high.native.default_memory_mib, 1 << 30);
   EXPECT_EQ(high.native.prepared, 64u);
   EXPECT_EQ(high.server.body_timeout, std::chrono::milliseconds(3'600'000));
   EXPECT_EQ(high.native.default_cpus, 128.0);

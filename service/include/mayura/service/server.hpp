@@ -17,6 +17,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "mayura/sandboxes.hpp"
 
@@ -25,8 +27,22 @@ namespace mayura::service {
 struct ServerOptions {
   // Sandboxes one client may have alive at once.
   std::size_t max_sandboxes_per_client = 16;
-  // Connections open at once; one more is answered 503 and closed.
+  // The sum of one client's sandboxes' memory bounds (0: none). Counted from
+  // each create's memory_mib, or default_memory_mib for a create that names
+  // none, which the server then gives it: no sandbox it makes is unbounded.
+  std::int64_t max_memory_mib_per_client = 0;
+  std::int64_t default_memory_mib = 0;  // 0: the provider's, and not counted
+  // Connections open at once on each listener (the Unix socket's and TLS's
+  // budgets are apart, so tokenless TLS clients cannot lock local ones out);
+  // one more is answered 503 and closed.
   std::size_t max_connections = 256;
+  // Connections one client holds at once: a Unix peer (by uid; root, the
+  // admin, is not bounded), and over TLS each address and each token. 0: a
+  // quarter of max_connections.
+  std::size_t max_connections_per_client = 0;
+  // TLS handshakes under way at once (each within header_timeout); a
+  // connection past them is closed at once.
+  std::size_t max_tls_handshakes = 64;
   // A request's JSON body, and a file's body (PUT), at most.
   std::size_t max_json_bytes = std::size_t{2} << 20;
   std::size_t max_file_bytes = std::size_t{64} << 20;
@@ -39,10 +55,20 @@ struct ServerOptions {
   std::size_t io_threads = 0;
   // Threads that run the provider's blocking calls other than exec.
   std::size_t blocking_threads = 8;
+  // Host paths no client is told (the image directory and store, the state
+  // directory): a failure's message says each one's name instead.
+  std::vector<std::pair<std::string, std::string>> hidden_paths;
 };
 
-// Who may call over TLS: bearer token -> client name.
+// Who may call over TLS: bearer token -> client name. The client is named
+// "token:NAME", never the same as a Unix peer ("uid:N").
 using Tokens = std::map<std::string, std::string>;
+
+// A TLS listener's certificate chain and private key, in PEM.
+struct TlsCredentials {
+  std::string certificate_chain;
+  std::string private_key;
+};
 
 class Server {
  public:
@@ -65,10 +91,12 @@ class Server {
   // credentials, as on listen_unix. INVALID_CONFIG if `fd` is no listening
   // Unix stream socket (the fd stays the caller's then).
   void adopt_unix(int fd);
-  // Listens on TCP with TLS only (a PEM certificate chain and key), each
-  // request naming its client by a bearer token of `tokens`.
-  void listen_tls(const std::string& address, unsigned short port, const std::string& certificate_file,
-                  const std::string& key_file, Tokens tokens);
+  // Listens on TCP with TLS only (1.2 with forward-secret AEAD ciphers, or
+  // 1.3; no renegotiation), each request naming its client by a bearer token
+  // of `tokens`, checked once the request's head is read: a request without
+  // one is answered 401 and its connection closed, before any body is read.
+  // The credentials are PEM text, read (and checked) by the caller.
+  void listen_tls(const std::string& address, unsigned short port, const TlsCredentials& credentials, Tokens tokens);
   // The TCP port listen_tls bound (useful with port 0).
   unsigned short tls_port() const;
 

@@ -1,0 +1,458 @@
+// Tenants who try to take mayurad down, starve the others or reach what is
+// not theirs, each against the real daemon (the mayurad binary, started from
+// its config file with the test's own places, in a network namespace of the
+// test's own), and what they are held to: the daemon answers its other
+// clients meanwhile, every ceiling of the operator's holds, and nothing
+// outlives the client that asked for it.
+
+#include <grp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "../../engine/cgroups.hpp"
+#include "../support/exec_load.hpp"
+#include "harness.hpp"
+#include "http_client.hpp"
+
+namespace mayura::testing {
+namespace {
+
+namespace asio = boost::asio;
+namespace ssl = asio::ssl;
+using nlohmann::json;
+using verb = boost::beast::http::verb;
+
+constexpr unsigned short kTlsPort = 8443;
+constexpr const char* kToken = "alice-0123456789abcdef";
+
+// A TLS client of the daemon's listener, blocking, each read and write
+// bounded by the socket's own timeouts.
+class TlsClient {
+ public:
+  TlsClient() : context_(ssl::context::tls_client), stream_(io_, context_) {
+    context_.set_verify_mode(ssl::verify_none);
+    boost::system::error_code ec;
+    stream_.lowest_layer().connect({asio::ip::make_address("127.0.0.1"), kTlsPort}, ec);
+    if (ec) return;
+    const timeval bound{10, 0};
+    const int fd = stream_.lowest_layer().native_handle();
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
+    stream_.handshake(ssl::stream_base::client, ec);
+    handshaken_ = !ec;
+  }
+  bool handshaken() const { return handshaken_; }
+  bool send(const std::string& bytes) {
+    boost::system::error_code ec;
+    asio::write(stream_, asio::buffer(bytes), ec);
+    return !ec;
+  }
+  // What comes until the server closes, or a read waits past its bound;
+  // `closed` says which.
+  std::string read_all(bool& closed) {
+    std::string got;
+    char buf[4096];
+    for (;;) {
+      boost::system::error_code ec;
+      const std::size_t n = stream_.read_some(asio::buffer(buf), ec);
+      got.append(buf, n);
+      if (!ec) continue;
+      closed = ec == asio::error::eof || ec == ssl::error::stream_truncated || ec == asio::error::connection_reset;
+      return got;
+    }
+  }
+
+ private:
+  asio::io_context io_;
+  ssl::context context_;
+  ssl::stream<asio::ip::tcp::socket> stream_;
+  bool handshaken_ = false;
+};
+
+// A process group running `sh -c command`, killed whole when this goes.
+class Background {
+ public:
+  explicit Background(const std::string& command) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  ~Background() {
+    ::kill(-pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  Background(const Background&) = delete;
+  Background& operator=(const Background&) = delete;
+  // Whether a process of the group runs `program` (its comm).
+  bool runs(const std::string& program) const {
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      const std::string pid = e.path().filename();
+      if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (read_host(e.path() / "comm") != program + "\n") continue;
+      // pid (comm) state ppid pgrp ...
+      const std::string stat = read_host(e.path() / "stat");
+      std::istringstream after_comm(stat.substr(std::min(stat.size(), stat.rfind(')') + 1)));
+      std::string state, ppid, pgrp;
+      after_comm >> state >> ppid >> pgrp;
+      if (pgrp == std::to_string(pid_)) return true;
+    }
+    return false;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+class HostileTenantTest : public NativeTest {
+ protected:
+  void SetUp() override {
+    NativeTest::SetUp();
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // as systemd is the daemon's
+    enter_own_network_namespace();      // the TLS listener's 127.0.0.1 is the test's own
+    char dir[] = "/tmp/mayura-hostile-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    dir_ = dir;
+    ::chmod(dir, 0755);
+    socket_ = dir_ + "/mayurad.sock";
+  }
+  void TearDown() override {
+    stop();
+    std::filesystem::remove_all(dir_);
+    NativeTest::TearDown();
+  }
+
+  // mayurad with the test's places and `extra` settings, serving.
+  void start(const json& extra) {
+    const std::string config = dir_ + "/mayurad.json";
+    std::ofstream(config) << daemon_config(options(), socket_, extra).dump();
+    daemon_ = start_mayurad(MAYURAD_PATH, config, false);
+    ASSERT_TRUE(wait_until_served(socket_)) << "mayurad did not serve " << socket_;
+  }
+  // SIGTERM: it releases every sandbox and exits 0.
+  void stop() {
+    if (daemon_ > 0) stop_mayurad(std::exchange(daemon_, -1), options());
+  }
+  json tls_settings() {
+    make_certificate(dir_, "server");
+    std::ofstream(dir_ + "/tokens") << "alice " << kToken << "\nuid:0 uid0-0123456789abcdef\n";
+    ::chmod((dir_ + "/tokens").c_str(), 0600);
+    return {{"listen", "127.0.0.1:" + std::to_string(kTlsPort)},
+            {"certificate", dir_ + "/server.pem"},
+            {"key", dir_ + "/server.key"},
+            {"tokens", dir_ + "/tokens"}};
+  }
+  service::HttpAnswer call(verb method, const std::string& target, const std::string& body = {},
+                           const std::string& token = {}) {
+    service::HttpCall c;
+    c.method = method;
+    c.target = target;
+    c.body = body;
+    if (!body.empty()) c.content_type = "application/json";
+    c.timeout = std::chrono::seconds(60);
+    service::Endpoint endpoint = service::parse_endpoint(socket_);
+    if (!token.empty()) {
+      endpoint = service::parse_endpoint("https://127.0.0.1:" + std::to_string(kTlsPort));
+      endpoint.token = token;
+      endpoint.ca_file = dir_ + "/server.pem";
+    }
+    return service::http_call(endpoint, c);
+  }
+  long metric(const std::string& name) {
+    const std::string text = call(verb::get, "/metrics").body;
+    const auto at = text.find("\n" + name + " ");
+    return at == std::string::npos ? -1 : std::atol(text.c_str() + at + name.size() + 2);
+  }
+  // The sandbox's cgroup: the only one below the engine's root.
+  std::string only_sandbox_cgroup() {
+    std::string found;
+    for (const auto& e : std::filesystem::directory_iterator(options().cgroup_root)) {
+      if (e.is_directory()) found = e.path().filename();
+    }
+    return found;
+  }
+
+  std::string dir_;
+  std::string socket_;
+  pid_t daemon_ = -1;
+};
+
+// Tokenless TLS clients: each is answered 401 once its request's head is
+// read, before any of its body, and its connection closed; a body a client
+// sends anyway never grows the daemon; and those that hold connections open
+// take the TLS listener's share, never the Unix socket's, nor more than one
+// address's own share.
+TEST_F(HostileTenantTest, TokenlessTlsClientsAreRefusedAtTheHeadAndLockNoLocalClientOut) {
+  start({{"maxConnections", 4}, {"maxConnectionsPerClient", 2}, {"tls", tls_settings()}});
+  // The head alone, announcing 60 MiB: the answer comes without the body.
+  {
+    TlsClient client;
+    ASSERT_TRUE(client.handshaken());
+    ASSERT_TRUE(client.send("PUT /v1/sandboxes/x/files?path=a HTTP/1.1\r\nHost: mayurad\r\n"
+                            "Content-Length: 62914560\r\n\r\n"));
+    bool closed = false;
+    const std::string answer = client.read_all(closed);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 401", 0), 0u) << answer;
+    EXPECT_TRUE(closed) << "the connection stayed open after the 401";
+  }
+  // Three clients that send their 60 MiB bodies anyway, at once.
+  const std::size_t before_kib = load::rss_kib_of(daemon_);
+  {
+    std::vector<std::thread> senders;
+    for (int i = 0; i < 3; ++i) {
+      senders.emplace_back([] {
+        TlsClient client;
+        if (!client.handshaken()) return;
+        std::string request =
+            "PUT /v1/sandboxes/x/files?path=a HTTP/1.1\r\nHost: mayurad\r\nContent-Length: 62914560\r\n\r\n";
+        client.send(request);
+        const std::string mib(1 << 20, 'x');
+        for (int m = 0; m < 60 && client.send(mib); ++m) {
+        }
+      });
+    }
+    for (auto& t : senders) t.join();
+  }
+  const std::size_t after_kib = load::rss_kib_of(daemon_);
+  EXPECT_LT(after_kib, before_kib + 32 * 1024) << "RSS " << before_kib << " KiB -> " << after_kib << " KiB";
+  // Tokenless clients that hold their connections open (a handshake, then
+  // nothing): one address holds its share (2) and no more.
+  std::vector<std::unique_ptr<Background>> holders;
+  for (int i = 0; i < 4; ++i) {
+    holders.push_back(std::make_unique<Background>(
+        "sleep 120 | openssl s_client -quiet -connect 127.0.0.1:" + std::to_string(kTlsPort) + " >/dev/null 2>&1"));
+  }
+  EXPECT_TRUE(eventually([&] { return metric("mayura_connections_open") == 2 + 1; }, std::chrono::seconds(30)))
+      << metric("mayura_connections_open") << " open (2 holders and the metrics call expected)";
+  EXPECT_TRUE(eventually(
+      [&] {
+        return std::count_if(holders.begin(), holders.end(), [](const auto& h) { return h->runs("openssl"); }) == 2;
+      },
+      std::chrono::seconds(30)))
+      << "the holders past the address's share were not closed";
+  // Meanwhile a local client is served: its listener's budget is its own.
+  EXPECT_EQ(call(verb::get, "/v1/health").status, 200u);
+  const auto made = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})");
+  ASSERT_EQ(made.status, 201u) << made.body;
+  EXPECT_EQ(call(verb::delete_, "/v1/sandboxes/" + json::parse(made.body).at("id").get<std::string>()).status, 204u);
+}
+
+// The operator's ceilings: a create over any is refused 400 naming the
+// setting, before anything is made; one at them gets exactly what it asked
+// for in its cgroups; the engine's root holds the totals; and a client's
+// sandboxes together stay under its memory.
+TEST_F(HostileTenantTest, CreatesOverTheCeilingsAreRefusedAndTheCgroupsHoldWhatWasAccepted) {
+  start({{"maxCpus", 1},
+         {"maxMemoryMiB", 256},
+         {"maxPids", 64},
+         {"maxPorts", 1},
+         {"maxMemoryMiBPerClient", 384},
+         {"defaultMemoryMiB", 128},
+         {"totalMemoryMiB", 1024},
+         {"totalPids", 512}});
+  for (const auto& [body, setting] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"lifetimeMs": 60000, "cpus": 2})", "maxCpus"},
+           {R"({"lifetimeMs": 60000, "memoryMiB": 1048576})", "maxMemoryMiB"},
+           {R"({"lifetimeMs": 60000, "memoryMiB": 257})", "maxMemoryMiB"},
+           {R"({"lifetimeMs": 60000, "pids": 4194304})", "maxPids"},
+           {R"({"lifetimeMs": 60000, "ports": [3000, 3001]})", "maxPorts"}}) {
+    const auto a = call(verb::post, "/v1/sandboxes", body);
+    EXPECT_EQ(a.status, 400u) << body << ": " << a.body;
+    EXPECT_NE(a.body.find(setting), std::string::npos) << body << ": " << a.body;
+    EXPECT_NE(a.body.find("INVALID_INPUT"), std::string::npos) << a.body;
+  }
+  EXPECT_EQ(metric("mayura_creates_total"), 0);
+  EXPECT_EQ(only_sandbox_cgroup(), "");
+
+  // At the ceilings: the cgroups say so.
+  const auto a = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000, "cpus": 1, "memoryMiB": 256, "pids": 64})");
+  ASSERT_EQ(a.status, 201u) << a.body;
+  const std::string name = only_sandbox_cgroup();
+  ASSERT_FALSE(name.empty());
+  const cgroups::Host host = cgroups::detect_host();
+  const std::string root_name = std::filesystem::path(options().cgroup_root).filename();
+  const auto on = [&](const cgroups::Controller& c) {
+    return c.v2 ? options().cgroup_root : c.v1 + "/" + root_name;  // the engine's root there
+  };
+  ASSERT_TRUE(host.memory.available() && host.pids.available()) << host.describe();
+  const std::string memory_file = host.memory.v2 ? "memory.max" : "memory.limit_in_bytes";
+  EXPECT_EQ(read_host(on(host.memory) + "/" + name + "/" + memory_file), std::to_string(256 << 20) + "\n");
+  EXPECT_EQ(read_host(on(host.pids) + "/" + name + "/commands/pids.max"), "64\n");
+  // The engine's root: the totals.
+  EXPECT_EQ(read_host(on(host.memory) + "/" + memory_file), std::to_string(std::uint64_t{1024} << 20) + "\n");
+  EXPECT_EQ(read_host(on(host.pids) + "/pids.max"), "512\n");
+
+  // The client's memory: 256 held, 128 (the default, which every create
+  // gets) more fits, then nothing more.
+  const auto b = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})");
+  ASSERT_EQ(b.status, 201u) << b.body;
+  const auto c = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000, "memoryMiB": 1})");
+  EXPECT_EQ(c.status, 400u) << c.body;
+  EXPECT_NE(c.body.find("maxMemoryMiBPerClient"), std::string::npos) << c.body;
+  EXPECT_EQ(metric("mayura_creates_total"), 2);
+  // A release gives its share back.
+  EXPECT_EQ(call(verb::delete_, "/v1/sandboxes/" + json::parse(b.body).at("id").get<std::string>()).status, 204u);
+  EXPECT_EQ(call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000, "memoryMiB": 128})").status, 201u);
+}
+
+// One local client (an ordinary uid) holds its share of the connections and
+// no more: one past it is answered 503, and others are served meanwhile.
+TEST_F(HostileTenantTest, OneLocalClientHoldsItsShareOfConnectionsAndNoMore) {
+  const group* nogroup = ::getgrgid(65534);
+  ASSERT_NE(nogroup, nullptr) << "this host has no group 65534, which the test gives the socket";
+  start({{"maxConnectionsPerClient", 2}, {"socketGroup", nogroup->gr_name}});
+  // As uid and gid 65534, three connections at once, each asking for health.
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(out[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0)
+      ::_exit(3);
+    std::vector<int> fds;
+    for (int i = 0; i < 3; ++i) fds.push_back(load::connect_to(socket_));
+    std::string statuses;
+    for (const int fd : fds) {
+      if (fd < 0) {
+        statuses += "none ";
+        continue;
+      }
+      // (a connection past the share is answered and closed at once: the
+      // send may then fail, and the answer is still there to read)
+      load::send_all(fd, load::request("GET", "/v1/health", ""));
+      char buf[64] = {};
+      const ssize_t n = ::read(fd, buf, 12);
+      statuses += (n == 12 ? std::string(buf + 9, 3) : "none") + " ";
+    }
+    [[maybe_unused]] const ssize_t w = ::write(out[1], statuses.data(), statuses.size());
+    ::_exit(0);
+  }
+  ::close(out[1]);
+  std::string statuses;
+  char buf[256];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) statuses.append(buf, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  // which of the three came third to the daemon is the kernel's order
+  EXPECT_EQ(std::count(statuses.begin(), statuses.end(), '2'), 2) << statuses;  // "200" twice
+  EXPECT_NE(statuses.find("503"), std::string::npos) << statuses;
+  EXPECT_EQ(call(verb::get, "/v1/health").status, 200u);
+}
+
+// An exec ends with its client, however its stream ends: here a client that
+// sent one byte more (a pipelined request's start) and then went away.
+TEST_F(HostileTenantTest, AnExecEndsWithItsClientEvenAfterAPipelinedByte) {
+  start(json::object());
+  const auto made = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 120000})");
+  ASSERT_EQ(made.status, 201u) << made.body;
+  const std::string id = json::parse(made.body).at("id");
+  const auto sleeps = [&] {
+    int n = 0;
+    for (const pid_t pid : processes_in_range(options())) {
+      n += read_host("/proc/" + std::to_string(pid) + "/cmdline") == std::string("sleep\0" "300\0", 10);
+    }
+    return n;
+  };
+  const int fd = load::connect_to(socket_);
+  ASSERT_GE(fd, 0);
+  const std::string body = R"({"argv": ["sleep", "300"]})";
+  ASSERT_TRUE(load::send_all(fd, "POST /v1/sandboxes/" + id +
+                                     "/exec HTTP/1.1\r\nHost: mayurad\r\nContent-Type: application/json\r\n"
+                                     "Content-Length: " +
+                                     std::to_string(body.size()) + "\r\n\r\n" + body + "G"));
+  ASSERT_TRUE(eventually([&] { return sleeps() == 1; }, std::chrono::seconds(30))) << "the command never ran";
+  ::close(fd);
+  EXPECT_TRUE(eventually([&] { return sleeps() == 0; }, std::chrono::seconds(30)))
+      << "the command outlived its client";
+}
+
+// Who may write what the daemon trusts: its config, tokens file and TLS key
+// must be root's and not writable (the key not readable) by others; any
+// other is refused at start, naming the file.
+TEST_F(HostileTenantTest, FilesAnotherUserCouldWriteAreRefusedAtStart) {
+  const json tls = tls_settings();
+  const std::string config = dir_ + "/mayurad.json";
+  std::ofstream(config) << daemon_config(options(), socket_, {{"tls", tls}}).dump();
+  const auto check = [&] {
+    return run_shell(std::string(MAYURAD_PATH) + " --config " + config + " --check-config 2>&1; echo \"exit $?\"");
+  };
+  EXPECT_NE(check().find("the settings are good"), std::string::npos) << check();
+  const auto refused = [&](const std::string& path, const std::string& says) {
+    const std::string out = check();
+    EXPECT_NE(out.find(path), std::string::npos) << out;
+    EXPECT_NE(out.find(says), std::string::npos) << out;
+    EXPECT_NE(out.find("exit 2"), std::string::npos) << out;
+  };
+  ASSERT_EQ(::chown(config.c_str(), 65534, 65534), 0);
+  refused(config, "must be owned by root");
+  ASSERT_EQ(::chown(config.c_str(), 0, 0), 0);
+  ::chmod(config.c_str(), 0664);
+  refused(config, "must not be writable by group or others");
+  ::chmod(config.c_str(), 0644);
+  const std::string tokens = tls.at("tokens");
+  ASSERT_EQ(::chown(tokens.c_str(), 65534, 65534), 0);
+  refused(tokens, "must be owned by root");
+  ASSERT_EQ(::chown(tokens.c_str(), 0, 0), 0);
+  const std::string key = tls.at("key");
+  ::chmod(key.c_str(), 0644);
+  refused(key, "the TLS key");
+  ::chmod(key.c_str(), 0600);
+  EXPECT_NE(check().find("the settings are good"), std::string::npos) << check();
+}
+
+// A token's client is "token:NAME", never a local peer: a token named
+// "uid:0" is not root, and sees none of root's sandboxes.
+TEST_F(HostileTenantTest, ATokenNamedLikeALocalPeerIsNotThatPeer) {
+  start({{"tls", tls_settings()}});
+  const auto roots = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})");
+  ASSERT_EQ(roots.status, 201u) << roots.body;
+  const std::string id = json::parse(roots.body).at("id");
+  const std::string token = "uid0-0123456789abcdef";
+  const auto listed = call(verb::get, "/v1/sandboxes", {}, token);
+  ASSERT_EQ(listed.status, 200u) << listed.body;
+  EXPECT_TRUE(json::parse(listed.body).at("sandboxes").empty()) << listed.body;
+  EXPECT_EQ(call(verb::get, "/v1/sandboxes/" + id, {}, token).status, 404u);
+  const auto own = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})", token);
+  ASSERT_EQ(own.status, 201u) << own.body;
+  EXPECT_EQ(json::parse(call(verb::get, "/v1/sandboxes/" + json::parse(own.body).at("id").get<std::string>()).body)
+                .at("owner"),
+            "token:uid:0");
+}
+
+// A failure's message names no host path: the image store, the image
+// directory and the state directory are said by name.
+TEST_F(HostileTenantTest, FailuresNameNoHostPath) {
+  start(json::object());
+  const auto a = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000, "image": "nosuch:1"})");
+  EXPECT_EQ(a.status, 424u) << a.body;  // INVALID_CONFIG: an image that is not there
+  EXPECT_NE(a.body.find("[image store]"), std::string::npos) << a.body;
+  for (const std::string& path : {options().image_store, options().image_dir, options().state_dir})
+    EXPECT_EQ(a.body.find(path), std::string::npos) << a.body;
+}
+
+}  // namespace
+}  // namespace mayura::testing
