@@ -46,6 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(e.size() == 12);
     return 0;
   }
+  mayura::fuzz::accept();
   FUZZ_CHECK(q->question_end > 12 && q->question_end <= packet.size());
   FUZZ_CHECK(q->name.size() <= 253);
   const std::string_view question = packet.substr(12, q->question_end - 12);

@@ -16,6 +16,7 @@ template <typename Message>
 void round_trip(const std::string& bytes) {
   Message m;
   if (!protocol::decode(bytes, m)) return;
+  mayura::fuzz::accept();
   const std::string once = protocol::encode(m);
   Message again;
   FUZZ_CHECK(protocol::decode(once, again));
@@ -25,6 +26,7 @@ void round_trip(const std::string& bytes) {
 void file_round_trip(const std::string& bytes) {
   protocol::FileRequest f;
   if (!protocol::decode(bytes, f)) return;
+  mayura::fuzz::accept();
   const protocol::Request kind = protocol::kind_of(bytes);
   const std::string once = protocol::encode(kind, f);
   protocol::FileRequest again;
@@ -35,6 +37,7 @@ void file_round_trip(const std::string& bytes) {
 void listing_round_trip(const std::string& bytes) {
   std::vector<protocol::ListEntry> entries;
   if (!protocol::decode_listing(bytes, entries)) return;
+  mayura::fuzz::accept();
   std::string once;
   for (const auto& e : entries) once += protocol::encode(e);
   std::vector<protocol::ListEntry> again;
@@ -48,6 +51,7 @@ void listing_round_trip(const std::string& bytes) {
 void standby_round_trip(const std::string& bytes) {
   bool now = false;
   if (!protocol::decode_standby(bytes, now)) return;
+  mayura::fuzz::accept();
   FUZZ_CHECK(protocol::encode_standby(now) == bytes);
 }
 

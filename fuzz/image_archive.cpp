@@ -21,6 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     const mayura::rootfs::ImageArchive archive("/proc/self/fd/" + std::to_string(fd));
+    mayura::fuzz::accept();
     FUZZ_CHECK(!archive.images().empty());
     for (const auto& image : archive.images()) {
       for (const auto& layer : image.layers) FUZZ_CHECK(!layer.entry.empty());

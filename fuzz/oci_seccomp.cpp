@@ -10,6 +10,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
     const auto program = mayura::seccomp::compile_oci(mayura::fuzz::bytes(data, size));
+    mayura::fuzz::accept();
     FUZZ_CHECK(!program.empty() && program.size() % sizeof(sock_filter) == 0);
     FUZZ_CHECK(program.size() / sizeof(sock_filter) <= BPF_MAXINSNS);
   } catch (const mayura::seccomp::ProfileError&) {

@@ -63,6 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(parse.status >= 400 && parse.status <= 599 && !parse.why.empty());
     return 0;
   }
+  mayura::fuzz::accept();
   const auto& r = *parse.request;
   FUZZ_CHECK(!r.host.empty() && r.host.size() <= 255);
   FUZZ_CHECK(r.host == lower(r.host) && r.host.back() != '.');

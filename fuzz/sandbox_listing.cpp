@@ -15,6 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(e.reason() == mayura::Reason::INTERNAL);
     return 0;
   }
+  mayura::fuzz::accept();
   for (const auto& e : entries) {
     FUZZ_CHECK(!e.name.empty() && e.name != "." && e.name != "..");
     FUZZ_CHECK(e.name.find('/') == std::string::npos && e.name.find('\0') == std::string::npos);

@@ -17,9 +17,11 @@ namespace {
 void check_input(std::string_view text) {
   const auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) return;
+  // Accepted: an input one of the two schemas takes whole.
   try {
     const tj::Input input(json, {"command", "path", "content", "cwd", "env", "timeoutMs", "offset"});
     (void)input.string("command");
+    mayura::fuzz::accept();
   } catch (const mayura::SandboxError& e) {
     FUZZ_CHECK(e.reason() == mayura::Reason::INVALID_INPUT);
   }
@@ -29,6 +31,7 @@ void check_input(std::string_view text) {
     (void)input.optional_integer("timeoutMs", 1, 3'600'000);
     (void)input.string_map("env");
     (void)input.optional_string("cwd");
+    mayura::fuzz::accept();
   } catch (const mayura::SandboxError& e) {
     FUZZ_CHECK(e.reason() == mayura::Reason::INVALID_INPUT);
   }
