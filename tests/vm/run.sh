@@ -46,10 +46,10 @@ timeout_s=${MAYURA_VM_TIMEOUT:-3000}
 # printed by then, and guest.sh's watchdog speaks within minutes of the
 # guest's processes stopping. What is left is a guest whose cpus do not come
 # back to it; where they are is sampled through QEMU's monitor (vcpus.py)
-# before the VM is ended.
+# before the VM is ended (and left in OUTDIR/vcpus.log).
 quiet_limit=${MAYURA_VM_QUIET:-600}
 monitor=$out/monitor.sock
-rm -f "$monitor" "$out/kallsyms" "$out/stalled"
+rm -f "$monitor" "$out/kallsyms" "$out/stalled" "$out/vcpus.log"
 set +e
 timeout --kill-after=10 "$timeout_s" qemu-system-x86_64 \
   -accel tcg,thread=multi -cpu max -m "${MAYURA_VM_MEMORY:-6144}" -smp "$(nproc)" \
@@ -73,7 +73,8 @@ while kill -0 "$vm" 2>/dev/null; do
   quiet=$((quiet + 10))
   if [ "$quiet" -ge "$quiet_limit" ]; then
     echo "run.sh: the VM ($layout) stalled: silent for ${quiet}s; where its cpus are:" >&2
-    python3 "$here/vcpus.py" "$monitor" "$out/kallsyms" >&2 || true
+    # (kept in vcpus.log too: matrix.sh names the place in its summary)
+    python3 "$here/vcpus.py" "$monitor" "$out/kallsyms" 2>&1 | tee "$out/vcpus.log" >&2 || true
     touch "$out/stalled"
     kill "$vm"
     break
