@@ -23,18 +23,26 @@
 namespace {
 
 using mayura::bench::measure;
+using mayura::bench::ratio;
 using mayura::bench::Stats;
 
-void row(const char* name, const Stats& s) { std::printf("%-56s %9.3f %9.3f\n", name, s.median_ms, s.p95_ms); }
+void row(const char* name, const Stats& s) { mayura::bench::print_row(56, name, s); }
 
-// The Node client's own figures ("median p95"), or none.
+// /bin/true ran: exit 0 and nothing on either stream.
+bool ran_true(const mayura::ExecResult& r) { return r.exit_code == 0 && r.stdout.empty() && r.stderr.empty(); }
+
+// The Node client's own figures ("median p95"), or none: the script stops
+// at its first round trip whose exec did not exit 0, so figures mean none
+// failed.
 bool node_round_trips(const std::string& script, const std::string& socket, int n, Stats& out) {
   const std::string command = "node '" + script + "' '" + socket + "' " + std::to_string(n) + " 2>&1";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
   if (!pipe) return false;
   char line[256] = {};
   if (!std::fgets(line, sizeof line, pipe.get())) return false;
-  return std::sscanf(line, "%lf %lf", &out.median_ms, &out.p95_ms) == 2;
+  if (std::sscanf(line, "%lf %lf", &out.median_ms, &out.p95_ms) != 2) return false;
+  out.succeeded = n;
+  return true;
 }
 
 }  // namespace
@@ -50,7 +58,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_clients: mayurad (%s) did not start\n", argv[1]);
     return 1;
   }
-  std::printf("%d iterations each, one warm mayurad; times in ms\n%-56s %9s %9s\n", n, "", "median", "p95");
+  std::printf("%d iterations each, one warm mayurad; times in ms\n%-56s %9s %9s %7s\n", n, "", "median", "p95",
+              "failed");
   mayura::RemoteOptions remote;
   remote.url = daemon.url();
   mayura::SandboxesOptions limits;
@@ -60,16 +69,17 @@ int main(int argc, char** argv) {
   create.lifetime_ms = 60'000;
   const Stats cpp = measure(n, [&] {
     auto s = sandboxes.create(create);
-    s.exec({"/bin/true"});
+    const bool ran = ran_true(s.exec({"/bin/true"}));
     s.release();
+    return ran;
   });
   row("C++ remote provider: create + exec /bin/true + release", cpp);
-  const Stats run = measure(n, [&] { mayura::remote_run(remote, {}, {"/bin/true"}, {}); });
+  const Stats run = measure(n, [&] { return ran_true(mayura::remote_run(remote, {}, {"/bin/true"}, {})); });
   row("C++ remote_run (one POST /v1/run)", run);
   Stats node{};
   if (node_round_trips(argv[2], daemon.socket(), n, node)) {
     row("Node @mayurajs/sandbox-native: create + exec + release", node);
-    std::printf("\nratio (median): Node / C++ = %.2f\n", node.median_ms / cpp.median_ms);
+    std::printf("\nratio (median): Node / C++ = %s\n", ratio(node, cpp).c_str());
   } else {
     std::printf("Node: %s did not run (is node there, and the package built?); not measured\n", argv[2]);
   }
