@@ -6,18 +6,8 @@ import assert from 'node:assert/strict';
 import * as http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 
-import { nativeSandboxes, SandboxError, type SandboxBackend, type SandboxProvider } from '../src/index.js';
-import { startDaemon, type Daemon } from './daemon.js';
-
-async function reasonOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof SandboxError, `not a SandboxError: ${String(error)}`);
-    return error.reason;
-  }
-  return 'no failure';
-}
+import { nativeSandboxes, type SandboxBackend, type SandboxProvider } from '../src/index.js';
+import { reasonOf, startDaemon, type Daemon } from './daemon.js';
 
 const count = (pattern: string) =>
   `n=0; for c in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $c 2>/dev/null | grep -q '^${pattern}' && n=$((n+1)); done; echo $n`;
@@ -56,21 +46,45 @@ describe('the contract through mayurad', () => {
     assert.equal(r.stderr, 'err\n');
     assert.equal(r.timedOut, false);
     assert.equal(r.truncated, false);
-    assert.ok(Number.isInteger(r.durationMs) && r.durationMs >= 0);
+    // durationMs is the command's: a 0.3 s sleep takes 300 ms at least (and not ten times that)
+    const slept = await s.exec(['sleep', '0.3']);
+    assert.ok(Number.isInteger(slept.durationMs) && slept.durationMs >= 300 && slept.durationMs < 3000, String(slept.durationMs));
     assert.equal((await s.exec(['sh', '-c', 'echo $GREETING'], { env: { GREETING: 'hi there' } })).stdout, 'hi there\n');
     await s.exec(['mkdir', '-p', 'sub/dir']);
     assert.equal((await s.exec(['pwd'], { cwd: 'sub/dir' })).stdout, '/workspace/sub/dir\n');
     assert.equal((await s.exec(['pwd'])).stdout, '/workspace\n');
     assert.equal((await s.exec(['cat'], { stdin: 'from stdin' })).stdout, 'from stdin');
     assert.equal((await s.exec(['wc', '-c'], { stdin: new Uint8Array([0, 255, 1]) })).stdout.trim(), '3');
-    assert.equal(await reasonOf(s.exec(['/no/such/program'])), 'no failure');  // 127, not a failure of the call
+    // a program that is not there is the command's exit code 127, not a failure of the call
+    const missing = await s.exec(['/no/such/program']);
+    assert.equal(missing.exitCode, 127);
+    assert.equal(missing.timedOut, false);
     assert.equal((await s.exec(['sh', '-c', 'exit 0'])).exitCode, 0);
   });
+
+  // What the stop tests' zero rests on: the counter counts processes that run.
+  it('counts the processes a command started', async () => {
+    const s = await sandbox();
+    const r = await s.exec(['sh', '-c', `sleep 320 & sleep 321 & ${count('sleep 32')}`]);
+    assert.equal(r.stdout, '2\n');
+  });
+
+  // Polls the count of `pattern` in `s` until it is `n` (or 10 s pass): the last count.
+  const countUntil = async (s: SandboxBackend, pattern: string, n: string) => {
+    let seen = '';
+    for (let i = 0; i < 200 && seen !== n; ++i) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 50));
+      seen = (await s.exec(['sh', '-c', count(pattern)])).stdout;
+    }
+    return seen;
+  };
 
   // (a command that was not stopped would hold the test past its own bound)
   it('stops a command at its timeout, with everything it started', { timeout: 60_000 }, async () => {
     const s = await sandbox();
-    const r = await s.exec(['sh', '-c', 'sleep 300 & sleep 301 & sleep 302'], { timeoutMs: 1000 });
+    const running = s.exec(['sh', '-c', 'sleep 300 & sleep 301 & sleep 302'], { timeoutMs: 5000 });
+    assert.equal(await countUntil(s, 'sleep 30', '3\n'), '3\n');  // all three ran before the timeout
+    const r = await running;
     assert.equal(r.timedOut, true);
     assert.equal(r.exitCode, null);
     assert.equal((await s.exec(['sh', '-c', count('sleep 30')])).stdout, '0\n');
@@ -81,19 +95,10 @@ describe('the contract through mayurad', () => {
     const controller = new AbortController();
     const running = s.exec(['sh', '-c', 'sleep 310 & sleep 311 & echo started; wait'], { signal: controller.signal });
     // started once both are there
-    for (let i = 0; i < 200; ++i) {
-      if ((await s.exec(['sh', '-c', count('sleep 31')])).stdout === '2\n') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    assert.equal(await countUntil(s, 'sleep 31', '2\n'), '2\n');
     controller.abort();
     assert.equal(await reasonOf(running), 'cancelled');
-    let left = '';
-    for (let i = 0; i < 100; ++i) {
-      left = (await s.exec(['sh', '-c', count('sleep 31')])).stdout;
-      if (left === '0\n') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    assert.equal(left, '0\n');
+    assert.equal(await countUntil(s, 'sleep 31', '0\n'), '0\n');
     const aborted = new AbortController();
     aborted.abort();
     assert.equal(await reasonOf(s.exec(['true'], { signal: aborted.signal })), 'cancelled');

@@ -3,13 +3,17 @@
 // stopped: no process in its id range, no cgroup under its root (cgroup2 and
 // v1). (That a stopped daemon leaves no network namespace or nftables table
 // is the C++ suite's DaemonTest; these tests make sandboxes with no network
-// but one.)
+// but a published port's few.)
 
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+
+import { SandboxError } from '../src/index.js';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 // build-test/test -> clients/typescript -> the repository
@@ -23,13 +27,47 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
-// A range of its own for each test process (test files may run at once).
+// A range of its own for each test process (test files run at once): leased
+// by making /run/lock/mayura-ts-ids-N, which holds the leaser's pid, and
+// given back when the process exits. A lease whose process is gone is
+// taken over. (Two processes whose pids agree modulo the count would share
+// a range otherwise, and take each other's sandboxes for leaks.)
 const ID_SLOTS = 8;
-const ID_BASE = 0x70000000 + (process.pid % 64) * ID_SLOTS * 65536;
+const ID_RANGES = 64;
+function leaseIdRange(): number {
+  for (let i = 0; i < ID_RANGES; ++i) {
+    const range = (process.pid + i) % ID_RANGES;
+    const lease = `/run/lock/mayura-ts-ids-${range}`;
+    try {
+      fs.mkdirSync(lease);
+    } catch {
+      let holder = 0;
+      try {
+        holder = Number(fs.readFileSync(`${lease}/pid`, 'utf8'));
+      } catch {
+        continue;  // being made by its leaser just now
+      }
+      try {
+        process.kill(holder, 0);
+        continue;  // alive: not ours
+      } catch {
+        // gone: ours now
+      }
+    }
+    fs.writeFileSync(`${lease}/pid`, String(process.pid));
+    process.on('exit', () => fs.rmSync(lease, { recursive: true, force: true }));
+    return range;
+  }
+  throw new Error(`every one of the ${ID_RANGES} test id ranges is leased`);
+}
+const ID_BASE = 0x70000000 + leaseIdRange() * ID_SLOTS * 65536;
 
+// Where the engine would put its root, under a name of the test's: the
+// cgroup2 mount (pure cgroup2, hybrid), or the one it mounts on a v1 host.
 function cgroupRootFor(name: string): string {
   if (fs.existsSync('/sys/fs/cgroup/cgroup.controllers')) return `/sys/fs/cgroup/${name}`;
-  return `/sys/fs/cgroup/unified/${name}`;
+  if (fs.existsSync('/sys/fs/cgroup/unified/cgroup.controllers')) return `/sys/fs/cgroup/unified/${name}`;
+  return `/run/mayura-cgroup2/${name}`;
 }
 
 function answers(socket: string): Promise<boolean> {
@@ -116,4 +154,33 @@ function checkNothingLeft(cgroupRoot: string, name: string): void {
     }
   }
   if (left.length) throw new Error(`mayurad left: ${left.join('; ')}`);
+}
+
+// A counter or gauge of the daemon's /metrics (e.g. mayura_creates_total),
+// read over its Unix socket: what it has made, whoever asked.
+// The reason a call failed with, or 'no failure'.
+export async function reasonOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof SandboxError, `not a SandboxError: ${String(error)}`);
+    return error.reason;
+  }
+  return 'no failure';
+}
+
+export function metric(daemon: Daemon, name: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ socketPath: daemon.socket, path: '/metrics', headers: { host: 'mayurad' }, agent: false }, (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => {
+          const found = new RegExp(`^${name} (\\d+)$`, 'm').exec(text);
+          if (res.statusCode !== 200 || !found) reject(new Error(`no ${name} in mayurad's /metrics (HTTP ${res.statusCode})`));
+          else resolve(Number(found[1]));
+        });
+      })
+      .on('error', reject);
+  });
 }

@@ -8,8 +8,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { nativeSandboxes, SandboxError } from '../src/index.js';
-import { startDaemon, type Daemon } from './daemon.js';
+import { nativeSandboxes } from '../src/index.js';
+import { metric, reasonOf, startDaemon, type Daemon } from './daemon.js';
 
 function certificate(dir: string, name: string): { pem: string; key: string } {
   const pem = path.join(dir, `${name}.pem`);
@@ -17,16 +17,6 @@ function certificate(dir: string, name: string): { pem: string; key: string } {
   execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2',
     '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost', '-keyout', key, '-out', pem], { stdio: 'ignore' });
   return { pem, key };
-}
-
-async function reasonOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof SandboxError, String(error));
-    return error.reason;
-  }
-  return 'no failure';
 }
 
 describe('a daemon over https', () => {
@@ -63,6 +53,8 @@ describe('a daemon over https', () => {
   });
 
   it('refuses a wrong token, and a client that trusts another CA gets nothing through', async () => {
+    const creates = await metric(daemon, 'mayura_creates_total');
+    assert.equal(await metric(daemon, 'mayura_sandboxes_alive'), 0);
     assert.equal(
       await reasonOf(nativeSandboxes({ url: `https://127.0.0.1:${port}`, token: 'not-the-token-0123456789', ca }).create({ lifetimeMs: 60_000 })),
       'permission_denied',
@@ -71,5 +63,16 @@ describe('a daemon over https', () => {
       await reasonOf(nativeSandboxes({ url: `https://127.0.0.1:${port}`, token, ca: stranger }).create({ lifetimeMs: 60_000 })),
       'internal',
     );
+    // Nothing was made: the daemon counts no create, and holds no sandbox.
+    assert.equal(await metric(daemon, 'mayura_creates_total'), creates);
+    assert.equal(await metric(daemon, 'mayura_sandboxes_alive'), 0);
+    // (the control: a create over TLS with the token is counted)
+    const s = await nativeSandboxes({ url: `https://127.0.0.1:${port}`, token, ca }).create({ lifetimeMs: 60_000 });
+    try {
+      assert.equal(await metric(daemon, 'mayura_creates_total'), creates + 1);
+      assert.equal(await metric(daemon, 'mayura_sandboxes_alive'), 1);
+    } finally {
+      await s.release();
+    }
   });
 });
