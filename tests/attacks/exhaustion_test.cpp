@@ -3,9 +3,13 @@
 // engine answering.
 
 #include <chrono>
+#include <filesystem>
 #include <future>
+#include <sstream>
+#include <system_error>
 #include <thread>
 
+#include "../../engine/cgroups.hpp"
 #include "../support/output_event.hpp"
 #include "attack.hpp"
 
@@ -25,6 +29,46 @@ int running(const NativeOptions& o, const std::string& comm) {
     const auto close = stat.rfind(')');
     const bool zombie = close != std::string::npos && stat.compare(close + 1, 3, " Z ") == 0;
     if (!zombie && read_host(proc + "/comm") == comm + "\n") ++n;
+  }
+  return n;
+}
+
+// The commands' cgroup of the one sandbox there is, on the hierarchy that
+// carries pids ("" unless there is exactly one).
+std::string only_sandboxs_commands(const NativeOptions& o) {
+  namespace fs = std::filesystem;
+  const cgroups::Host host = cgroups::detect_host();
+  const std::string base =
+      host.pids.v2 ? o.cgroup_root : host.pids.v1 + "/" + fs::path(o.cgroup_root).filename().string();
+  std::vector<std::string> sandboxes;
+  for (const auto& e : fs::directory_iterator(base)) {
+    if (e.is_directory()) sandboxes.push_back(e.path());
+  }
+  EXPECT_EQ(sandboxes.size(), 1u) << base;
+  return sandboxes.size() == 1 ? sandboxes.front() + "/commands" : "";
+}
+
+// Forks refused by a pids bound ("max" in pids.events), summed over `dir`
+// and every cgroup below it: on v1, on older kernels and with
+// pids_localevents the kernel counts one in the forking process's cgroup (a
+// command's, below `dir`); else in the cgroup whose bound was hit (`dir`) and
+// those above. -1 if `dir` has no pids.events.
+long pids_max_events(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::exists(dir + "/pids.events")) return -1;
+  long n = 0;
+  auto add = [&](const fs::path& cgroup) {
+    std::istringstream in(read_host(cgroup / "pids.events"));
+    std::string key;
+    long count = 0;
+    while (in >> key >> count) {
+      if (key == "max") n += count;
+    }
+  };
+  add(dir);
+  std::error_code gone;  // a command's cgroup may go while this walks
+  for (fs::recursive_directory_iterator it(dir, gone), end; !gone && it != end; it.increment(gone)) {
+    if (it->is_directory(gone)) add(it->path());
   }
   return n;
 }
@@ -63,6 +107,9 @@ TEST_F(ExhaustionTest, AForkBombHitsItsPidsBound) {
   CreateOptions o;
   o.pids = 64;
   auto bomb = create(o);
+  const std::string commands = only_sandboxs_commands(options());  // (made before the other's)
+  const long refused_before = pids_max_events(commands);
+  ASSERT_GE(refused_before, 0) << commands;
   auto other = create();
   install_probe(bomb);
   bomb.write_file("/workspace/note", "readable during the bomb");
@@ -73,8 +120,12 @@ TEST_F(ExhaustionTest, AForkBombHitsItsPidsBound) {
   eo.timeout_ms = 10000;
   eo.on_stdout = out.sink();
   auto bombing = std::async(std::launch::async, [&] { return bomb.exec({"/workspace/probe", "forkbomb"}, eo); });
-  // the bound was reached: a fork failed for want of pids
+  // a fork failed, and for want of pids: the kernel counted the refusal
+  // against the bound (before the fork returned EAGAIN) in the bomb's cgroups
   ASSERT_TRUE(out.wait_for("fork=EAGAIN\n")) << out.seen();
+  const long refused = pids_max_events(commands);
+  RecordProperty("pids_max_events", static_cast<int>(refused - refused_before));
+  EXPECT_GT(refused, refused_before) << "EAGAIN, but no fork refused at pids.max in " << commands;
   // the bound holds while it runs
   const int at_bound = running(options(), "probe");
   EXPECT_LE(at_bound, 64);

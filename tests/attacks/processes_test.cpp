@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <set>
@@ -136,9 +137,14 @@ TEST_F(ProcessesTest, KillMinusOneReachesOnlyTheSandbox) {
   // the shell may kill itself with the rest; whatever it reports, nothing outside is hit
   EXPECT_TRUE(outsider.alive());
   EXPECT_EQ(sh(s, "echo again"), "again\n");
-  EXPECT_EQ(sh(other, "pgrep -x sleep | wc -l"), "1\n");
+  // (pgrep's own exit code, not a count in a pipeline, which says 0 when pgrep fails: 0 is a match, 1 none, 2 and 3
+  // a failure)
+  const std::string survivors = sh(other, "pgrep -x sleep");
+  EXPECT_EQ(std::count(survivors.begin(), survivors.end(), '\n'), 1) << survivors;
   // the sandbox's own sleep is gone
-  EXPECT_EQ(sh(s, "pgrep -x sleep | wc -l"), "0\n");
+  const ExecResult gone = s.exec({"pgrep", "-x", "sleep"});
+  EXPECT_EQ(gone.exit_code, 1) << gone.stdout << gone.stderr;
+  EXPECT_EQ(gone.stdout, "");
 }
 
 TEST_F(ProcessesTest, OnlyItsOwnProcessesAreVisible) {
