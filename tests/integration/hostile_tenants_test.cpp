@@ -131,7 +131,7 @@ class HostileTenantTest : public NativeTest {
   void SetUp() override {
     NativeTest::SetUp();
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // as systemd is the daemon's
-    enter_own_network_namespace();      // the TLS listener's 127.0.0.1 is the test's own
+    enter_own_network_namespace();       // the TLS listener's 127.0.0.1 is the test's own
     char dir[] = "/tmp/mayura-hostile-XXXXXX";
     ASSERT_NE(::mkdtemp(dir), nullptr);
     dir_ = dir;
@@ -210,8 +210,9 @@ TEST_F(HostileTenantTest, TokenlessTlsClientsAreRefusedAtTheHeadAndLockNoLocalCl
   {
     TlsClient client;
     ASSERT_TRUE(client.handshaken());
-    ASSERT_TRUE(client.send("PUT /v1/sandboxes/x/files?path=a HTTP/1.1\r\nHost: mayurad\r\n"
-                            "Content-Length: 62914560\r\n\r\n"));
+    ASSERT_TRUE(
+        client.send("PUT /v1/sandboxes/x/files?path=a HTTP/1.1\r\nHost: mayurad\r\n"
+                    "Content-Length: 62914560\r\n\r\n"));
     bool closed = false;
     const std::string answer = client.read_all(closed);
     EXPECT_EQ(answer.rfind("HTTP/1.1 401", 0), 0u) << answer;
@@ -373,7 +374,10 @@ TEST_F(HostileTenantTest, AnExecEndsWithItsClientEvenAfterAPipelinedByte) {
   const auto sleeps = [&] {
     int n = 0;
     for (const pid_t pid : processes_in_range(options())) {
-      n += read_host("/proc/" + std::to_string(pid) + "/cmdline") == std::string("sleep\0" "300\0", 10);
+      n += read_host("/proc/" + std::to_string(pid) + "/cmdline") == std::string(
+                                                                         "sleep\0"
+                                                                         "300\0",
+                                                                         10);
     }
     return n;
   };
@@ -388,8 +392,7 @@ TEST_F(HostileTenantTest, AnExecEndsWithItsClientEvenAfterAPipelinedByte) {
   // Once the request was read: a byte of the next one, which stays unread.
   ASSERT_TRUE(load::send_all(fd, "G"));
   ::close(fd);
-  EXPECT_TRUE(eventually([&] { return sleeps() == 0; }, std::chrono::seconds(30)))
-      << "the command outlived its client";
+  EXPECT_TRUE(eventually([&] { return sleeps() == 0; }, std::chrono::seconds(30))) << "the command outlived its client";
 }
 
 // Who may write what the daemon trusts: its config, tokens file and TLS key

@@ -41,12 +41,9 @@ inline Ia32Entry host_ia32_entry() {
 
 inline const char* describe(Ia32Entry entry) {
   switch (entry) {
-    case Ia32Entry::runs:
-      return "this host runs int $0x80 (IA32 emulation on)";
-    case Ia32Entry::faults:
-      return "this host answers int $0x80 with SIGSEGV (no IA32 emulation)";
-    case Ia32Entry::other:
-      break;
+    case Ia32Entry::runs: return "this host runs int $0x80 (IA32 emulation on)";
+    case Ia32Entry::faults: return "this host answers int $0x80 with SIGSEGV (no IA32 emulation)";
+    case Ia32Entry::other: break;
   }
   return "this host's int $0x80 neither ran nor faulted with SIGSEGV";
 }
