@@ -72,7 +72,7 @@ using ExecChannel = asio::experimental::concurrent_channel<void(boost::system::e
 // joins every thread before it goes, and the io_context (destroyed first of
 // what its handlers use, being declared after it) takes their frames with it.
 struct Server::State {
-  State(Sandboxes s, ServiceInfo info, ServerOptions o)
+  State(Sandboxes s, ServiceInfo info, const ServerOptions& o)
       : options(o),
         registry({o.max_sandboxes_per_client, o.max_memory_mib_per_client}),
         routes(std::move(s), std::move(info), registry, metrics, o.max_json_bytes, o.max_file_bytes,
@@ -419,11 +419,11 @@ std::optional<Client> client_of_token(const State& s, const Request& req) {
 
 // Serves one connection's requests in turn. `peer`: the Unix client, known
 // from the socket; none over TLS, where each request's token names it.
-// `held`: what the connection already holds of its client's share (a TLS
-// address's, taken before the handshake).
+// `address_share`: what the connection holds of its client's share from
+// before (a TLS address's, taken before the handshake), until it ends.
 template <class Stream>
 awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::atomic<std::size_t>* listener,
-                      std::optional<PerClient::Lease> held) {
+                      [[maybe_unused]] std::optional<PerClient::Lease> address_share) {
   struct Count {
     State& s;
     std::atomic<std::size_t>& listener;
@@ -432,7 +432,6 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::
       --s.metrics.connections;
     }
   } count{*s, *listener};
-  const std::optional<PerClient::Lease> address_share = std::move(held);  // held until the connection ends
   ++s->metrics.connections;
   beast::flat_buffer buffer;
   if (++*listener > s->options.max_connections) {

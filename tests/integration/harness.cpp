@@ -89,7 +89,8 @@ namespace {
 constexpr std::uint32_t kIdBase = 0x40000000u;
 constexpr std::uint32_t kIdSlots = 8;
 constexpr std::uint32_t kIdRanges = 1024;
-static_assert(kIdBase + std::uint64_t{kIdRanges} * kIdSlots * 65536u <= NativeOptions{}.id_base);
+constexpr std::uint32_t kEnginesDefaultIdBase = 0x60000000u;  // NativeOptions{}.id_base, checked below
+static_assert(kIdBase + std::uint64_t{kIdRanges} * kIdSlots * 65536u <= kEnginesDefaultIdBase);
 
 // A host id range no other test process uses while this one lives: ranges
 // are leased with an open-file-description lock on byte N of one lock file
@@ -153,6 +154,7 @@ NativeOptions isolated_options() {
   // Tests count cgroups and processes: a sandbox made ahead would be one more.
   // PreparedTest turns it on.
   o.prepared = 0;
+  if (o.id_base != kEnginesDefaultIdBase) throw std::logic_error("the engine's default id base moved: move the tests'");
   o.id_base = kIdBase + id_range_of_this_process() * o.id_slots * 65536u;
   o.image_dir = "/run/mayura-test-" + std::to_string(pid) + "-images";
   // The store on a file system that can be idmapped: the VMs' kernel (6.1)

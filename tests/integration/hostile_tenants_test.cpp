@@ -222,11 +222,12 @@ TEST_F(HostileTenantTest, TokenlessTlsClientsAreRefusedAtTheHeadAndLockNoLocalCl
   const std::size_t before_kib = load::rss_kib_of(daemon_);
   {
     std::vector<std::thread> senders;
+    senders.reserve(3);
     for (int i = 0; i < 3; ++i) {
       senders.emplace_back([] {
         TlsClient client;
         if (!client.handshaken()) return;
-        std::string request =
+        const std::string request =
             "PUT /v1/sandboxes/x/files?path=a HTTP/1.1\r\nHost: mayurad\r\nContent-Length: 62914560\r\n\r\n";
         client.send(request);
         const std::string mib(1 << 20, 'x');
@@ -241,6 +242,7 @@ TEST_F(HostileTenantTest, TokenlessTlsClientsAreRefusedAtTheHeadAndLockNoLocalCl
   // Tokenless clients that hold their connections open (a handshake, then
   // nothing): one address holds its share (2) and no more.
   std::vector<std::unique_ptr<Background>> holders;
+  holders.reserve(4);
   for (int i = 0; i < 4; ++i) {
     holders.push_back(std::make_unique<Background>(
         "sleep 120 | openssl s_client -quiet -connect 127.0.0.1:" + std::to_string(kTlsPort) + " >/dev/null 2>&1"));
@@ -333,6 +335,7 @@ TEST_F(HostileTenantTest, OneLocalClientHoldsItsShareOfConnectionsAndNoMore) {
     if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0)
       ::_exit(3);
     std::vector<int> fds;
+    fds.reserve(3);
     for (int i = 0; i < 3; ++i) fds.push_back(load::connect_to(socket_));
     std::string statuses;
     for (const int fd : fds) {

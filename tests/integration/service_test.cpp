@@ -76,7 +76,7 @@ class InProcessServerTest : public ScratchSocketTest {
     ScratchSocketTest::TearDown();
   }
 
-  void start_server(service::ServerOptions options = {}, mode_t mode = 0660) {
+  void start_server(const service::ServerOptions& options = {}, mode_t mode = 0660) {
     SandboxesOptions limits;
     limits.max_sandboxes = 8;
     limits.max_lifetime_ms = 600'000;
