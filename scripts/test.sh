@@ -51,6 +51,6 @@ step "tests under ASan + UBSan"
 (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest -j"$(($(nproc) * 2))" --timeout 120 --output-on-failure --no-tests=error -E 'UnifiedCgroupTest|AtTheOpenFileLimit')
 
-step "fuzzing (fuzz/): each corpus replayed, then each harness fuzzed for 20 s"
-"$here/fuzz.sh" 20
+step "fuzzing (fuzz/): each corpus replayed, then each harness fuzzed for 10 s"
+"$here/fuzz.sh" 10
 step "done"

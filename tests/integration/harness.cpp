@@ -13,6 +13,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <chrono>
 #include <csignal>
 
 #include <cstdlib>
@@ -203,9 +204,17 @@ OwnDefaultSocketDir::OwnDefaultSocketDir() {
 }
 
 OwnDefaultSocketDir::~OwnDefaultSocketDir() {
-  // The namespace (and its tmpfs) goes with the last process in it.
-  if (::setns(host_namespace_, CLONE_NEWNS) != 0)
-    ADD_FAILURE() << "back to the host's mounts: " << std::strerror(errno);
+  // The namespace (and its tmpfs) goes with the last process in it. setns
+  // refuses (EINVAL) while another thread shares this one's fs_struct, and a
+  // thread the test started and joined can still hold it: the kernel wakes
+  // the joiner before the thread's exit drops its file-system state.
+  int entered = -1;
+  for (int attempt = 0; attempt < 500; ++attempt) {
+    entered = ::setns(host_namespace_, CLONE_NEWNS);
+    if (entered == 0 || errno != EINVAL) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (entered != 0) ADD_FAILURE() << "back to the host's mounts: " << std::strerror(errno);
   ::close(host_namespace_);
   // The last test to use it: nothing of a sibling can be detached. (Not if
   // an engine uses it meanwhile: it is then not empty.)
