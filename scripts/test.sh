@@ -21,6 +21,9 @@ step() { echo "== $* (at $((SECONDS / 60))m$((SECONDS % 60))s)"; }
 step "format (.clang-format, over the whole tree)"
 "$here/format.sh"
 
+step "documents (tests/docs/check.sh)"
+"$root/tests/docs/check.sh"
+
 step "build (warnings as errors)"
 "$here/build.sh" "$root/build"
 
