@@ -154,10 +154,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
       return end_if_drained();
     }
     const std::string_view chunk(buf, static_cast<std::size_t>(n));
-    std::string& sink = from == OutputStream::out ? result_.stdout : result_.stderr;
-    const std::size_t room = sink.size() < limit_ ? limit_ - sink.size() : 0;
-    if (chunk.size() > room) result_.truncated = true;
-    sink.append(chunk.substr(0, std::min(room, chunk.size())));
+    keep(from, chunk);
     if (options_.on_output) {
       // Read on once the consumer asks for more.
       options_.on_output(from, chunk, [run = weak_from_this(), strand = strand_, from] {
@@ -170,6 +167,18 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     const OutputCallback& callback = from == OutputStream::out ? options_.on_stdout : options_.on_stderr;
     if (callback) callback(chunk);
     watch_output(from);
+  }
+
+  // Up to the limit of each stream, into the result when it keeps output;
+  // counted either way, for `truncated`.
+  void keep(OutputStream from, std::string_view chunk) {
+    std::size_t& seen = from == OutputStream::out ? out_bytes_ : err_bytes_;
+    const std::size_t room = seen < limit_ ? limit_ - seen : 0;
+    if (chunk.size() > room) result_.truncated = true;
+    seen += std::min(room, chunk.size());
+    if (options_.keep_output)
+      (from == OutputStream::out ? result_.stdout : result_.stderr)
+          .append(chunk.substr(0, std::min(room, chunk.size())));
   }
 
   void watch_stdin() {
@@ -268,7 +277,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     const std::string message = step == protocol::SpawnStep::cwd
                                     ? "mayura: cannot enter " + cwd_ + ": " + std::strerror(e) + "\n"
                                     : "mayura: cannot run " + argv_[0] + ": " + std::strerror(e) + "\n";
-    result_.stderr += message;
+    keep(OutputStream::err, message);
     if (options_.on_output) {
       options_.on_output(OutputStream::err, message, [] {});
     } else if (options_.on_stderr) {
@@ -400,6 +409,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   std::optional<std::stop_callback<Wake>> cancel_watch_;
   ExecDone done_;
   std::size_t limit_ = 0;
+  std::size_t out_bytes_ = 0, err_bytes_ = 0;  // kept (or that would be) of each stream
   Clock::time_point deadline_ = Clock::time_point::max();
 
   ExecResult result_;

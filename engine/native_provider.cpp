@@ -23,6 +23,7 @@
 #include "mayura/netfilter/egress.hpp"
 #include "mayura/netfilter/host_link.hpp"
 #include "mayura/netfilter/netns_pool.hpp"
+#include "mayura/netfilter/port_owners.hpp"
 #include "mayura/netfilter/sandbox_network.hpp"
 #include "mayura/netfilter/sandbox_services.hpp"
 #include "mayura/rootfs/image.hpp"
@@ -213,7 +214,8 @@ class NativeProvider final : public SandboxProvider {
       timer.step("network");
       for (int port : options.ports) {
         core->ports[port] = std::make_unique<netfilter::PortForwarder>(io_.context(), core->netns.get(),
-                                                                       static_cast<std::uint16_t>(port));
+                                                                       static_cast<std::uint16_t>(port), port_owners_,
+                                                                       options.ports_owner.value_or(::geteuid()));
       }
     } catch (...) {
       core->end();
@@ -426,6 +428,8 @@ class NativeProvider final : public SandboxProvider {
   // proxies, network all's DNS); outlive every sandbox. The way out (Egress)
   // starts with the first network that needs it, and a host table a dead
   // engine left is removed before the first link of network all.
+  // Who may connect to each published port: outlives every port.
+  netfilter::PortOwners port_owners_{options_.id_base};
   netfilter::IoThread io_;
   netfilter::NetworkContext network_{
       io_.context(), egress_options(options_),

@@ -208,7 +208,7 @@ bool serve_one(Service& s, std::string& rest, std::string& last_id, const servic
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   Service s;
-  const service::Client client{data[0] & 1 ? "uid:0" : "uid:1000", (data[0] & 1) != 0};
+  const service::Client client{data[0] & 1 ? "uid:0" : "uid:1000", (data[0] & 1) != 0, data[0] & 1 ? 0u : 1000u};
   std::string rest(mayura::fuzz::bytes(data + 1, size - 1));
   std::string last_id;
   for (int n = 0; n < 32 && !rest.empty(); ++n) {

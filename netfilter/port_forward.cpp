@@ -75,17 +75,27 @@ struct PortForwarder::State : std::enable_shared_from_this<PortForwarder::State>
   SpliceSet<int> splices;
 };
 
-PortForwarder::PortForwarder(asio::io_context& io, int netns, std::uint16_t port) {
+PortForwarder::PortForwarder(asio::io_context& io, int netns, std::uint16_t port, PortOwners& owners, uid_t owner)
+    : owners_(owners) {
   const int ns = ::fcntl(netns, F_DUPFD_CLOEXEC, 3);
   if (ns < 0) throw SandboxError(Reason::INTERNAL, "publishing a port: duplicating the sandbox's namespace failed");
   state_ = std::make_shared<State>(io, ns, port);
+  // Bound, not yet listening, while the rule is made: no connection can be
+  // taken before only its owner may make one.
   try {
     const tcp::endpoint local(asio::ip::address_v4::loopback(), 0);
     state_->acceptor.open(local.protocol());
     state_->acceptor.bind(local);
-    state_->acceptor.listen();
     host_port_ = state_->acceptor.local_endpoint().port();
   } catch (const boost::system::system_error& e) {
+    throw SandboxError(Reason::INTERNAL, std::string("publishing port ") + std::to_string(port) +
+                                             ": binding 127.0.0.1 failed: " + e.code().message());
+  }
+  owners_.restrict(host_port_, owner);
+  try {
+    state_->acceptor.listen();
+  } catch (const boost::system::system_error& e) {
+    owners_.lift(host_port_);
     throw SandboxError(Reason::INTERNAL, std::string("publishing port ") + std::to_string(port) +
                                              ": listening on 127.0.0.1 failed: " + e.code().message());
   }
@@ -96,6 +106,7 @@ PortForwarder::~PortForwarder() {
   // On the io thread, where every handler of it runs: after this, none of
   // its sockets is open.
   run_and_wait(state_->io, [s = state_] { s->stop(); });
+  owners_.lift(host_port_);
 }
 
 }  // namespace mayura::netfilter

@@ -256,6 +256,9 @@ void check_create(const SandboxesOptions& limits, const Features& features, std:
       throw SandboxError(Reason::INVALID_INPUT, "a port is listed twice");
     }
   }
+  // (uid_t)-1 is no uid: the kernel's "unchanged".
+  if (o.ports_owner && *o.ports_owner == 0xFFFFFFFFu)
+    throw SandboxError(Reason::INVALID_INPUT, "ports_owner must be a uid, not 4294967295");
   if (o.cpus) {
     if (!features.cpus) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound cpus");
     if (!std::isfinite(*o.cpus) || *o.cpus <= 0 || *o.cpus > 1024)
@@ -290,8 +293,9 @@ void check_create(const SandboxesOptions& limits, const Features& features, std:
   }
 }
 
-// The provider's result, held to the caller's bounds.
-ExecResult checked_result(ExecResult r, std::size_t max_output) {
+// The provider's result, held to the caller's bounds (and without output
+// when the caller keeps none).
+ExecResult checked_result(ExecResult r, std::size_t max_output, bool keep_output) {
   if (r.timed_out) {
     r.exit_code.reset();
   } else if (!r.exit_code || *r.exit_code < 0 || *r.exit_code > 255) {
@@ -304,6 +308,10 @@ ExecResult checked_result(ExecResult r, std::size_t max_output) {
   if (r.stderr.size() > max_output) {
     r.stderr.resize(max_output);
     r.truncated = true;
+  }
+  if (!keep_output) {
+    r.stdout.clear();
+    r.stderr.clear();
   }
   if (r.duration_ms < 0) r.duration_ms = 0;
   return r;
@@ -348,7 +356,7 @@ ExecResult Sandbox::exec(const std::vector<std::string>& argv, const ExecOptions
   auto backend = exec_backend(argv, options, limit);
   ExecOptions o = detail::without_pacing(options);  // the caller's thread is the consumer
   o.max_output_bytes = limit;
-  return checked_result(guarded("exec", [&] { return backend->exec(argv, o); }), limit);
+  return checked_result(guarded("exec", [&] { return backend->exec(argv, o); }), limit, o.keep_output);
 }
 
 std::shared_ptr<SandboxBackend> Sandbox::exec_backend(const std::vector<std::string>& argv, const ExecOptions& options,
@@ -628,7 +636,9 @@ void Sandbox::start_exec(std::vector<std::string> argv, ExecOptions options, Exe
       [argv = std::move(argv), options](SandboxBackend& b, ExecCompletion finish) {
         b.async_exec(argv, options, std::move(finish));
       },
-      [limit](ExecResult& result) { result = checked_result(std::move(result), limit); },
+      [limit, keep = options.keep_output](ExecResult& result) {
+        result = checked_result(std::move(result), limit, keep);
+      },
       ExecCompletion([output, done = std::move(done)](std::exception_ptr error, ExecResult result) {
         output->clear();
         done(std::move(error), std::move(result));

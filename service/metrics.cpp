@@ -39,6 +39,7 @@ std::string Metrics::text(std::size_t alive) const {
   out += counter("mayura_creates_total", "Sandboxes created.", creates);
   out += counter("mayura_execs_total", "Commands run.", execs);
   out += counter("mayura_requests_total", "HTTP requests served.", requests);
+  out += counter("mayura_budget_refusals_total", "Requests refused past the daemon's memory budget.", budget_refusals);
   out += "# HELP mayura_failures_total Failed requests, by reason.\n# TYPE mayura_failures_total counter\n";
   for (std::size_t i = 0; i < failures.size(); ++i) {
     out += "mayura_failures_total{reason=\"" + std::string(reason_name(static_cast<Reason>(i))) + "\"} " +

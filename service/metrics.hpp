@@ -27,6 +27,7 @@ struct Metrics {
   std::atomic<std::uint64_t> execs{0};
   std::atomic<std::uint64_t> requests{0};
   std::atomic<std::uint64_t> connections{0};             // open now
+  std::atomic<std::uint64_t> budget_refusals{0};         // requests past the memory budget
   std::array<std::atomic<std::uint64_t>, 9> failures{};  // by Reason
   Histogram create_seconds;
   Histogram exec_seconds;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -19,6 +20,9 @@ namespace mayura::service {
 struct Client {
   std::string name;  // "uid:1000", or the name a token file gives
   bool admin = false;
+  // A local peer's uid, the owner of its sandboxes' published ports; none
+  // for a token's client (whose ports only root can reach).
+  std::optional<std::uint32_t> uid;
 };
 
 struct Owned {

@@ -2,6 +2,7 @@
 // mayurad; its statuses come back as the same reasons (sandbox_http_failure),
 // with the daemon's message, which is the engine's own words.
 
+#include <algorithm>
 #include <atomic>
 #include <boost/url/url.hpp>
 
@@ -91,7 +92,9 @@ struct Link {
   }
 };
 
-constexpr std::size_t kMaxStreamLine = std::size_t{256} << 20;
+// A line holds one chunk of output (at most 64 KiB, six times that as JSON
+// escapes) or the result, which carries no output.
+constexpr std::size_t kMaxStreamLine = std::size_t{4} << 20;
 
 // A request whose answer is an exec's stream (an exec, a run): its output
 // to the options' callbacks as it comes, then the result or the failure.
@@ -105,6 +108,17 @@ ExecResult streamed_exec(const Link& link, std::string target, std::string body,
   std::string pending;
   std::optional<ExecResult> result;
   std::optional<SandboxError> failed;
+  // The result's output is what the stream carried (the daemon keeps none
+  // of it), up to the caller's bound of each stream.
+  const std::size_t limit = options.max_output_bytes.value_or(std::size_t{16} << 20);
+  std::string kept_out, kept_err;
+  bool clipped = false;
+  auto keep = [&](std::string& kept, const std::string& data) {
+    if (!options.keep_output) return;
+    const std::size_t room = kept.size() < limit ? limit - kept.size() : 0;
+    clipped = clipped || data.size() > room;
+    kept.append(data, 0, std::min(room, data.size()));
+  };
   auto line = [&](std::string_view text) {
     const json event = json::parse(text.begin(), text.end(), nullptr, false);
     if (event.is_discarded() || !event.is_object())
@@ -112,8 +126,13 @@ ExecResult streamed_exec(const Link& link, std::string target, std::string body,
     if (event.contains("stream")) {
       const std::string data = decoded("exec output", [&] { return service::bytes_from(event.at("data"), "data"); });
       const auto& stream = event["stream"];
-      if (stream == "stdout" && options.on_stdout) options.on_stdout(data);
-      else if (stream == "stderr" && options.on_stderr) options.on_stderr(data);
+      if (stream == "stdout") {
+        keep(kept_out, data);
+        if (options.on_stdout) options.on_stdout(data);
+      } else if (stream == "stderr") {
+        keep(kept_err, data);
+        if (options.on_stderr) options.on_stderr(data);
+      }
     } else if (event.contains("reason")) {
       const auto reason =
           event["reason"].is_string() ? service::reason_from_name(event["reason"].get<std::string>()) : std::nullopt;
@@ -122,12 +141,15 @@ ExecResult streamed_exec(const Link& link, std::string target, std::string body,
       failed.emplace(reason.value_or(Reason::INTERNAL), "mayurad: " + message.substr(0, kMaxMessageBytes));
     } else {
       result = decoded("exec result", [&] { return service::exec_result_from(event); });
+      // (a last line that carries output itself is taken as it is)
+      if (!event.contains("stdout")) result->stdout = std::move(kept_out);
+      if (!event.contains("stderr")) result->stderr = std::move(kept_err);
+      result->truncated = result->truncated || clipped;
     }
   };
   c.on_chunk = [&](std::string_view piece) {
-    // One line holds at most a result: two streams' kept output, in base64.
     if (pending.size() + piece.size() > kMaxStreamLine)
-      throw SandboxError(Reason::INTERNAL, "a line of mayurad's exec stream is over 256 MiB");
+      throw SandboxError(Reason::INTERNAL, "a line of mayurad's exec stream is over 4 MiB");
     pending.append(piece);
     std::size_t start = 0;
     for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {

@@ -1,5 +1,6 @@
 #include "routes.hpp"
 
+#include <cstdint>
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 #include <chrono>
@@ -139,6 +140,18 @@ std::size_t Routes::body_limit(http::verb method, std::string_view target) const
   return max_json_bytes_;
 }
 
+std::optional<std::size_t> Routes::read_bound(http::verb method, std::string_view target) const {
+  if (method != http::verb::get) return std::nullopt;
+  const auto t = parse_target(target);
+  if (!t || !sandbox_resource(*t, "files")) return std::nullopt;
+  if (!t->params.count("maxBytes")) return SIZE_MAX;
+  try {
+    return static_cast<std::size_t>(number_param(*t, "maxBytes", 0, std::int64_t{1} << 40));
+  } catch (const SandboxError&) {
+    return 0;  // refused when it is served
+  }
+}
+
 std::optional<std::string> Routes::exec_id(http::verb method, std::string_view target) const {
   if (method != http::verb::post) return std::nullopt;
   const auto t = parse_target(target);
@@ -182,6 +195,7 @@ Owned Routes::create_counting_runs(const CreateOptions& options, const Client& c
 Owned Routes::create(const json& request, const Client& client) {
   CreateOptions options = create_from(request);
   if (!options.memory_mib && default_memory_mib_ > 0) options.memory_mib = default_memory_mib_;
+  options.ports_owner = client.uid.value_or(0);
   // The service's own host is no client's: images by name only (the image
   // store, the image directory), never a host path.
   if (!options.image.empty() && (options.image.front() == '/' || options.image.find("..") != std::string::npos)) {

@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "memory_budget.hpp"
 #include "per_client.hpp"
 #include "routes.hpp"
 #include "status.hpp"
@@ -72,14 +73,20 @@ using ExecChannel = asio::experimental::concurrent_channel<void(boost::system::e
 // joins every thread before it goes, and the io_context (destroyed first of
 // what its handlers use, being declared after it) takes their frames with it.
 struct Server::State {
-  State(Sandboxes s, ServiceInfo info, const ServerOptions& o)
+  State(Sandboxes s, ServiceInfo info, const ServerOptions& o, std::size_t read_bytes)
       : options(o),
+        buffered(o.max_buffered_bytes, o.max_buffered_bytes / 4),
+        max_read_bytes(read_bytes),
         registry({o.max_sandboxes_per_client, o.max_memory_mib_per_client}),
         routes(std::move(s), std::move(info), registry, metrics, o.max_json_bytes, o.max_file_bytes,
                o.default_memory_mib, o.hidden_paths),
         blocking(o.blocking_threads) {}
 
   ServerOptions options;
+  // Request bodies and file answers held at once: each request holds its
+  // body's bound and, for a read, the read's, until it is answered.
+  MemoryBudget buffered;
+  std::size_t max_read_bytes;
   Metrics metrics;
   Registry registry;
   Routes routes;
@@ -89,6 +96,10 @@ struct Server::State {
   // Each client's connections (Unix peers, TLS addresses and tokens).
   PerClient connections_per_client;
   std::atomic<std::size_t> tls_handshakes{0};
+  // Each client's calls on the blocking pool (a desktop action may hold its
+  // thread for seconds): a quarter of the pool's threads each, root apart.
+  PerClient blocking_per_client;
+  std::size_t blocking_cap() const { return std::max<std::size_t>(1, options.blocking_threads / 4); }
   std::size_t per_client_cap() const {
     return options.max_connections_per_client ? options.max_connections_per_client
                                               : std::max<std::size_t>(1, options.max_connections / 4);
@@ -196,6 +207,15 @@ std::string event_line(const json& value) { return dump(value) + "\n"; }
 // Streams an exec's events to the client: output chunks as they come, then
 // the result (or the failure). The head goes with the first event, so a
 // failure before any output is an ordinary error answer with its status.
+// The last line of an exec's stream: the result without its output, which
+// the lines before carried (the client keeps what it wants of it).
+std::string streamed_result_json(const ExecResult& result) {
+  json j = exec_result_json(result);
+  j.erase("stdout");
+  j.erase("stderr");
+  return event_line(j);
+}
+
 template <class Stream>
 awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsigned version, bool keep_alive,
                             std::function<void()>* before_last) {
@@ -251,7 +271,7 @@ awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsi
     }
     if (!head) ok = co_await send_head();
     if (!ok) co_return false;
-    std::string last = failure ? failure->body + "\n" : event_line(exec_result_json(event.result));
+    std::string last = failure ? failure->body + "\n" : streamed_result_json(event.result);
     ok = co_await send_line(std::move(last));
     if (!ok) co_return false;
     beast::get_lowest_layer(stream).expires_after(s.options.write_timeout);
@@ -282,6 +302,8 @@ awaitable<bool> stream_command(Stream& stream, State& s, unsigned version, bool 
                         [more = std::move(more)](boost::system::error_code) { more(); });
   };
   request.options.cancellation = stop->get_token();
+  // Every chunk went to the client: the daemon never holds it twice.
+  request.options.keep_output = false;
   ++s.routes.metrics().execs;
   const auto started = std::chrono::steady_clock::now();
   Metrics* metrics = &s.routes.metrics();
@@ -329,6 +351,29 @@ awaitable<bool> serve_exec(Stream& stream, State& s, const Request& req, const s
   co_return more;
 }
 
+// A client's turn on the blocking pool, waited for without a thread (a
+// timer's ticks), up to the body timeout: one client's slow calls then hold
+// its own share of the pool, never the threads other clients' calls need.
+// False when the wait was too long. (Arguments by reference: the caller's
+// frame outlives this.)
+awaitable<bool> blocking_turn(State& s, const Client& client, std::optional<PerClient::Lease>& turn) {
+  if (client.admin) co_return true;
+  const auto give_up = std::chrono::steady_clock::now() + s.options.body_timeout;
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  for (;;) {
+    turn = s.blocking_per_client.take(client.name, s.blocking_cap());
+    if (turn) co_return true;
+    if (std::chrono::steady_clock::now() >= give_up) co_return false;
+    timer.expires_after(std::chrono::milliseconds(20));
+    co_await timer.async_wait(asio::as_tuple(use_awaitable));
+  }
+}
+
+Reply blocking_share_spent() {
+  return error_reply(503, Reason::LIMIT_REACHED,
+                     "this client's calls fill its share of the daemon's threads: try again");
+}
+
 // A run: the create on the blocking pool, the command streamed as an exec's,
 // then the release, after the answer has ended (the client has all it waits
 // for) and before the connection's next request.
@@ -342,12 +387,19 @@ awaitable<bool> serve_run(Stream& stream, State& s, const Request& req, const Cl
   const Client* who = &client;
   std::optional<Routes::Run> run;
   auto* made = &run;
+  std::optional<PerClient::Lease> turn;
+  const bool turned = co_await blocking_turn(s, client, turn);
+  if (!turned) {
+    const bool more = co_await write_reply(stream, s, blocking_share_spent(), req.version(), false);
+    co_return more;
+  }
   Reply refused = co_await offload(s.blocking, [state, request, who, made]() -> Reply {
     auto started = state->routes.start_run(request->body(), *who);
     if (started.index() == 1) return std::get<1>(std::move(started));
     made->emplace(std::get<0>(std::move(started)));
     return {};
   });
+  turn.reset();
   if (!run) {
     const bool more = co_await write_reply(stream, s, std::move(refused), req.version(), req.keep_alive());
     co_return more;
@@ -412,7 +464,7 @@ std::optional<Client> client_of_token(const State& s, const Request& req) {
   for (const auto& [known, name] : s.tokens) {
     // every token compared in full, so the time says nothing of which matched
     if (known.size() == token.size() && CRYPTO_memcmp(known.data(), token.data(), token.size()) == 0)
-      found = Client{"token:" + name, false};
+      found = Client{"token:" + name, false, std::nullopt};
   }
   return found;
 }
@@ -499,6 +551,21 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::
     const std::string target(parser.get().target());
     const std::size_t limit = s->routes.body_limit(method, target);
     const bool over = parser.content_length() && *parser.content_length() > limit;
+    // What answering it may hold: its body (its bound, when chunked) and a
+    // read's answer. Past the daemon's budget or the client's share of it,
+    // the request is refused before its body is read.
+    const std::size_t holds = (over ? 0 : parser.content_length().value_or(parser.chunked() ? limit : 0)) +
+                              std::min(s->routes.read_bound(method, target).value_or(0), s->max_read_bytes);
+    const std::optional<MemoryBudget::Hold> held =
+        holds > 0 ? s->buffered.take(client->name, holds, client->admin) : std::nullopt;
+    if (holds > 0 && !held) {
+      ++s->metrics.budget_refusals;
+      co_await write_reply(stream, *s,
+                           error_reply(503, Reason::LIMIT_REACHED,
+                                       "the daemon holds as much request and answer data as it may: try again"),
+                           parser.get().version(), false);
+      break;
+    }
     boost::system::error_code bec;
     if (!over) {
       parser.body_limit(limit);
@@ -538,8 +605,15 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::
       more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
       continue;
     }
+    std::optional<PerClient::Lease> turn;
+    const bool turned = co_await blocking_turn(*s, *client, turn);
+    if (!turned) {
+      co_await write_reply(stream, *s, blocking_share_spent(), req.version(), false);
+      break;
+    }
     const Reply reply = co_await offload(
         s->blocking, [s, &req, &client] { return s->routes.handle(req.method(), req.target(), req.body(), *client); });
+    turn.reset();
     more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
   }
   boost::system::error_code ignored;
@@ -564,7 +638,7 @@ awaitable<void> accept_unix(State* s, asio::local::stream_protocol::acceptor& ac
     ucred cred{};
     socklen_t len = sizeof cred;
     if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) continue;
-    Client client{"uid:" + std::to_string(cred.uid), cred.uid == 0};
+    Client client{"uid:" + std::to_string(cred.uid), cred.uid == 0, cred.uid};
     auto ex = socket.get_executor();
     asio::co_spawn(
         ex, serve(s, UnixStream(std::move(socket)), std::optional<Client>(client), &s->unix_connections, std::nullopt),
@@ -622,7 +696,9 @@ Server::Server(std::shared_ptr<SandboxProvider> provider, SandboxesOptions limit
   ServiceInfo info{provider->id(), std::min(provider->max_lifetime_ms(), limits.max_lifetime_ms), limits.network};
   if (options.max_file_bytes > limits.max_write_bytes) options.max_file_bytes = limits.max_write_bytes;
   if (options.blocking_threads == 0) options.blocking_threads = 8;
-  state_ = std::make_unique<State>(create_sandboxes(std::move(provider), std::move(limits)), std::move(info), options);
+  const std::size_t read_bytes = limits.max_read_bytes;
+  state_ = std::make_unique<State>(create_sandboxes(std::move(provider), std::move(limits)), std::move(info), options,
+                                   read_bytes);
 }
 
 Server::~Server() {

@@ -225,6 +225,11 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
         static_cast<std::size_t>(integer(k, "maxConnectionsPerClient", *v, 1, 1'000'000));
   }
   parse_ceilings(k, host, c);
+  // Request bodies and file answers held at once: an eighth of the host's
+  // memory, at least 256 MiB (a client but root may hold a quarter of it).
+  std::int64_t buffered_mib = std::max<std::int64_t>(256, host.memory_mib / 8);
+  if (const json* v = k.take("maxBufferedMiB")) buffered_mib = integer(k, "maxBufferedMiB", *v, 16, 1 << 20);
+  c.server.max_buffered_bytes = static_cast<std::size_t>(buffered_mib) << 20;
   if (const json* v = k.take("headerTimeoutMs"))
     c.server.header_timeout = std::chrono::milliseconds(integer(k, "headerTimeoutMs", *v, 100, 3'600'000));
   if (const json* v = k.take("bodyTimeoutMs"))

@@ -1,6 +1,7 @@
 #include "harness.hpp"
 
 #include <arpa/inet.h>
+#include <grp.h>
 #include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -12,10 +13,12 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <chrono>
 #include <csignal>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -325,6 +328,47 @@ int listening_sockets() {
   return n;
 }
 
+// What a connection to 127.0.0.1:port made as `uid` reads: the reply to an
+// HTTP request, or "refused" when connect fails with ECONNREFUSED. Forked,
+// so the test's own credentials stay; only system calls after the fork.
+std::string fetch_as(uid_t uid, int port) {
+  int out[2];
+  if (::pipe(out) != 0) return "no pipe";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(out[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0) ::_exit(3);
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const timeval bound{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      const char* what = errno == ECONNREFUSED ? "refused" : "connect failed";
+      [[maybe_unused]] const ssize_t w = ::write(out[1], what, std::strlen(what));
+      ::_exit(0);
+    }
+    const char request[] = "GET /index.html HTTP/1.0\r\nHost: x\r\n\r\n";
+    if (::send(fd, request, sizeof request - 1, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof request - 1)) ::_exit(4);
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) {
+      [[maybe_unused]] const ssize_t w = ::write(out[1], buf, static_cast<std::size_t>(n));
+    }
+    ::_exit(0);
+  }
+  ::close(out[1]);
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "the child failed: " + std::to_string(status);
+  return got;
+}
+
 HostListener::HostListener(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) {
   sockaddr_in any{};
   any.sin_family = AF_INET;
@@ -399,8 +443,15 @@ void expect_nothing_leaked(const NativeOptions& o, const HostSnapshot& before) {
   const netfilter::NftResult tables = netfilter::run_nft(self, "list tables");
   ::close(self);
   EXPECT_TRUE(tables.ok) << tables.error;
-  EXPECT_EQ(tables.output.find("mayura"), std::string::npos)
-      << "an nftables table of the engine was left: " << tables.output;
+  // Network all's table, and the published ports' table of this engine's id
+  // range (another test's engine in the same namespace may hold its own).
+  char ports_table[64];
+  std::snprintf(ports_table, sizeof ports_table, "table ip mayura_ports_%08x\n", o.id_base);
+  const std::string listed = "\n" + tables.output;
+  EXPECT_EQ(listed.find("\ntable ip mayura\n"), std::string::npos)
+      << "network all's nftables table was left: " << tables.output;
+  EXPECT_EQ(listed.find(std::string("\n") + ports_table), std::string::npos)
+      << "the engine's published ports' table was left: " << tables.output;
 }
 
 void remove_what_dead_tests_left() {

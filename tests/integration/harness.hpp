@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -42,6 +43,11 @@ void remove_what_dead_tests_left();
 
 // TCP sockets listening in the test process's network namespace.
 int listening_sockets();
+
+// What a connection to 127.0.0.1:port made as `uid` reads: the answer to an
+// HTTP GET of /index.html, or "refused" when connect fails with
+// ECONNREFUSED. Forked, so the test's own credentials stay.
+std::string fetch_as(uid_t uid, int port);
 
 // A TCP socket listening on 0.0.0.0:port of the calling thread's namespace
 // (every address the "host" has); closed when it goes.

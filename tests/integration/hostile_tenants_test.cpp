@@ -462,5 +462,157 @@ TEST_F(HostileTenantTest, FailuresNameNoHostPath) {
     EXPECT_EQ(a.body.find(path), std::string::npos) << a.body;
 }
 
+// A published port belongs to the client that created the sandbox: uid
+// 65534 creates one through the daemon and reaches its server; root does
+// too; another local user (65533) is refused by the kernel's rule.
+TEST_F(HostileTenantTest, APublishedPortAnswersOnlyItsOwnerAndRoot) {
+  const group* nogroup = ::getgrgid(65534);
+  ASSERT_NE(nogroup, nullptr) << "this host has no group 65534, which the test gives the socket";
+  start({{"socketGroup", nogroup->gr_name}});
+  // As 65534: a sandbox with port 8000 and a server on it; the port's url.
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(out[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0)
+      ::_exit(3);
+    const std::string made = load::call(socket_, "POST", "/v1/sandboxes", R"({"lifetimeMs": 120000, "ports": [8000]})");
+    const auto id_at = made.find("\"id\":\"");
+    if (id_at == std::string::npos) ::_exit(4);
+    const std::string id = made.substr(id_at + 6, made.find('"', id_at + 6) - id_at - 6);
+    load::call(socket_, "POST", "/v1/sandboxes/" + id + "/exec",
+               R"({"argv": ["sh", "-c", "echo hello from inside > index.html; )"
+               R"(setsid python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 </dev/null &"]})");
+    const std::string url = load::call(socket_, "GET", "/v1/sandboxes/" + id + "/url?port=8000");
+    const auto port_at = url.find("http://127.0.0.1:");
+    if (port_at == std::string::npos) ::_exit(5);
+    const std::string said = id + " " + std::to_string(std::atoi(url.c_str() + port_at + 17));
+    [[maybe_unused]] const ssize_t w = ::write(out[1], said.data(), said.size());
+    ::_exit(0);
+  }
+  ::close(out[1]);
+  std::string said;
+  char buf[256];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::istringstream words(said);
+  std::string id;
+  int port = 0;
+  words >> id >> port;
+  ASSERT_GT(port, 0) << said;
+  // The server may take a moment to listen inside.
+  std::string owner_read;
+  EXPECT_TRUE(eventually(
+      [&] {
+        owner_read = fetch_as(65534, port);
+        return owner_read.find("hello from inside") != std::string::npos;
+      },
+      std::chrono::seconds(20)))
+      << owner_read;
+  EXPECT_NE(fetch_as(0, port).find("hello from inside"), std::string::npos);
+  EXPECT_EQ(fetch_as(65533, port), "refused");
+  EXPECT_EQ(call(verb::delete_, "/v1/sandboxes/" + id).status, 204u);
+}
+
+// Bodies held at once: the daemon's budget (64 MiB here) bounds what all its
+// clients' requests may hold, root's too. Two writes of 30 MiB whose bodies
+// come slowly hold 60 of it; a third is refused at its head (503), before
+// its body is read; once the two are gone, a write of the same size passes.
+TEST_F(HostileTenantTest, BodiesPastTheDaemonsBudgetAreRefusedAtTheHead) {
+  start({{"maxBufferedMiB", 64}});
+  const auto made = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 120000})");
+  ASSERT_EQ(made.status, 201u) << made.body;
+  const std::string id = json::parse(made.body).at("id");
+  const std::size_t size = std::size_t{30} << 20;
+  const std::string head = "PUT /v1/sandboxes/" + id +
+                           "/files?path=big HTTP/1.1\r\nHost: mayurad\r\nConnection: close\r\n"
+                           "Content-Type: application/octet-stream\r\nContent-Length: " +
+                           std::to_string(size) + "\r\n\r\n";
+  std::vector<int> slow;
+  for (int i = 0; i < 2; ++i) {
+    slow.push_back(load::connect_to(socket_));
+    ASSERT_TRUE(load::send_all(slow.back(), head + std::string(4096, 'x')));
+  }
+  ASSERT_TRUE(eventually([&] { return metric("mayura_connections_open") >= 2; }, std::chrono::seconds(10)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // both heads read
+  const int third = load::connect_to(socket_);
+  ASSERT_TRUE(load::send_all(third, head));
+  std::string answer;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(third, buf, sizeof buf)) > 0;) answer.append(buf, static_cast<std::size_t>(n));
+  ::close(third);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 503", 0), 0u) << answer;
+  EXPECT_NE(answer.find("LIMIT_REACHED"), std::string::npos) << answer;
+  EXPECT_GE(metric("mayura_budget_refusals_total"), 1);
+  for (const int fd : slow) ::close(fd);
+  const std::string body(size, 'y');
+  service::HttpAnswer put;
+  ASSERT_TRUE(eventually(
+      [&] {
+        put = call(verb::put, "/v1/sandboxes/" + id + "/files?path=big", body);
+        return put.status != 503;
+      },
+      std::chrono::seconds(20)));
+  EXPECT_EQ(put.status, 204u) << put.body;
+}
+
+// Output floods: three execs each print 16 MiB, streamed to clients that
+// read it all. The daemon passes each chunk on and keeps none of it (no copy
+// for the result, no last line repeating it): its peak memory grows by far
+// less than one exec's output. Meanwhile another client's create + exec +
+// release still succeeds.
+TEST_F(HostileTenantTest, OutputFloodsAreStreamedThroughAndNeverHeld) {
+  start(json::object());
+  const auto made = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 300000})");
+  ASSERT_EQ(made.status, 201u) << made.body;
+  const std::string id = json::parse(made.body).at("id");
+  const std::string status = "/proc/" + std::to_string(daemon_) + "/clear_refs";
+  std::ofstream(status) << "5";  // the peak (VmHWM) from here
+  const std::size_t before = load::status_kib_of(daemon_, "VmHWM");
+  const std::string body =
+      R"({"argv": ["sh", "-c", "yes abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz | head -c 16777216"]})";
+  std::vector<std::string> tails(3);
+  std::vector<std::size_t> sizes(3);
+  std::vector<std::thread> floods;
+  for (int i = 0; i < 3; ++i) {
+    floods.emplace_back([&, i] {
+      const int fd = load::connect_to(socket_);
+      if (fd < 0 || !load::send_all(fd, load::request("POST", "/v1/sandboxes/" + id + "/exec", body))) return;
+      std::string tail;
+      char buf[65536];
+      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) {
+        sizes[i] += static_cast<std::size_t>(n);
+        tail.append(buf, static_cast<std::size_t>(n));
+        if (tail.size() > 8192) tail.erase(0, tail.size() - 4096);
+      }
+      ::close(fd);
+      tails[i] = tail;
+    });
+  }
+  // Another tenant, meanwhile.
+  const auto other_started = std::chrono::steady_clock::now();
+  const auto other = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})");
+  ASSERT_EQ(other.status, 201u) << other.body;
+  const std::string other_id = json::parse(other.body).at("id");
+  const auto ran = call(verb::post, "/v1/sandboxes/" + other_id + "/exec", R"({"argv": ["echo", "fine"]})");
+  EXPECT_NE(ran.body.find("\"exitCode\":0"), std::string::npos) << ran.body;
+  EXPECT_EQ(call(verb::delete_, "/v1/sandboxes/" + other_id).status, 204u);
+  EXPECT_LT(std::chrono::steady_clock::now() - other_started, std::chrono::seconds(30));
+  for (std::thread& t : floods) t.join();
+  const std::size_t peak = load::status_kib_of(daemon_, "VmHWM");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_GT(sizes[i], std::size_t{16} << 20) << "exec " << i << " did not stream its output";
+    // The last line: the result, without the output the stream carried.
+    EXPECT_NE(tails[i].find("\"exitCode\":0"), std::string::npos) << tails[i].substr(tails[i].size() - 300);
+    const std::string last = tails[i].substr(tails[i].rfind("{\""));
+    EXPECT_EQ(last.find("stdout"), std::string::npos) << last;
+  }
+  EXPECT_LT(peak - before, std::size_t{32} << 10) << "the daemon's peak grew by " << (peak - before) << " KiB";
+}
+
 }  // namespace
 }  // namespace mayura::testing

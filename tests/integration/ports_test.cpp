@@ -12,11 +12,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "harness.hpp"
+#include "mayura/netfilter/nftables.hpp"
 
 namespace mayura::testing {
 namespace {
@@ -170,6 +172,34 @@ TEST_F(PortsTest, OnlyPortsAskedForArePublishedAndReleaseClosesThem) {
   EXPECT_EQ(connect_to(port), -1);
   EXPECT_EQ(errno, ECONNREFUSED);
   EXPECT_EQ(listening_sockets(), 0);
+}
+
+// Any local user could connect to a listener on 127.0.0.1: the kernel lets
+// only the port's owner and root through, and refuses everyone else.
+TEST_F(PortsTest, APublishedPortAnswersItsOwnerAndRootAndRefusesEveryoneElse) {
+  CreateOptions c;
+  c.ports = {8000};
+  c.ports_owner = 65534;
+  auto s = create(c);
+  s.write_file("index.html", "hello from inside\n");
+  serve(s, "python3 -m http.server 8000 --bind 127.0.0.1", 8000);
+  const int port = port_of(s.url(8000));
+  EXPECT_NE(fetch_as(65534, port).find("hello from inside"), std::string::npos);
+  EXPECT_NE(fetch_as(0, port).find("hello from inside"), std::string::npos);
+  EXPECT_EQ(fetch_as(65533, port), "refused");
+  EXPECT_EQ(fetch_as(1000, port), "refused");
+  // The refusal is the engine's rule: the table names the port and its owner.
+  const int self = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  char table[64];
+  std::snprintf(table, sizeof table, "mayura_ports_%08x", options().id_base);
+  const netfilter::NftResult listed = netfilter::run_nft(self, std::string("list table ip ") + table);
+  ::close(self);
+  ASSERT_TRUE(listed.ok) << listed.error;
+  EXPECT_NE(listed.output.find(std::to_string(port) + " . 65534"), std::string::npos) << listed.output;
+  // Released: the listener and the table are gone (the teardown checks the
+  // table), and nobody reaches the port any more.
+  s.release();
+  EXPECT_EQ(fetch_as(65534, port), "refused");
 }
 
 TEST_F(PortsTest, ASandboxWithoutPortsListensNowhere) {

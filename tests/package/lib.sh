@@ -66,11 +66,12 @@ round_trip() {
   id=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])' <<<"$BODY") || fail "no id in $BODY"
   answer POST "$sock" "/v1/sandboxes/$id/exec" '{"argv": ["echo", "hi"]}'
   [ "$STATUS" = 200 ] || fail "exec answered $STATUS: $BODY"
-  # the NDJSON stream ends with the result
+  # the NDJSON stream: the output, then the result
   python3 -c '
 import json, sys
-result = json.loads(sys.stdin.read().strip().splitlines()[-1])
-assert result.get("exitCode") == 0 and result.get("stdout") == "hi\n", result
+lines = [json.loads(l) for l in sys.stdin.read().strip().splitlines()]
+out = "".join(l["data"] for l in lines[:-1] if l.get("stream") == "stdout")
+assert lines[-1].get("exitCode") == 0 and out == "hi\n", lines
 ' <<<"$BODY" || fail "exec's result is not exit 0 with stdout hi: $BODY"
   answer DELETE "$sock" "/v1/sandboxes/$id"
   [ "$STATUS" = 204 ] || fail "release answered $STATUS: $BODY"

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../service/memory_budget.hpp"
 #include "../../service/per_client.hpp"
 #include "../../service/status.hpp"
 #include "../../service/wire.hpp"
@@ -353,6 +354,31 @@ TEST(PerClient, EachClientHoldsItsCapAndLeasesGiveTheirsBack) {
   EXPECT_TRUE(held.take("uid:1000", 2));  // (taken and given back at once)
   EXPECT_FALSE(held.take("uid:1000", 0));
   EXPECT_EQ(held.held_by("uid:1000"), 1u);
+}
+
+// The daemon's budget of buffered bytes: a client (not root) holds its share
+// and no more; the whole budget bounds everyone, root too; holds give their
+// bytes back when they go, moved or not.
+TEST(MemoryBudget, ClientsHoldTheirShareAndTheDaemonItsTotal) {
+  service::MemoryBudget budget(1000, 250);
+  std::optional<service::MemoryBudget::Hold> a = budget.take("uid:1000", 200, false);
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(budget.take("uid:1000", 51, false)) << "past the client's share";
+  EXPECT_TRUE(budget.take("uid:1000", 50, false));  // (given back at once)
+  const auto b = budget.take("uid:1001", 250, false);
+  ASSERT_TRUE(b);
+  const auto root = budget.take("uid:0", 500, true);
+  ASSERT_TRUE(root);
+  EXPECT_EQ(budget.held(), 950u);
+  EXPECT_FALSE(budget.take("uid:0", 51, true)) << "past the daemon's total, root too";
+  EXPECT_FALSE(budget.take("uid:1002", 51, false));
+  {
+    const service::MemoryBudget::Hold moved = std::move(*a);
+    a.reset();  // moved from: gives nothing back
+    EXPECT_EQ(budget.held(), 950u);
+  }
+  EXPECT_EQ(budget.held(), 750u);
+  EXPECT_TRUE(budget.take("uid:1000", 250, false));
 }
 
 TEST(ServiceBody, DumpNeverThrows) {
@@ -995,6 +1021,12 @@ TEST(DaemonConfigParse, ReadsTheCeilingsAndRefusesDefaultsOverThem) {
   EXPECT_EQ(c.native.total_pids, 9000);
   EXPECT_EQ(c.server.max_connections_per_client, 7u);
   EXPECT_EQ(c.server.default_memory_mib, 1024);
+  EXPECT_EQ(c.server.max_buffered_bytes, std::size_t{1024} << 20) << "an eighth of the host's memory";
+  EXPECT_EQ(parse_daemon_config(R"({"maxBufferedMiB": 64})", kSource, host).server.max_buffered_bytes,
+            std::size_t{64} << 20);
+  EXPECT_EQ(parse_daemon_config("{}", kSource, tools::HostShape{1024, 32768, 1}).server.max_buffered_bytes,
+            std::size_t{256} << 20)
+      << "at least 256 MiB";
   for (const auto& [text, key] : std::vector<std::pair<std::string, std::string>>{
            {R"({"maxMemoryMiB": 1024, "defaultMemoryMiB": 2048})", "defaultMemoryMiB"},
            {R"({"maxPids": 100, "defaultPids": 200})", "defaultPids"},
@@ -1002,7 +1034,8 @@ TEST(DaemonConfigParse, ReadsTheCeilingsAndRefusesDefaultsOverThem) {
            {R"({"maxMemoryMiBPerClient": 100})", "maxMemoryMiBPerClient"},
            {R"({"maxCpus": 0})", "maxCpus"},
            {R"({"maxPorts": 0})", "maxPorts"},
-           {R"({"totalPids": 10})", "totalPids"}}) {
+           {R"({"totalPids": 10})", "totalPids"},
+           {R"({"maxBufferedMiB": 8})", "maxBufferedMiB"}}) {
     std::string message;
     const std::string& config = text;  // (a lambda may not capture a structured binding)
     EXPECT_EQ(reason_of([&] { parse_daemon_config(config, kSource, host); }, &message), Reason::INVALID_CONFIG)

@@ -118,7 +118,32 @@ function createBody(options: CreateOptions, image: string | undefined): string {
   return JSON.stringify(body);
 }
 
-function execResultFrom(event: Record<string, unknown>): ExecResult {
+// What the daemon keeps of each stream for a result (its limit), which the
+// client keeps of what was streamed.
+const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+
+// The output of each stream as the lines before the result carried it, up to
+// MAX_OUTPUT_BYTES: the result line itself carries none.
+class KeptOutput {
+  private readonly chunks: Uint8Array[] = [];
+  private bytes = 0;
+  clipped = false;
+
+  add(data: Uint8Array): void {
+    const room = MAX_OUTPUT_BYTES - this.bytes;
+    if (data.length > room) this.clipped = true;
+    const kept = data.length > room ? data.subarray(0, Math.max(room, 0)) : data;
+    if (kept.length === 0) return;
+    this.chunks.push(kept);
+    this.bytes += kept.length;
+  }
+
+  text(): string {
+    return new TextDecoder().decode(Buffer.concat(this.chunks));
+  }
+}
+
+function execResultFrom(event: Record<string, unknown>, out: KeptOutput, err: KeptOutput): ExecResult {
   const { exitCode, stdout, stderr, truncated, durationMs, timedOut } = event;
   if ((exitCode !== null && !Number.isInteger(exitCode)) || typeof truncated !== 'boolean' || typeof timedOut !== 'boolean' ||
       typeof durationMs !== 'number') {
@@ -126,9 +151,9 @@ function execResultFrom(event: Record<string, unknown>): ExecResult {
   }
   return {
     exitCode: exitCode as number | null,
-    stdout: textFrom(stdout, 'exec result'),
-    stderr: textFrom(stderr, 'exec result'),
-    truncated,
+    stdout: stdout === undefined ? out.text() : textFrom(stdout, 'exec result'),
+    stderr: stderr === undefined ? err.text() : textFrom(stderr, 'exec result'),
+    truncated: truncated || out.clipped || err.clipped,
     durationMs,
     timedOut,
   };
@@ -159,13 +184,20 @@ class NativeSandbox implements SandboxBackend {
     let pending = '';
     let result: ExecResult | undefined;
     let failed: SandboxError | undefined;
+    const out = new KeptOutput();
+    const err = new KeptOutput();
     const decoder = new TextDecoder();
     const line = (text: string) => {
       if (text === '') return;
       const event = parseJson(text, 'exec stream');
-      if ('stream' in event) return;  // output as it comes; the result carries it whole
+      if ('stream' in event) {
+        if (event.stream === 'stdout') out.add(bytesFrom(event.data, 'exec output'));
+        else if (event.stream === 'stderr') err.add(bytesFrom(event.data, 'exec output'));
+        else throw malformed('exec stream');
+        return;
+      }
       if ('reason' in event) failed = failureFrom(event, 200);
-      else result = execResultFrom(event);
+      else result = execResultFrom(event, out, err);
     };
     const answer = await this.link.call({
       method: 'POST',

@@ -71,6 +71,11 @@ struct CreateOptions {
   // every command sees as DISPLAY; none: no display. The image must carry
   // the X server (Xvfb).
   std::optional<DesktopSize> desktop;
+  // Who, besides root, may connect to its published ports on the host (the
+  // kernel refuses everyone else): a uid. None: the creating process's
+  // effective uid. A host's own choice, never a remote client's: mayurad
+  // sets it to the client's uid (root for a TLS client).
+  std::optional<std::uint32_t> ports_owner;
 };
 
 using OutputCallback = std::function<void(std::string_view chunk)>;
@@ -93,6 +98,13 @@ struct ExecOptions {
   // async_exec on the native provider it is called on the engine's threads;
   // a provider that cannot pace gets it as plain callbacks.)
   PacedOutputCallback on_output;
+  // Whether the result keeps the output too (up to max_output_bytes of each
+  // stream). A consumer that takes every chunk as it comes (a server that
+  // streams it on) says no, and the output is never held twice: the result's
+  // stdout and stderr are then empty, and `truncated` still says whether a
+  // stream passed max_output_bytes. (The native provider honours it; others
+  // drop their kept output at the end.)
+  bool keep_output = true;
 };
 
 struct ExecResult {

@@ -2,24 +2,28 @@
 // Published ports: the engine listens on 127.0.0.1 (an ephemeral port, in
 // the engine's own network namespace) and forwards each connection to
 // 127.0.0.1:PORT inside a sandbox's namespace, so a server bound to the
-// sandbox's loopback is reachable from the host and from nowhere else. It
-// works for every network kind, none included.
+// sandbox's loopback is reachable from the host and from nowhere else, and
+// there only by its owner and root (PortOwners). It works for every network
+// kind, none included.
 
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <memory>
 
 #include "mayura/netfilter/io_thread.hpp"
+#include "mayura/netfilter/port_owners.hpp"
 
 namespace mayura::netfilter {
 
 class PortForwarder {
  public:
-  // Listens at once (throws SandboxError naming the step if it cannot);
-  // serves on `io`. `netns` is duplicated: the caller keeps its own.
-  PortForwarder(boost::asio::io_context& io, int netns, std::uint16_t port);
+  // Listens at once, once `owners` lets only `owner` (and root) connect to
+  // the listener (throws SandboxError naming the step if it cannot); serves
+  // on `io`. `netns` is duplicated: the caller keeps its own. `owners`
+  // outlives this.
+  PortForwarder(boost::asio::io_context& io, int netns, std::uint16_t port, PortOwners& owners, uid_t owner);
   // Stops listening and cuts every forwarded connection; returns when no
-  // handler of it runs any more.
+  // handler of it runs any more. Then the port's rule goes.
   ~PortForwarder();
   PortForwarder(const PortForwarder&) = delete;
   PortForwarder& operator=(const PortForwarder&) = delete;
@@ -29,6 +33,7 @@ class PortForwarder {
  private:
   struct State;
   std::shared_ptr<State> state_;
+  PortOwners& owners_;
   std::uint16_t host_port_ = 0;
 };
 
