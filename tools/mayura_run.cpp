@@ -307,12 +307,15 @@ std::string read_host_file(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-void write_out(int fd, std::string_view chunk) {
+// False when the reader is gone (EPIPE, or another failure to write).
+bool write_out(int fd, std::string_view chunk) {
   while (!chunk.empty()) {
     const ssize_t n = ::write(fd, chunk.data(), chunk.size());
-    if (n <= 0) return;
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
     chunk.remove_prefix(static_cast<std::size_t>(n));
   }
+  return true;
 }
 
 void write_screenshot(const mayura::Sandbox& sandbox, const std::string& file, const std::stop_token& stop) {
@@ -436,6 +439,10 @@ int main(int argc, char** argv) {
 
   std::optional<mayura::Sandbox> sandbox;
   std::string daemon;  // the daemon the run goes through; empty: none
+  // Output to a closed pipe fails with EPIPE instead of killing mayura-run
+  // before it released the sandbox.
+  ::signal(SIGPIPE, SIG_IGN);
+  std::atomic<bool> reader_gone{false};
   try {
     // First, before any input is read, since the client may hand the whole
     // run over to mayura-run-local in either: before anything is made, an
@@ -471,7 +478,15 @@ int main(int argc, char** argv) {
     exec.cancellation = stop.get_token();
     if (args.stdin_on) exec.stdin = std::move(input);
     if (!args.json) {
-      exec.on_stdout = [](std::string_view c) { write_out(1, c); };
+      // A reader that went away (`mayura-run -- yes | head -1`) ends the
+      // command, as SIGPIPE would a pipeline's writer; the sandbox is then
+      // released as after any cancellation.
+      exec.on_stdout = [&stop, &reader_gone](std::string_view c) {
+        if (!reader_gone && !write_out(1, c)) {
+          reader_gone = true;
+          stop.request_stop();
+        }
+      };
       exec.on_stderr = [](std::string_view c) { write_out(2, c); };
       exec.max_output_bytes = 1;  // streamed already; keep nothing
     }
@@ -522,6 +537,8 @@ int main(int argc, char** argv) {
     return *result.exit_code;
   } catch (const mayura::SandboxError& e) {
     if (sandbox) sandbox->release();
+    // The shell's answer for a writer whose reader went away: 128 + SIGPIPE.
+    if (reader_gone && e.reason() == mayura::Reason::CANCELLED) return 128 + SIGPIPE;
     std::string hint;
     if (!daemon.empty() && e.reason() == mayura::Reason::PERMISSION_DENIED &&
         args.image.find('/') != std::string::npos) {

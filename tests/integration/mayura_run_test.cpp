@@ -73,7 +73,10 @@ class MayuraRunTest : public NativeTest, public ::testing::WithParamInterface<Vi
 
   bool via_daemon() const { return GetParam() == Via::daemon; }
 
-  Outcome run(const std::string& args, const std::string& input = "", const std::string& env = "") {
+  // `reader`: a command that reads mayura-run's output through a pipe
+  // (`head -1`); the status is then mayura-run's own (pipefail).
+  Outcome run(const std::string& args, const std::string& input = "", const std::string& env = "",
+              const std::string& reader = "") {
     const std::string dir = options().state_dir + "-run";
     std::filesystem::create_directories(dir);
     const std::string in = dir + "/in", out = dir + "/out", err = dir + "/err";
@@ -91,9 +94,10 @@ class MayuraRunTest : public NativeTest, public ::testing::WithParamInterface<Vi
         env + engine + " MAYURA_STATE_DIR=" + options().state_dir + " MAYURA_CGROUP_ROOT=" + options().cgroup_root +
         " MAYURA_ID_BASE=" + std::to_string(options().id_base) +
         " MAYURA_ID_SLOTS=" + std::to_string(options().id_slots) + " MAYURA_IMAGE_DIR=" + options().image_dir +
-        " MAYURA_IMAGE_STORE=" + options().image_store + " " + MAYURA_RUN_PATH + " " + tool_args + " <" + in + " >" +
-        out + " 2>" + err;
-    const int raw = std::system(command.c_str());
+        " MAYURA_IMAGE_STORE=" + options().image_store + " " + MAYURA_RUN_PATH + " " + tool_args + " <" + in + " 2>" +
+        err + (reader.empty() ? " >" + out : " | " + reader + " >" + out);
+    std::ofstream(dir + "/run.sh") << "set -o pipefail\n" << command << "\n";
+    const int raw = std::system(("bash " + dir + "/run.sh").c_str());
     Outcome r;
     r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
     r.out = read_host(out);
@@ -198,6 +202,16 @@ TEST_P(MayuraRunTest, RunsACommandAndPassesItsExitStatus) {
   EXPECT_EQ(r.out, "hello\n");
   EXPECT_EQ(r.err, "oops\n");
   EXPECT_EQ(run("true").status, 0);
+}
+
+// A reader that goes away ends the command and the run, as SIGPIPE ends a
+// pipeline's writer: 141, and the sandbox released (the teardown finds
+// nothing of it left), never mayura-run killed with its state behind.
+TEST_P(MayuraRunTest, AReaderThatGoesAwayEndsTheRunAndLeavesNothing) {
+  Outcome r = run("-- yes", "", "", "head -1");
+  EXPECT_EQ(r.status, 141) << r.err;
+  EXPECT_EQ(r.out, "y\n");
+  EXPECT_EQ(r.err, "");
 }
 
 TEST_P(MayuraRunTest, TimeoutIs124) {
