@@ -165,7 +165,7 @@ std::string Host::describe() const {
     line +=
         "\ncgroup moves: each create moves its init by a write to cgroup.procs, which after a quiet spell waits "
         "for an RCU grace period (about 10 ms) while no cgroup hierarchy is mounted with favordynmods (see the "
-        "README's host tuning)";
+        "host tuning in docs/operations.md)";
     if (moves_on_exec()) {
       line +=
           "; so does each command, which joins the commands' pids group on cgroup v1 (ahead of the command, while "
