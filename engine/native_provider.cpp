@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <chrono>
 #include <fstream>
-#include <random>
 
 #include "cgroups.hpp"
 #include "exec.hpp"
@@ -19,6 +18,7 @@
 #include "init_image.hpp"
 #include "lifetimes.hpp"
 #include "mayura/native.hpp"
+#include "mayura/random_id.hpp"
 #include "mayura/netfilter/allowlist.hpp"
 #include "mayura/netfilter/egress.hpp"
 #include "mayura/netfilter/host_link.hpp"
@@ -40,15 +40,6 @@ namespace {
 // A sandbox made ahead keeps its first command's cgroup ready under this
 // name (a sandbox's own commands are numbered from 1).
 constexpr const char* kFirstCommand = "cmd-0";
-
-std::string random_hex(int digits) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  std::uint64_t v = rng();
-  for (int i = 0; i < digits; ++i, v >>= 4) s.push_back(hex[v & 0xf]);
-  return s;
-}
 
 // Less cannot run a shell and the sandbox's own helpers.
 constexpr std::int64_t kMinMemoryMib = 16;

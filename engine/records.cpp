@@ -8,11 +8,11 @@
 
 #include <cerrno>
 #include <ctime>
-#include <random>
 #include <string_view>
 #include <utility>
 
 #include "cgroups.hpp"
+#include "mayura/random_id.hpp"
 #include "sys_error.hpp"
 
 namespace mayura::records {
@@ -28,14 +28,7 @@ void make_dirs(const std::string& state_dir) {
   }
 }
 
-std::string random_id() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  static const char* hex = "0123456789abcdef";
-  std::string id;
-  std::uint64_t v = rng();
-  for (int i = 0; i < 16; ++i, v >>= 4) id.push_back(hex[v & 0xf]);
-  return id;
-}
+std::string random_id() { return random_hex(16); }
 
 bool is_id(const std::string& id) {
   return id.size() == 16 && id.find_first_not_of("0123456789abcdef") == std::string::npos;
@@ -193,8 +186,7 @@ void EngineLock::release() noexcept {
 SlotLease EngineLock::claim(const cgroups::Places& places, const std::string& cgroup_path) {
   const auto slots = static_cast<std::uint32_t>(held_.size());
   const NewFile record(state_dir_, slots_dir(state_dir_), "engine " + id_ + "\n" + cgroup_path + "\n");
-  thread_local std::mt19937 rng{std::random_device{}()};
-  const std::uint32_t start = std::uniform_int_distribution<std::uint32_t>(0, slots - 1)(rng);
+  const auto start = static_cast<std::uint32_t>(random_below(slots));
   for (std::uint32_t i = 0; i < slots; ++i) {
     const std::uint32_t slot = (start + i) % slots;
     {

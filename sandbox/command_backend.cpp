@@ -4,11 +4,11 @@
 #include "mayura/command_backend.hpp"
 
 #include <charconv>
-#include <random>
 
 #include "command_channel.hpp"
 #include "command_exec.hpp"
 #include "mayura/errors.hpp"
+#include "mayura/random_id.hpp"
 #include "mayura/sandbox_scripts.hpp"
 
 namespace mayura {
@@ -20,10 +20,7 @@ using detail::kChunkBytes;
 
 constexpr std::uint64_t kDefaultMaxRead = std::uint64_t{64} << 20;
 
-std::string random_suffix() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  return std::to_string(rng());
-}
+std::string random_suffix() { return random_hex(16); }
 
 // The last component of a path a file can be written to: not empty, "."
 // or "..".

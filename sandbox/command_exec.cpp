@@ -11,10 +11,10 @@
 #include <condition_variable>
 #include <limits>
 #include <mutex>
-#include <random>
 
 #include "command_exec_scripts.hpp"
 #include "mayura/errors.hpp"
+#include "mayura/random_id.hpp"
 #include "mayura/sandbox_scripts.hpp"
 
 namespace mayura::detail {
@@ -38,16 +38,7 @@ constexpr auto kStartBound = std::chrono::seconds(30);
 constexpr int kKilledExitCode = 128 + 9;
 constexpr std::uint64_t kNoBound = std::numeric_limits<std::uint64_t>::max();
 
-std::string random_tag() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  static const char* hex = "0123456789abcdef";
-  std::string tag;
-  for (int word = 0; word < 2; ++word) {
-    std::uint64_t v = rng();
-    for (int i = 0; i < 16; ++i, v >>= 4) tag.push_back(hex[v & 0xf]);
-  }
-  return tag;
-}
+std::string random_tag() { return random_hex(32); }
 
 [[noreturn]] void cancelled() { throw SandboxError(Reason::CANCELLED, "the command was cancelled"); }
 

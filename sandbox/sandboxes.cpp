@@ -3,8 +3,6 @@
 
 #include "mayura/sandboxes.hpp"
 
-#include <sys/random.h>
-
 #include <algorithm>
 #include <charconv>
 #include <atomic>
@@ -20,6 +18,7 @@
 
 #include "pacing.hpp"
 
+#include "mayura/random_id.hpp"
 #include "mayura/validate.hpp"
 
 namespace mayura {
@@ -133,21 +132,9 @@ void throw_if_cancelled(const std::stop_token& token) {
   if (token.stop_requested()) throw SandboxError(Reason::CANCELLED, "the operation was cancelled");
 }
 
-std::string new_id() {
-  static std::atomic<std::uint64_t> counter{0};
-  // 64 bits from the kernel's generator for each: no id tells anything of
-  // another (a generator seeded from 32 bits could be found from a few).
-  std::uint64_t random = 0;
-  if (::getrandom(&random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
-    throw SandboxError(Reason::INTERNAL, "no random bytes for a sandbox id (getrandom)");
-  }
-  const std::uint64_t value = random ^ (counter.fetch_add(1) << 48);
-  char buf[17];
-  static const char* digits = "0123456789abcdef";
-  for (int i = 0; i < 16; ++i) buf[i] = digits[(value >> (60 - 4 * i)) & 0xf];
-  buf[16] = 0;
-  return buf;
-}
+// 64 bits from the kernel's generator for each: no id tells anything of
+// another.
+std::string new_id() { return random_hex(16); }
 
 bool supports(const Features& f, NetworkKind kind) {
   return std::find(f.network.begin(), f.network.end(), kind) != f.network.end();
