@@ -239,7 +239,7 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
       return then(std::nullopt, "too many connections are being opened at once", shared_from_this(), d);
     }
     pending.fetch_add(1);
-    egress.connect(io, d.name, d.port,
+    egress.connect(io, this, d.name, d.port,
                    [self = shared_from_this(), d, then = std::move(then)](std::optional<tcp::socket> upstream,
                                                                           const std::string& why) mutable {
                      self->pending.fetch_sub(1);
@@ -264,6 +264,7 @@ struct AllowlistProxy::State : std::enable_shared_from_this<AllowlistProxy::Stat
 
   void stop() {
     stopped = true;
+    egress.forget(this);  // its lookups not yet started never will be
     boost::system::error_code ignored;
     transparent.close(ignored);
     http.close(ignored);

@@ -31,7 +31,7 @@ struct DnsForwarder::State : std::enable_shared_from_this<DnsForwarder::State> {
 
   void forward(std::string query) {
     ++outstanding;
-    egress.forward_dns(io, std::move(query),
+    egress.forward_dns(io, this, std::move(query),
                        [self = shared_from_this(), to = sender](std::optional<std::string> answer) {
                          --self->outstanding;
                          if (!answer || !self->socket.is_open()) return;
@@ -58,6 +58,7 @@ DnsForwarder::~DnsForwarder() {
   run_and_wait(state_->io, [s = state_] {
     boost::system::error_code ignored;
     s->socket.close(ignored);
+    s->egress.forget(s.get());  // its lookups not yet started never will be
   });
 }
 

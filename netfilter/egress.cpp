@@ -53,7 +53,19 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
 
 Egress::Egress(Options options) : options_(std::move(options)), upstream_(options_.dns_servers) {}
 
-Egress::~Egress() { lookups_.join(); }
+Egress::~Egress() {
+  {
+    std::lock_guard lock(shares_mutex_);
+    stopping_ = true;
+  }
+  lookups_.join();
+}
+
+void Egress::forget(Caller caller) {
+  std::lock_guard lock(shares_mutex_);
+  const auto it = shares_.find(caller);
+  if (it != shares_.end()) it->second.waiting.clear();
+}
 
 bool Egress::take_connection() {
   rlimit files{};
@@ -92,7 +104,36 @@ std::vector<asio::ip::address> Egress::permitted(const std::vector<asio::ip::add
   return out;
 }
 
-void Egress::connect(asio::io_context& io, const std::string& name, std::uint16_t port, Connected done) {
+void Egress::look_up(Caller caller, std::function<void()> work) {
+  std::lock_guard lock(shares_mutex_);
+  Share& share = shares_[caller];
+  if (share.running >= kLookupsPerCaller) return share.waiting.push_back(std::move(work));
+  ++share.running;
+  start_locked(caller, std::move(work));
+}
+
+void Egress::start_locked(Caller caller, std::function<void()> work) {
+  asio::post(lookups_, [this, caller, work = std::move(work)] {
+    work();
+    finished(caller);
+  });
+}
+
+void Egress::finished(Caller caller) {
+  std::lock_guard lock(shares_mutex_);
+  const auto it = shares_.find(caller);
+  if (it == shares_.end()) return;
+  Share& share = it->second;
+  if (!share.waiting.empty() && !stopping_) {
+    // Its next lookup takes the place this one leaves.
+    std::function<void()> next = std::move(share.waiting.front());
+    share.waiting.pop_front();
+    return start_locked(caller, std::move(next));
+  }
+  if (--share.running == 0) shares_.erase(it);
+}
+
+void Egress::connect(asio::io_context& io, Caller caller, const std::string& name, std::uint16_t port, Connected done) {
   auto attempt = [&io, port](std::vector<asio::ip::address> addresses, const std::string& why, Connected then) {
     if (addresses.empty()) return then(std::nullopt, why);
     std::make_shared<Attempt>(io, std::move(addresses), port, std::move(then))->next();
@@ -106,7 +147,7 @@ void Egress::connect(asio::io_context& io, const std::string& name, std::uint16_
       attempt(std::move(addresses), why, std::move(done));
     });
   }
-  asio::post(lookups_, [this, &io, name, attempt, done = std::move(done)]() mutable {
+  look_up(caller, [this, &io, name, attempt, done = std::move(done)]() mutable {
     std::string why;
     auto addresses = permitted(upstream_.lookup(name), why);
     asio::post(io, [attempt, addresses = std::move(addresses), why, done = std::move(done)]() mutable {
@@ -115,9 +156,9 @@ void Egress::connect(asio::io_context& io, const std::string& name, std::uint16_
   });
 }
 
-void Egress::forward_dns(asio::io_context& io, std::string query,
+void Egress::forward_dns(asio::io_context& io, Caller caller, std::string query,
                          std::function<void(std::optional<std::string>)> done) {
-  asio::post(lookups_, [this, &io, query = std::move(query), done = std::move(done)]() mutable {
+  look_up(caller, [this, &io, query = std::move(query), done = std::move(done)]() mutable {
     auto answer = upstream_.forward(query);
     asio::post(io, [answer = std::move(answer), done = std::move(done)]() mutable { done(std::move(answer)); });
   });

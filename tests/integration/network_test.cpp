@@ -502,5 +502,28 @@ TEST_F(NetworkTest, AllCannotReachAHostPortPublishedByDnat) {
   ::close(host);
 }
 
+// The engine's lookups of allowed names share a few threads. A sandbox whose
+// names never resolve (their DNS server is down) holds its own share of
+// them and no more: another sandbox's lookup, asked while sixteen of the
+// first one's wait, is answered at once, not after theirs time out.
+TEST_F(NetworkTest, ASandboxsStalledLookupsDoNotStallAnothersLookups) {
+  options().dns_servers = {World::kStallingDnsAddress};
+  const Sandbox stalled = allowing({"*.stall.test"});
+  const Sandbox other = allowing({"allowed.test"});
+  run(stalled,
+      "for i in $(seq 16); do setsid curl -s --noproxy '*' --max-time 60 http://n$i.stall.test/ "
+      ">/dev/null 2>&1 </dev/null & done");
+  ASSERT_TRUE(eventually([&] { return world().stalled_dns_queries() >= 2; }, 20s))
+      << "the stalled sandbox's lookups never reached the DNS server";
+  const auto started = std::chrono::steady_clock::now();
+  auto [code, out] = curl(other, "--noproxy '*' http://allowed.test/");
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("hello from 203.0.113.10:80"), std::string::npos) << out;
+  // A stalled lookup takes the resolver's whole timeout (seconds); the other
+  // sandbox's waited for none of them.
+  EXPECT_LT(took, 4s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+}
+
 }  // namespace
 }  // namespace mayura::testing

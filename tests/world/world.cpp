@@ -17,6 +17,7 @@
 #include "mayura/netfilter/dns_server.hpp"
 #include "mayura/netfilter/io_thread.hpp"
 #include "mayura/netfilter/netns_pool.hpp"
+#include "stalling_dns.hpp"
 #include "tls_server.hpp"
 #include "udp_echo.hpp"
 #include "veth.hpp"
@@ -85,7 +86,7 @@ VethEnd world_end(int netns) {
   return {netns,
           "eth0",
           {"203.0.113.2/24", "203.0.113.10/32", "203.0.113.11/32", "203.0.113.12/32",
-           std::string(World::kDnsAddress) + "/32"},
+           std::string(World::kDnsAddress) + "/32", std::string(World::kStallingDnsAddress) + "/32"},
           World::kHostAddress};
 }
 
@@ -106,6 +107,7 @@ struct World::Impl {
               }
               return lookup(name);
             }),
+        stalling_dns(io.context(), world.get(), ipv4(kStallingDnsAddress), lookup),
         http(io.context(), world.get(), 80),
         odd_port(io.context(), world.get(), 8081),
         udp(io.context(), world.get(), 5353),
@@ -119,6 +121,7 @@ struct World::Impl {
   mutable std::mutex mutex;
   std::vector<std::string> queries;
   netfilter::DnsServer dns;
+  StallingDns stalling_dns;
   HttpServer http;
   HttpServer odd_port;
   UdpEcho udp;
@@ -141,6 +144,7 @@ std::vector<std::string> World::dns_queries() const {
 }
 
 std::uint64_t World::connections() const { return impl_->http.connections() + impl_->odd_port.connections(); }
+std::uint64_t World::stalled_dns_queries() const { return impl_->stalling_dns.dropped(); }
 std::uint64_t World::udp_received() const { return impl_->udp.received(); }
 std::string World::certificate_pem() const { return impl_->tls.certificate_pem(); }
 int World::netns() const { return impl_->world.get(); }

@@ -33,6 +33,9 @@ class World {
 
   static constexpr const char* kHostAddress = "203.0.113.1";  // the host's end of the link (`world0`)
   static constexpr const char* kDnsAddress = "203.0.113.53";  // the world's DNS server, UDP 53
+  // A second DNS server (UDP 53) with the same records, which never answers
+  // a name under stall.test (as a server that is down would not).
+  static constexpr const char* kStallingDnsAddress = "203.0.113.54";
   static constexpr const char* kHostLink = "world0";
 
   // The names the world's DNS answers; any other name gets NXDOMAIN.
@@ -52,6 +55,9 @@ class World {
 
   // Every name the world's DNS was asked, as asked, in order. Thread-safe.
   std::vector<std::string> dns_queries() const;
+
+  // Queries the stalling DNS server left unanswered.
+  std::uint64_t stalled_dns_queries() const;
 
   // Connections accepted by the HTTP servers (TCP 80 and 8081), together.
   std::uint64_t connections() const;
