@@ -533,6 +533,7 @@ TEST_F(HostileTenantTest, BodiesPastTheDaemonsBudgetAreRefusedAtTheHead) {
                            "Content-Type: application/octet-stream\r\nContent-Length: " +
                            std::to_string(size) + "\r\n\r\n";
   std::vector<int> slow;
+  slow.reserve(2);
   for (int i = 0; i < 2; ++i) {
     slow.push_back(load::connect_to(socket_));
     ASSERT_TRUE(load::send_all(slow.back(), head + std::string(4096, 'x')));
@@ -578,6 +579,7 @@ TEST_F(HostileTenantTest, OutputFloodsAreStreamedThroughAndNeverHeld) {
   std::vector<std::string> tails(3);
   std::vector<std::size_t> sizes(3);
   std::vector<std::thread> floods;
+  floods.reserve(3);
   for (int i = 0; i < 3; ++i) {
     floods.emplace_back([&, i] {
       const int fd = load::connect_to(socket_);
