@@ -328,34 +328,14 @@ int listening_sockets() {
   return n;
 }
 
-// What a connection to 127.0.0.1:port made as `uid` reads: the reply to an
-// HTTP request, or "refused" when connect fails with ECONNREFUSED. Forked,
-// so the test's own credentials stay; only system calls after the fork.
-std::string fetch_as(uid_t uid, int port) {
+std::optional<std::string> output_as(uid_t uid, const std::function<void(int out)>& work) {
   int out[2];
-  if (::pipe(out) != 0) return "no pipe";
+  if (::pipe(out) != 0) return std::nullopt;
   const pid_t child = ::fork();
   if (child == 0) {
     ::close(out[0]);
     if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0) ::_exit(3);
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const timeval bound{10, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      const char* what = errno == ECONNREFUSED ? "refused" : "connect failed";
-      [[maybe_unused]] const ssize_t w = ::write(out[1], what, std::strlen(what));
-      ::_exit(0);
-    }
-    const char request[] = "GET /index.html HTTP/1.0\r\nHost: x\r\n\r\n";
-    if (::send(fd, request, sizeof request - 1, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof request - 1)) ::_exit(4);
-    char buf[4096];
-    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) {
-      [[maybe_unused]] const ssize_t w = ::write(out[1], buf, static_cast<std::size_t>(n));
-    }
+    work(out[1]);
     ::_exit(0);
   }
   ::close(out[1]);
@@ -365,8 +345,36 @@ std::string fetch_as(uid_t uid, int port) {
   ::close(out[0]);
   int status = 0;
   ::waitpid(child, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "the child failed: " + std::to_string(status);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
   return got;
+}
+
+void write_to(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n <= 0) return;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+std::string fetch_as(uid_t uid, int port) {
+  const auto got = output_as(uid, [port](int out) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const timeval bound{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+      return write_to(out, errno == ECONNREFUSED ? "refused" : "connect failed");
+    constexpr std::string_view kRequest = "GET /index.html HTTP/1.0\r\nHost: x\r\n\r\n";
+    if (::send(fd, kRequest.data(), kRequest.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(kRequest.size())) ::_exit(4);
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+      write_to(out, std::string_view(buf, static_cast<std::size_t>(n)));
+  });
+  return got.value_or("the child failed");
 }
 
 HostListener::HostListener(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) {

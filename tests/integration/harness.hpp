@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mayura/native.hpp"
@@ -44,9 +45,18 @@ void remove_what_dead_tests_left();
 // TCP sockets listening in the test process's network namespace.
 int listening_sockets();
 
+// Runs `work` in a forked child as uid and gid `uid` (no supplementary
+// groups), so that the test's own credentials stay; what it writes to `out`
+// comes back. None if the child could not take the ids or did not end with
+// 0. (Forked from a process with threads: `work` should make system calls,
+// and allocate little.)
+std::optional<std::string> output_as(uid_t uid, const std::function<void(int out)>& work);
+// All of `bytes` to `fd`, as far as it takes them.
+void write_to(int fd, std::string_view bytes);
+
 // What a connection to 127.0.0.1:port made as `uid` reads: the answer to an
 // HTTP GET of /index.html, or "refused" when connect fails with
-// ECONNREFUSED. Forked, so the test's own credentials stay.
+// ECONNREFUSED.
 std::string fetch_as(uid_t uid, int port);
 
 // A TCP socket listening on 0.0.0.0:port of the calling thread's namespace
