@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite from scratch, as root: installs what is needed,
-# checks the format (scripts/format.sh), builds with warnings as errors and
-# runs clang-tidy over the whole tree (scripts/tidy.sh) and every test on
-# this machine, beside a packaged mayurad and a mayura-run session; runs the
-# TypeScript provider's tests against its mayurad; runs the suites that
+# checks the format (scripts/format.sh) and the documents
+# (tests/docs/check.sh: the README's length, its examples, its links),
+# builds with warnings as errors and runs clang-tidy over the whole tree
+# (scripts/tidy.sh) and every test on this machine, beside a packaged
+# mayurad and a mayura-run session; runs the TypeScript provider's tests
+# against its mayurad; runs the suites that
 # depend on the kind of host again in VMs of Debian 12's kernel, one per
 # cgroup layout (pure cgroup2 in the root cgroup, delegated and in a
 # login session, and v1 only); then builds with ASan and UBSan and runs every
