@@ -1,9 +1,9 @@
 #pragma once
-// The bytes of request bodies and file answers the daemon holds at once. A
-// daemon-wide budget bounds its memory whatever its clients send or ask to
-// read, and one client (other than root) may hold a share of it and no
-// more, so that one client's large calls cannot refuse everyone else's. A
-// Hold gives its bytes back when it goes, whichever way its request ends.
+// The bytes of request bodies the daemon holds at once. A daemon-wide
+// budget bounds its memory whatever its clients send, and one client (other
+// than root) may hold a share of it and no more, so that one client's large
+// calls cannot refuse everyone else's. A Hold gives its bytes back when it
+// goes, whichever way its request ends.
 
 #include <cstddef>
 #include <mutex>

@@ -1,6 +1,5 @@
 #include "routes.hpp"
 
-#include <cstdint>
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 #include <chrono>
@@ -138,18 +137,6 @@ std::size_t Routes::body_limit(http::verb method, std::string_view target) const
     if (const auto t = parse_target(target); t && sandbox_resource(*t, "files")) return max_file_bytes_;
   }
   return max_json_bytes_;
-}
-
-std::optional<std::size_t> Routes::read_bound(http::verb method, std::string_view target) const {
-  if (method != http::verb::get) return std::nullopt;
-  const auto t = parse_target(target);
-  if (!t || !sandbox_resource(*t, "files")) return std::nullopt;
-  if (!t->params.count("maxBytes")) return SIZE_MAX;
-  try {
-    return static_cast<std::size_t>(number_param(*t, "maxBytes", 0, std::int64_t{1} << 40));
-  } catch (const SandboxError&) {
-    return 0;  // refused when it is served
-  }
 }
 
 std::optional<std::string> Routes::exec_id(http::verb method, std::string_view target) const {

@@ -67,9 +67,6 @@ class Routes {
 
   // How large a body the request may have (its head is known).
   std::size_t body_limit(boost::beast::http::verb method, std::string_view target) const;
-  // When the request reads a file (its answer is the file): the most it
-  // asks for (its maxBytes, or SIZE_MAX). None for any other request.
-  std::optional<std::size_t> read_bound(boost::beast::http::verb method, std::string_view target) const;
   // The sandbox id of an exec request, if the request is one.
   std::optional<std::string> exec_id(boost::beast::http::verb method, std::string_view target) const;
 

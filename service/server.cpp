@@ -73,20 +73,18 @@ using ExecChannel = asio::experimental::concurrent_channel<void(boost::system::e
 // joins every thread before it goes, and the io_context (destroyed first of
 // what its handlers use, being declared after it) takes their frames with it.
 struct Server::State {
-  State(Sandboxes s, ServiceInfo info, const ServerOptions& o, std::size_t read_bytes)
+  State(Sandboxes s, ServiceInfo info, const ServerOptions& o)
       : options(o),
         buffered(o.max_buffered_bytes, o.max_buffered_bytes / 4),
-        max_read_bytes(read_bytes),
         registry({o.max_sandboxes_per_client, o.max_memory_mib_per_client}),
         routes(std::move(s), std::move(info), registry, metrics, o.max_json_bytes, o.max_file_bytes,
                o.default_memory_mib, o.hidden_paths),
         blocking(o.blocking_threads) {}
 
   ServerOptions options;
-  // Request bodies and file answers held at once: each request holds its
-  // body's bound and, for a read, the read's, until it is answered.
+  // Request bodies held at once: each request holds its body's size (its
+  // bound, when chunked) until it is answered.
   MemoryBudget buffered;
-  std::size_t max_read_bytes;
   Metrics metrics;
   Registry registry;
   Routes routes;
@@ -551,11 +549,12 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::
     const std::string target(parser.get().target());
     const std::size_t limit = s->routes.body_limit(method, target);
     const bool over = parser.content_length() && *parser.content_length() > limit;
-    // What answering it may hold: its body (its bound, when chunked) and a
-    // read's answer. Past the daemon's budget or the client's share of it,
-    // the request is refused before its body is read.
-    const std::size_t holds = (over ? 0 : parser.content_length().value_or(parser.chunked() ? limit : 0)) +
-                              std::min(s->routes.read_bound(method, target).value_or(0), s->max_read_bytes);
+    // Its body (its bound, when chunked): past the daemon's budget or the
+    // client's share of it, the request is refused before its body is read.
+    // (A read's answer is not counted ahead: its size is known only once
+    // read, and reserving each read's bound would refuse a client's many
+    // small reads.)
+    const std::size_t holds = over ? 0 : parser.content_length().value_or(parser.chunked() ? limit : 0);
     const std::optional<MemoryBudget::Hold> held =
         holds > 0 ? s->buffered.take(client->name, holds, client->admin) : std::nullopt;
     if (holds > 0 && !held) {
@@ -696,9 +695,7 @@ Server::Server(std::shared_ptr<SandboxProvider> provider, SandboxesOptions limit
   ServiceInfo info{provider->id(), std::min(provider->max_lifetime_ms(), limits.max_lifetime_ms), limits.network};
   if (options.max_file_bytes > limits.max_write_bytes) options.max_file_bytes = limits.max_write_bytes;
   if (options.blocking_threads == 0) options.blocking_threads = 8;
-  const std::size_t read_bytes = limits.max_read_bytes;
-  state_ = std::make_unique<State>(create_sandboxes(std::move(provider), std::move(limits)), std::move(info), options,
-                                   read_bytes);
+  state_ = std::make_unique<State>(create_sandboxes(std::move(provider), std::move(limits)), std::move(info), options);
 }
 
 Server::~Server() {

@@ -225,7 +225,7 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
         static_cast<std::size_t>(integer(k, "maxConnectionsPerClient", *v, 1, 1'000'000));
   }
   parse_ceilings(k, host, c);
-  // Request bodies and file answers held at once: an eighth of the host's
+  // Request bodies held at once: an eighth of the host's
   // memory, at least 256 MiB (a client but root may hold a quarter of it).
   std::int64_t buffered_mib = std::max<std::int64_t>(256, host.memory_mib / 8);
   if (const json* v = k.take("maxBufferedMiB")) buffered_mib = integer(k, "maxBufferedMiB", *v, 16, 1 << 20);

@@ -46,9 +46,9 @@ struct ServerOptions {
   // A request's JSON body, and a file's body (PUT), at most.
   std::size_t max_json_bytes = std::size_t{2} << 20;
   std::size_t max_file_bytes = std::size_t{64} << 20;
-  // Request bodies and file answers the daemon holds at once, across its
-  // clients (a client but root may hold a quarter of it); a request past it
-  // is answered 503 (LIMIT_REACHED) before its body is read.
+  // Request bodies the daemon holds at once, across its clients (a client
+  // but root may hold a quarter of it); a request past it is answered 503
+  // (LIMIT_REACHED) before its body is read.
   std::size_t max_buffered_bytes = std::size_t{512} << 20;
   // A client that takes longer to send a request's head, or its body, or to
   // take what it is sent, is disconnected (an exec it runs is cancelled).
