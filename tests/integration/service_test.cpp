@@ -527,7 +527,15 @@ TEST_F(InProcessServerTest, AClientThatGoesAwayStopsItsCommand) {
   ASSERT_NE(read_until(fd, "started").find("started"), std::string::npos);
   const std::string count =
       "n=0; for c in /proc/[0-9]*/comm; do [ \"$(cat $c 2>/dev/null)\" = sleep ] && n=$((n+1)); done; echo $n";
-  EXPECT_EQ(s.exec({"sh", "-c", count}).stdout, "2\n");
+  // (the second sleep may not have exec'd yet when "started" comes)
+  std::string running;
+  EXPECT_TRUE(eventually(
+      [&] {
+        running = s.exec({"sh", "-c", count}).stdout;
+        return running == "2\n";
+      },
+      std::chrono::seconds(10)))
+      << running;
   ::close(fd);
   // the service kills the command's cgroup once it sees the close
   std::string left;
