@@ -19,8 +19,8 @@ constexpr std::uint32_t kTtl = 60;
 }  // namespace
 
 struct DnsServer::State : std::enable_shared_from_this<DnsServer::State> {
-  State(asio::io_context& context, udp::socket s, Resolve r)
-      : io(context), socket(std::move(s)), resolve(std::move(r)) {}
+  State(asio::io_context& context, udp::socket s, Resolve r, Unanswered u)
+      : io(context), socket(std::move(s)), resolve(std::move(r)), unanswered(std::move(u)) {}
 
   void receive() {
     socket.async_receive_from(asio::buffer(packet), sender,
@@ -34,6 +34,10 @@ struct DnsServer::State : std::enable_shared_from_this<DnsServer::State> {
   void answer(std::string_view query_packet) {
     if (query_packet.size() < 2) return;  // not even an id to answer
     const auto query = dns::parse_query(query_packet);
+    if (query && unanswered && unanswered(query->name)) {
+      dropped.fetch_add(1);
+      return;
+    }
     std::string reply;
     if (!query) {
       reply = dns::error(query_packet, query, dns::Rcode::format_error);
@@ -52,14 +56,17 @@ struct DnsServer::State : std::enable_shared_from_this<DnsServer::State> {
   asio::io_context& io;
   udp::socket socket;
   Resolve resolve;
+  Unanswered unanswered;
   std::array<char, 4096> packet{};
   udp::endpoint sender;
   std::atomic<std::uint64_t> answered{0};
+  std::atomic<std::uint64_t> dropped{0};
 };
 
-DnsServer::DnsServer(asio::io_context& io, int netns, std::uint32_t address, std::uint16_t port, Resolve resolve)
+DnsServer::DnsServer(asio::io_context& io, int netns, std::uint32_t address, std::uint16_t port, Resolve resolve,
+                     Unanswered unanswered)
     : state_(std::make_shared<State>(io, bound_udp_socket_in(io, netns, address, port, "the DNS server"),
-                                     std::move(resolve))) {
+                                     std::move(resolve), std::move(unanswered))) {
   asio::post(io, [s = state_] { s->receive(); });
 }
 
@@ -71,5 +78,6 @@ DnsServer::~DnsServer() {
 }
 
 std::uint64_t DnsServer::answered() const { return state_->answered.load(); }
+std::uint64_t DnsServer::dropped() const { return state_->dropped.load(); }
 
 }  // namespace mayura::netfilter

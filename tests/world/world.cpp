@@ -17,7 +17,6 @@
 #include "mayura/netfilter/dns_server.hpp"
 #include "mayura/netfilter/io_thread.hpp"
 #include "mayura/netfilter/netns_pool.hpp"
-#include "stalling_dns.hpp"
 #include "tls_server.hpp"
 #include "udp_echo.hpp"
 #include "veth.hpp"
@@ -107,7 +106,13 @@ struct World::Impl {
               }
               return lookup(name);
             }),
-        stalling_dns(io.context(), world.get(), ipv4(kStallingDnsAddress), lookup),
+        // A server that never answers names under stall.test.
+        stalling_dns(io.context(), world.get(), ipv4(kStallingDnsAddress), 53, lookup,
+                     [](const std::string& name) {
+                       const std::string_view suffix = "stall.test";
+                       return name.size() >= suffix.size() &&
+                              name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+                     }),
         http(io.context(), world.get(), 80),
         odd_port(io.context(), world.get(), 8081),
         udp(io.context(), world.get(), 5353),
@@ -121,7 +126,7 @@ struct World::Impl {
   mutable std::mutex mutex;
   std::vector<std::string> queries;
   netfilter::DnsServer dns;
-  StallingDns stalling_dns;
+  netfilter::DnsServer stalling_dns;
   HttpServer http;
   HttpServer odd_port;
   UdpEcho udp;
