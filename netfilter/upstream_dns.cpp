@@ -37,8 +37,8 @@ class Resolver {
       a.sin_port = htons(53);
       a.sin_addr.s_addr = htonl(s.to_uint());
     }
-    state_.retrans = 2;
-    state_.retry = 2;
+    state_.retrans = static_cast<int>(UpstreamDns::kWaitForAnswer.count());
+    state_.retry = UpstreamDns::kTries;
   }
   ~Resolver() {
     if (ok_) ::res_nclose(&state_);

@@ -18,6 +18,13 @@ namespace mayura::netfilter {
 
 class UpstreamDns {
  public:
+  // With servers of its own, a lookup asks each this many times, waiting so
+  // long for each answer: one whose servers never answer fails after
+  // kUnansweredFailsAfter, and holds a lookup thread that long.
+  static constexpr int kTries = 2;
+  static constexpr std::chrono::seconds kWaitForAnswer{2};
+  static constexpr std::chrono::seconds kUnansweredFailsAfter = kTries * kWaitForAnswer;
+
   // `servers` empty: the host's resolver (getaddrinfo, so /etc/hosts and
   // nsswitch count; queries go to /etc/resolv.conf's servers).
   explicit UpstreamDns(std::vector<boost::asio::ip::address_v4> servers = {});
