@@ -49,11 +49,17 @@ def preprocess_args(entry, root):
     return out + ["-E", "-P", "-fmacro-prefix-map=" + root + "/="]
 
 
+def debug_level_as_one(args):
+    # How much debug information the compiler writes changes nothing clang-tidy
+    # reads: every level keys as -g.
+    return ["-g" if a in ("-g0", "-g1", "-g2", "-g3", "-ggdb", "-gline-tables-only") else a for a in args]
+
+
 def key(entry, root, common):
     args = preprocess_args(entry, root)
     text = subprocess.run(args, cwd=entry["directory"], capture_output=True, check=True).stdout
     h = hashlib.sha256(common)
-    h.update(" ".join(args).replace(root, ".").encode())
+    h.update(" ".join(debug_level_as_one(args)).replace(root, ".").encode())
     h.update(b"\0")
     h.update(text.replace(root.encode(), b"."))  # paths the build defines (-DX="ROOT/build/...")
     return h.hexdigest()
