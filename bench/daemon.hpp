@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,6 +37,7 @@ class Daemon {
   explicit Daemon(const std::string& program, const std::string& extra = "") {
     char dir[] = "/tmp/mayura-bench-daemon-XXXXXX";
     if (!mkdtemp(dir)) return;
+    ::chmod(dir, 0755);  // a benchmark's clients of other uids reach the socket (its own mode holds)
     dir_ = dir;
     socket_ = dir_ + "/mayurad.sock";
     std::ofstream(dir_ + "/mayurad.json") << R"({"socket": ")" << socket_ << R"(", "maxLifetimeMs": 3600000)"
