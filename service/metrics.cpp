@@ -28,7 +28,7 @@ std::string Histogram::text(const std::string& name, const std::string& help) co
   return out + line;
 }
 
-std::string Metrics::text(std::size_t alive) const {
+std::string Metrics::text(std::size_t alive, std::size_t buffered_bytes) const {
   auto counter = [](const char* name, const char* help, std::uint64_t value, const char* type = "counter") {
     return std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " +
            std::to_string(value) + "\n";
@@ -39,6 +39,13 @@ std::string Metrics::text(std::size_t alive) const {
   out += counter("mayura_creates_total", "Sandboxes created.", creates);
   out += counter("mayura_execs_total", "Commands run.", execs);
   out += counter("mayura_requests_total", "HTTP requests served.", requests);
+  out += counter("mayura_blocking_calls_running", "Calls on the daemon's blocking threads now.", blocking_running,
+                 "gauge");
+  out += counter("mayura_blocking_calls_waiting",
+                 "Calls waiting for a turn on the blocking threads, their client's share being in use.",
+                 blocking_waiting, "gauge");
+  out +=
+      counter("mayura_buffered_bytes", "Request bytes the daemon's memory budget holds now.", buffered_bytes, "gauge");
   out += counter("mayura_budget_refusals_total", "Requests refused past the daemon's memory budget.", budget_refusals);
   out += "# HELP mayura_failures_total Failed requests, by reason.\n# TYPE mayura_failures_total counter\n";
   for (std::size_t i = 0; i < failures.size(); ++i) {

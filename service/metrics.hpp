@@ -28,12 +28,14 @@ struct Metrics {
   std::atomic<std::uint64_t> requests{0};
   std::atomic<std::uint64_t> connections{0};             // open now
   std::atomic<std::uint64_t> budget_refusals{0};         // requests past the memory budget
+  std::atomic<std::uint64_t> blocking_running{0};        // calls on the blocking threads now
+  std::atomic<std::uint64_t> blocking_waiting{0};        // calls waiting for their client's turn
   std::array<std::atomic<std::uint64_t>, 9> failures{};  // by Reason
   Histogram create_seconds;
   Histogram exec_seconds;
 
   void failed(Reason reason) noexcept { ++failures[static_cast<std::size_t>(reason)]; }
-  std::string text(std::size_t sandboxes_alive) const;
+  std::string text(std::size_t sandboxes_alive, std::size_t buffered_bytes) const;
 };
 
 }  // namespace mayura::service

@@ -21,6 +21,7 @@
 #include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -31,12 +32,16 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "memory_budget.hpp"
+#include "output_pace.hpp"
 #include "per_client.hpp"
 #include "routes.hpp"
 #include "status.hpp"
@@ -79,6 +84,7 @@ struct Server::State {
         registry({o.max_sandboxes_per_client, o.max_memory_mib_per_client}),
         routes(std::move(s), std::move(info), registry, metrics, o.max_json_bytes, o.max_file_bytes,
                o.default_memory_mib, o.hidden_paths),
+        output_pace(o.client_output_bytes_per_second),
         blocking(o.blocking_threads) {}
 
   ServerOptions options;
@@ -98,6 +104,8 @@ struct Server::State {
   // thread for seconds): a quarter of the pool's threads each, root apart.
   PerClient blocking_per_client;
   std::size_t blocking_cap() const { return std::max<std::size_t>(1, options.blocking_threads / 4); }
+  // Each client's streamed output, root apart.
+  OutputPace output_pace;
   std::size_t per_client_cap() const {
     return options.max_connections_per_client ? options.max_connections_per_client
                                               : std::max<std::size_t>(1, options.max_connections / 4);
@@ -123,17 +131,19 @@ using State = Server::State;
 // Runs a blocking call on the pool, and resumes the caller's coroutine on its
 // own executor with the result.
 template <class Fn>
-awaitable<Reply> offload(asio::thread_pool& pool, Fn fn) {
+awaitable<Reply> offload(asio::thread_pool& pool, std::atomic<std::uint64_t>& running, Fn fn) {
   return asio::async_initiate<decltype(use_awaitable), void(std::exception_ptr, Reply)>(
-      [&pool](auto handler, Fn work) {
-        asio::post(pool, [handler = std::move(handler), work = std::move(work)]() mutable {
+      [&pool, &running](auto handler, Fn work) {
+        asio::post(pool, [handler = std::move(handler), work = std::move(work), &running]() mutable {
           std::exception_ptr error;
           Reply reply;
+          ++running;
           try {
             reply = work();
           } catch (...) {
             error = std::current_exception();
           }
+          --running;
           auto ex = asio::get_associated_executor(handler);
           asio::dispatch(ex, [handler = std::move(handler), error, reply = std::move(reply)]() mutable {
             std::move(handler)(error, std::move(reply));
@@ -216,7 +226,7 @@ std::string streamed_result_json(const ExecResult& result) {
 
 template <class Stream>
 awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsigned version, bool keep_alive,
-                            std::function<void()>* before_last) {
+                            std::function<void()>* before_last, const std::string& paced_as) {
   std::optional<http::response<http::empty_body>> head;
   std::optional<http::response_serializer<http::empty_body>> serializer;
   auto send_head = [&]() -> awaitable<bool> {
@@ -246,8 +256,15 @@ awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsi
       if (!ok) co_return false;
       const json line = {{"stream", event.kind == ExecEvent::out ? "stdout" : "stderr"},
                          {"data", bytes_json(event.data)}};
-      ok = co_await send_line(event_line(line));
+      std::string text = event_line(line);
+      const std::size_t sent = text.size();
+      ok = co_await send_line(std::move(text));
       if (!ok) co_return false;
+      const auto wait = paced_as.empty() ? OutputPace::Clock::duration::zero() : s.output_pace.sent(paced_as, sent);
+      if (wait > OutputPace::Clock::duration::zero()) {
+        asio::steady_timer pause(co_await asio::this_coro::executor, wait);
+        co_await pause.async_wait(asio::as_tuple(use_awaitable));
+      }
       continue;
     }
     if (*before_last) (*before_last)();
@@ -282,7 +299,7 @@ awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsi
 // stops it. (Arguments by value: GCC 12's coroutines.)
 template <class Stream>
 awaitable<bool> stream_command(Stream& stream, State& s, unsigned version, bool keep_alive, Sandbox sandbox,
-                               ExecRequest request, std::function<void()>* before_last) {
+                               ExecRequest request, std::function<void()>* before_last, std::string paced_as) {
   auto channel = std::make_shared<ExecChannel>(co_await asio::this_coro::executor, kChannelDepth);
   {
     std::lock_guard lock(s.channels_mutex);
@@ -315,7 +332,7 @@ awaitable<bool> stream_command(Stream& stream, State& s, unsigned version, bool 
                      });
   beast::get_lowest_layer(stream).expires_never();
   bool gone = false;
-  auto outcome = co_await (stream_exec(stream, s, *channel, version, keep_alive, before_last) ||
+  auto outcome = co_await (stream_exec(stream, s, *channel, version, keep_alive, before_last, paced_as) ||
                            stop_when_gone(stream, *stop, gone));
   // However the stream ended (a write that failed or timed out included),
   // the command ends with it: a command that has ended already is not
@@ -344,26 +361,41 @@ awaitable<bool> serve_exec(Stream& stream, State& s, const Request& req, const s
     co_return more;
   }
   std::function<void()> nothing;
+  // (named first: GCC 12 destroys a co_await's temporaries twice)
+  std::string paced_as = client.admin ? std::string() : client.name;
   const bool more = co_await stream_command(stream, s, req.version(), req.keep_alive(), std::move(sandbox),
-                                            std::move(request), &nothing);
+                                            std::move(request), &nothing, std::move(paced_as));
   co_return more;
 }
 
-// A client's turn on the blocking pool, waited for without a thread (a
-// timer's ticks), up to the body timeout: one client's slow calls then hold
-// its own share of the pool, never the threads other clients' calls need.
-// False when the wait was too long. (Arguments by reference: the caller's
-// frame outlives this.)
+// A client's turn on the blocking pool, waited for without a thread, up to
+// the body timeout: one client's slow calls then hold its own share of the
+// pool, never the threads other clients' calls need. The wait ends when one
+// of the client's turns is given back (the wake cancels the timer, on this
+// connection's strand) or at the timeout. False when the wait was too long.
+// (Arguments by reference: the caller's frame outlives this.)
 awaitable<bool> blocking_turn(State& s, const Client& client, std::optional<PerClient::Lease>& turn) {
   if (client.admin) co_return true;
   const auto give_up = std::chrono::steady_clock::now() + s.options.body_timeout;
-  asio::steady_timer timer(co_await asio::this_coro::executor);
+  struct Waiting {
+    std::atomic<std::uint64_t>& count;
+    ~Waiting() { --count; }
+  } waiting{s.metrics.blocking_waiting};
+  ++waiting.count;
+  auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
   for (;;) {
-    turn = s.blocking_per_client.take(client.name, s.blocking_cap());
-    if (turn) co_return true;
-    if (std::chrono::steady_clock::now() >= give_up) co_return false;
-    timer.expires_after(std::chrono::milliseconds(20));
-    co_await timer.async_wait(asio::as_tuple(use_awaitable));
+    timer->expires_at(give_up);
+    auto taken = s.blocking_per_client.take_or_wait(
+        client.name, s.blocking_cap(), [timer] { asio::post(timer->get_executor(), [timer] { timer->cancel(); }); });
+    if (auto* lease = std::get_if<PerClient::Lease>(&taken)) {
+      turn.emplace(std::move(*lease));
+      co_return true;
+    }
+    auto [ec] = co_await timer->async_wait(asio::as_tuple(use_awaitable));
+    if (!ec) {
+      s.blocking_per_client.stop_waiting(client.name, std::get<std::uint64_t>(taken));
+      co_return false;
+    }
   }
 }
 
@@ -391,7 +423,7 @@ awaitable<bool> serve_run(Stream& stream, State& s, const Request& req, const Cl
     const bool more = co_await write_reply(stream, s, blocking_share_spent(), req.version(), false);
     co_return more;
   }
-  Reply refused = co_await offload(s.blocking, [state, request, who, made]() -> Reply {
+  Reply refused = co_await offload(s.blocking, s.metrics.blocking_running, [state, request, who, made]() -> Reply {
     auto started = state->routes.start_run(request->body(), *who);
     if (started.index() == 1) return std::get<1>(std::move(started));
     made->emplace(std::get<0>(std::move(started)));
@@ -409,10 +441,11 @@ awaitable<bool> serve_run(Stream& stream, State& s, const Request& req, const Cl
     state->routes.run_ending();
     ending = true;
   };
-  const bool more =
-      co_await stream_command(stream, s, req.version(), req.keep_alive(), run->sandbox, run->request, &before_last);
+  std::string paced_as = client.admin ? std::string() : client.name;
+  const bool more = co_await stream_command(stream, s, req.version(), req.keep_alive(), run->sandbox, run->request,
+                                            &before_last, std::move(paced_as));
   if (!ending) s.routes.run_ending();
-  co_await offload(s.blocking, [state, made]() -> Reply {
+  co_await offload(s.blocking, s.metrics.blocking_running, [state, made]() -> Reply {
     state->routes.end_run(**made);
     return {};
   });
@@ -581,7 +614,8 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::
     if (bec) break;  // a body that never came, or a malformed one: nothing to answer
     Request req = parser.release();
     if (req.target() == "/metrics" && req.method() == http::verb::get) {
-      const Reply reply{200, "text/plain; version=0.0.4", s->metrics.text(s->routes.sandboxes().size())};
+      const Reply reply{200, "text/plain; version=0.0.4",
+                        s->metrics.text(s->routes.sandboxes().size(), s->buffered.held())};
       more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
       continue;
     }
@@ -610,8 +644,9 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::
       co_await write_reply(stream, *s, blocking_share_spent(), req.version(), false);
       break;
     }
-    const Reply reply = co_await offload(
-        s->blocking, [s, &req, &client] { return s->routes.handle(req.method(), req.target(), req.body(), *client); });
+    const Reply reply = co_await offload(s->blocking, s->metrics.blocking_running, [s, &req, &client] {
+      return s->routes.handle(req.method(), req.target(), req.body(), *client);
+    });
     turn.reset();
     more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
   }

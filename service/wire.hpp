@@ -22,6 +22,8 @@ namespace mayura::service {
 using nlohmann::json;
 
 bool valid_utf8(std::string_view s) noexcept;
+// Bytes as JSON: a string when they are UTF-8 that escapes to at most
+// twice their size, else {"base64": ...}.
 json bytes_json(std::string_view bytes);
 std::string bytes_from(const json& value, std::string_view key);
 

@@ -230,6 +230,10 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
   std::int64_t buffered_mib = std::max<std::int64_t>(256, host.memory_mib / 8);
   if (const json* v = k.take("maxBufferedMiB")) buffered_mib = integer(k, "maxBufferedMiB", *v, 16, 1 << 20);
   c.server.max_buffered_bytes = static_cast<std::size_t>(buffered_mib) << 20;
+  if (const json* v = k.take("clientOutputMiBPerSecond")) {
+    c.server.client_output_bytes_per_second =
+        static_cast<std::size_t>(integer(k, "clientOutputMiBPerSecond", *v, 0, 1 << 20)) << 20;
+  }
   if (const json* v = k.take("headerTimeoutMs"))
     c.server.header_timeout = std::chrono::milliseconds(integer(k, "headerTimeoutMs", *v, 100, 3'600'000));
   if (const json* v = k.take("bodyTimeoutMs"))

@@ -19,9 +19,11 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "../../service/memory_budget.hpp"
+#include "../../service/output_pace.hpp"
 #include "../../service/per_client.hpp"
 #include "../../service/status.hpp"
 #include "../../service/wire.hpp"
@@ -239,11 +241,23 @@ TEST(ServiceBytes, TextStaysAStringAndTheRestIsBase64) {
   EXPECT_TRUE(service::bytes_json(bytes({0xe2, 0x82})).is_object());
 }
 
+// Output that JSON would escape to more than twice its size goes as base64:
+// a stream of zeros (six bytes each as \u0000) does; lines of text, tabs
+// and quotes do not.
+TEST(ServiceBytes, MostlyControlBytesGoAsBase64) {
+  EXPECT_TRUE(service::bytes_json(std::string(65536, '\0')).is_object());
+  EXPECT_TRUE(service::bytes_json("a\x01\x02").is_object());
+  EXPECT_TRUE(service::bytes_json("line one\nline two\n\n\n").is_string());
+  EXPECT_TRUE(service::bytes_json("\t\"quoted\"\t\r\n").is_string());
+  EXPECT_TRUE(service::bytes_json("text with one \x1b[0m escape").is_string());
+}
+
 TEST(ServiceBytes, EveryByteValueRoundTrips) {
   for (int b = 0; b < 256; ++b) {
     const std::string one = bytes({b});
     const json j = service::bytes_json(one);
-    EXPECT_EQ(j.is_string(), b < 0x80) << b;
+    // (a lone control byte escapes as six: base64 is shorter)
+    EXPECT_EQ(j.is_string(), b < 0x80 && (b >= 0x20 || b == '\n' || b == '\t' || b == '\r')) << b;
     EXPECT_EQ(service::bytes_from(j, "x"), one) << b;
     // and through the JSON text
     const json body = over_the_wire(json{{"x", j}});
@@ -354,6 +368,50 @@ TEST(PerClient, EachClientHoldsItsCapAndLeasesGiveTheirsBack) {
   EXPECT_TRUE(held.take("uid:1000", 2));  // (taken and given back at once)
   EXPECT_FALSE(held.take("uid:1000", 0));
   EXPECT_EQ(held.held_by("uid:1000"), 1u);
+}
+
+// A waiter past its cap is woken when one of its own client's leases goes
+// (every such waiter, once each), never by another client's; one that
+// stopped waiting is not woken at all.
+TEST(PerClient, WaitersAreWokenByTheirOwnClientsLeasesOnly) {
+  service::PerClient held;
+  auto a = held.take("uid:1000", 1);
+  ASSERT_TRUE(a);
+  int woken_first = 0, woken_second = 0, woken_gone = 0;
+  auto first = held.take_or_wait("uid:1000", 1, [&] { ++woken_first; });
+  auto second = held.take_or_wait("uid:1000", 1, [&] { ++woken_second; });
+  auto gone = held.take_or_wait("uid:1000", 1, [&] { ++woken_gone; });
+  ASSERT_EQ(first.index(), 1u);
+  ASSERT_EQ(second.index(), 1u);
+  ASSERT_EQ(gone.index(), 1u);
+  held.stop_waiting("uid:1000", std::get<1>(gone));
+  { auto other = held.take("uid:1001", 1); }  // another client's lease, given back
+  EXPECT_EQ(woken_first + woken_second, 0);
+  a.reset();
+  EXPECT_EQ(woken_first, 1);
+  EXPECT_EQ(woken_second, 1);
+  EXPECT_EQ(woken_gone, 0);
+  auto again = held.take_or_wait("uid:1000", 1, [] {});
+  EXPECT_EQ(again.index(), 0u);  // the woken ask again, and one gets it
+  { auto more = held.take("uid:1000", 1); }
+  EXPECT_EQ(woken_first, 1);  // woken once: they asked again, or are gone
+}
+
+// A client's output is paced to its rate after a second's burst: the wait
+// grows with what it sent past that; its execs share one clock; another
+// client's clock is its own; a client idle for a second owes nothing; no
+// rate, no wait.
+TEST(OutputPace, AClientsStreamsWaitPastItsBurstAndOthersDoNot) {
+  using namespace std::chrono_literals;
+  service::OutputPace pace(1000);  // bytes per second
+  const auto t0 = service::OutputPace::Clock::now();
+  EXPECT_EQ(pace.sent("uid:1000", 1000, t0), 0s);  // the burst
+  EXPECT_EQ(pace.sent("uid:1000", 500, t0), 500ms);
+  EXPECT_EQ(pace.sent("uid:1000", 500, t0), 1000ms);  // a second exec of the same client
+  EXPECT_EQ(pace.sent("uid:1001", 1000, t0), 0s);
+  EXPECT_EQ(pace.sent("uid:1000", 1000, t0 + 3s), 0s);  // idle: owes nothing
+  service::OutputPace unpaced(0);
+  EXPECT_EQ(unpaced.sent("uid:1000", std::size_t{1} << 40, t0), 0s);
 }
 
 // The daemon's budget of buffered bytes: a client (not root) holds its share
@@ -1027,6 +1085,10 @@ TEST(DaemonConfigParse, ReadsTheCeilingsAndRefusesDefaultsOverThem) {
   EXPECT_EQ(parse_daemon_config("{}", kSource, tools::HostShape{1024, 32768, 1}).server.max_buffered_bytes,
             std::size_t{256} << 20)
       << "at least 256 MiB";
+  EXPECT_EQ(c.server.client_output_bytes_per_second, std::size_t{32} << 20);
+  EXPECT_EQ(
+      parse_daemon_config(R"({"clientOutputMiBPerSecond": 0})", kSource, host).server.client_output_bytes_per_second,
+      0u);
   for (const auto& [text, key] : std::vector<std::pair<std::string, std::string>>{
            {R"({"maxMemoryMiB": 1024, "defaultMemoryMiB": 2048})", "defaultMemoryMiB"},
            {R"({"maxPids": 100, "defaultPids": 200})", "defaultPids"},
@@ -1035,7 +1097,8 @@ TEST(DaemonConfigParse, ReadsTheCeilingsAndRefusesDefaultsOverThem) {
            {R"({"maxCpus": 0})", "maxCpus"},
            {R"({"maxPorts": 0})", "maxPorts"},
            {R"({"totalPids": 10})", "totalPids"},
-           {R"({"maxBufferedMiB": 8})", "maxBufferedMiB"}}) {
+           {R"({"maxBufferedMiB": 8})", "maxBufferedMiB"},
+           {R"({"clientOutputMiBPerSecond": -1})", "clientOutputMiBPerSecond"}}) {
     std::string message;
     const std::string& config = text;  // (a lambda may not capture a structured binding)
     EXPECT_EQ(reason_of([&] { parse_daemon_config(config, kSource, host); }, &message), Reason::INVALID_CONFIG)

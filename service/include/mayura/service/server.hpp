@@ -50,6 +50,10 @@ struct ServerOptions {
   // but root may hold a quarter of it); a request past it is answered 503
   // (LIMIT_REACHED) before its body is read.
   std::size_t max_buffered_bytes = std::size_t{512} << 20;
+  // The output a client's streamed execs send, at most, per second (over
+  // a second's burst; root is not paced; 0: no pacing). Past it the stream
+  // waits, and so does the command, on its full pipe.
+  std::size_t client_output_bytes_per_second = std::size_t{32} << 20;
   // A client that takes longer to send a request's head, or its body, or to
   // take what it is sent, is disconnected (an exec it runs is cancelled).
   std::chrono::milliseconds header_timeout{10'000};
