@@ -186,6 +186,16 @@ class HostileTenantTest : public NativeTest {
     const auto at = text.find("\n" + name + " ");
     return at == std::string::npos ? -1 : std::atol(text.c_str() + at + name.size() + 2);
   }
+  // A well-behaved client's (root's) cycle: create, exec, release, each
+  // answered as it should be.
+  void well_behaved_cycle() {
+    const auto other = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})");
+    ASSERT_EQ(other.status, 201u) << other.body;
+    const std::string other_id = json::parse(other.body).at("id");
+    const auto ran = call(verb::post, "/v1/sandboxes/" + other_id + "/exec", R"({"argv": ["echo", "fine"]})");
+    EXPECT_NE(ran.body.find("\"exitCode\":0"), std::string::npos) << ran.body;
+    EXPECT_EQ(call(verb::delete_, "/v1/sandboxes/" + other_id).status, 204u);
+  }
   // The sandbox's cgroup: the only one below the engine's root.
   std::string only_sandbox_cgroup() {
     std::string found;
@@ -391,12 +401,7 @@ TEST_F(HostileTenantTest, ATenantsStalledDesktopCallsHoldOnlyItsShareOfTheBlocki
       [&] { return metric("mayura_blocking_calls_running") + metric("mayura_blocking_calls_waiting") >= kActions; }));
   EXPECT_LE(metric("mayura_blocking_calls_running"), 2);
   // Another client, meanwhile: its whole cycle answered before any action.
-  const auto other = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})");
-  ASSERT_EQ(other.status, 201u) << other.body;
-  const std::string other_id = json::parse(other.body).at("id");
-  const auto ran = call(verb::post, "/v1/sandboxes/" + other_id + "/exec", R"({"argv": ["echo", "fine"]})");
-  EXPECT_NE(ran.body.find("\"exitCode\":0"), std::string::npos) << ran.body;
-  EXPECT_EQ(call(verb::delete_, "/v1/sandboxes/" + other_id).status, 204u);
+  well_behaved_cycle();
   EXPECT_EQ(answered.load(), 0) << "the other client waited for a stalled action";
   // Let go: the X client killed, the actions still waiting are answered.
   exec("for p in /proc/[0-9]*; do [ \"$(cat $p/comm)\" = x_client ] && kill ${p#/proc/}; done; true");
@@ -621,12 +626,7 @@ TEST_F(HostileTenantTest, OutputFloodsAreStreamedThroughAndNeverHeld) {
   }
   // Another tenant, meanwhile.
   const auto other_started = std::chrono::steady_clock::now();
-  const auto other = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})");
-  ASSERT_EQ(other.status, 201u) << other.body;
-  const std::string other_id = json::parse(other.body).at("id");
-  const auto ran = call(verb::post, "/v1/sandboxes/" + other_id + "/exec", R"({"argv": ["echo", "fine"]})");
-  EXPECT_NE(ran.body.find("\"exitCode\":0"), std::string::npos) << ran.body;
-  EXPECT_EQ(call(verb::delete_, "/v1/sandboxes/" + other_id).status, 204u);
+  well_behaved_cycle();
   EXPECT_LT(std::chrono::steady_clock::now() - other_started, std::chrono::seconds(30));
   for (std::thread& t : floods) t.join();
   const std::size_t peak = load::status_kib_of(daemon_, "VmHWM");
