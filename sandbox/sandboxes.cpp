@@ -162,8 +162,12 @@ void check_network(const SandboxesOptions& limits, const Features& features, con
                        "the provider cannot enforce network '" + std::string(network_kind_name(kind)) + "'");
   }
   if (std::find(limits.network.begin(), limits.network.end(), kind) == limits.network.end()) {
-    throw SandboxError(Reason::PERMISSION_DENIED, "network '" + std::string(network_kind_name(kind)) +
-                                                      "' is not listed in create_sandboxes' network option");
+    // Said for whoever can change it: the library's caller or mayurad's operator.
+    const std::string name(network_kind_name(kind));
+    throw SandboxError(Reason::PERMISSION_DENIED,
+                       "network '" + name + "' is not allowed here: the operator lists the networks sandboxes may " +
+                           "have (create_sandboxes' network option; mayurad's \"network\" setting, e.g. " +
+                           "\"network\": [\"none\", \"" + name + "\"] in mayurad.json)");
   }
 }
 

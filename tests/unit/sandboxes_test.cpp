@@ -47,7 +47,11 @@ TEST_F(Fixture, NetworkKindsMustBeListed) {
   c.network = Network::all();
   EXPECT_EQ(reason_of([&] { s.create(c); }), Reason::PERMISSION_DENIED);
   c.network = Network::allow_only({"example.com"});
-  EXPECT_EQ(reason_of([&] { s.create(c); }), Reason::PERMISSION_DENIED);
+  std::string message;
+  EXPECT_EQ(reason_of([&] { s.create(c); }, &message), Reason::PERMISSION_DENIED);
+  // Said for whoever can list it: the library's option and mayurad's setting.
+  EXPECT_NE(message.find("create_sandboxes' network option"), std::string::npos) << message;
+  EXPECT_NE(message.find(R"("network": ["none", "allow"] in mayurad.json)"), std::string::npos) << message;
   c.network = Network::allow_only({"*.com"});
   EXPECT_EQ(reason_of([&] { s.create(c); }), Reason::INVALID_INPUT);
   EXPECT_EQ(provider->state->creates, 0);
