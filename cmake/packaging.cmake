@@ -1,7 +1,8 @@
 # The Debian package: `cpack -G DEB` in the build directory makes
 # mayura_VERSION_ARCH.deb holding what `cmake --install` puts under /usr:
 # mayurad, mayura-run, the libraries, their headers and CMake package, the
-# systemd units, and /etc/mayura/mayurad.json (a conffile). Its maintainer
+# systemd units, /etc/mayura/mayurad.json (a conffile), and the README and
+# docs/ in /usr/share/doc/mayura. Its maintainer
 # scripts (tools/dist/debian) make the group mayura and, where systemd runs,
 # enable mayurad.socket.
 
@@ -27,6 +28,9 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # groupadd for postinst.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "passwd")
+# A sandbox's desktop runs the host's Xvfb (without it, a create asking
+# for a desktop fails, saying so).
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "xvfb")
 # What a C++ host building against the library needs (mayuraConfig.cmake's
 # find_dependency calls).
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS

@@ -41,6 +41,7 @@ sed 's/ *([^)]*)//g; s/, */\n/g' <<<"$depends" >"$scratch/depends"
 for dep in libc6 libstdc++6 libsystemd0 libssl3 libseccomp2 libnftables1 libarchive13 passwd; do
   grep -qxF "$dep" "$scratch/depends" || fail "Depends lacks $dep: $depends"
 done
+[ "$(field Recommends)" = xvfb ] || fail "the package does not recommend xvfb (the desktop): '$(field Recommends)'"
 dpkg-deb -e "$deb" "$scratch/control"
 grep -qx /etc/mayura/mayurad.json "$scratch/control/conffiles" || fail "/etc/mayura/mayurad.json is no conffile"
 for script in postinst prerm postrm; do
@@ -80,7 +81,8 @@ echo "== contents"
 dpkg-deb -c "$deb" | awk '{ print $NF }' | sed 's|^\./|/|' >"$scratch/contents"
 for path in /usr/bin/mayurad /usr/bin/mayura-run /usr/libexec/mayura/mayura-run-local /usr/lib/systemd/system/mayurad.service \
   /usr/lib/systemd/system/mayurad.socket /etc/mayura/mayurad.json /usr/include/mayura/remote.hpp \
-  /usr/include/mayura/service/server.hpp /usr/include/mayura/native.hpp; do
+  /usr/include/mayura/service/server.hpp /usr/include/mayura/native.hpp /usr/share/doc/mayura/README.md \
+  /usr/share/doc/mayura/docs/operations.md /usr/share/doc/mayura/docs/security.md; do
   grep -qx "$path" "$scratch/contents" || fail "the package lacks $path"
 done
 grep -Eq '^/usr/lib/([^/]+/)?libmayura-service\.a$' "$scratch/contents" || fail "the package lacks the service library"
