@@ -68,13 +68,16 @@ Options:
                          subdomains) through the engine's DNS and proxy, and
                          nothing else (repeatable)
   --lifetime SECONDS     the sandbox's lifetime (default: 3600; through a
-                         daemon, its maximum, when nothing is copied in or
+                         daemon, its maximum, when nothing is copied in or out or
                          published, since the sandbox ends with the command)
   --timeout SECONDS      stop the command after this long (exit status 124)
   --env NAME=VALUE       set a variable for the command (repeatable)
   --env NAME             pass NAME from this environment (repeatable)
   --cwd PATH             the command's directory (default: the workdir)
   --copy-in HOST:PATH    copy a host file into the sandbox first (repeatable)
+  --copy-out PATH:HOST   copy a sandbox file to the host once the command has
+                         ended, before the sandbox goes (repeatable; one that
+                         fails is said, and the exit status is 125)
   --stdin                pass this process's standard input to the command
   --cpus N               bound the sandbox to N cpus (may be fractional)
   --memory MIB           bound its memory to MIB mebibytes, no swap; a command
@@ -162,6 +165,7 @@ struct Args {
   std::map<std::string, std::string> env;
   std::string cwd;
   std::vector<std::pair<std::string, std::string>> copy_in;
+  std::vector<std::pair<std::string, std::string>> copy_out;  // sandbox path, host file
   bool stdin_on = false;
   bool json = false;
   bool local = false;
@@ -277,6 +281,13 @@ Args parse(int argc, char** argv) {
         usage_error("--copy-in takes HOSTFILE:PATH");
       }
       a.copy_in.emplace_back(spec.substr(0, colon), spec.substr(colon + 1));
+    } else if (arg == "--copy-out") {
+      const std::string spec = value(arg);
+      const auto colon = spec.find(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) {
+        usage_error("--copy-out takes PATH:HOSTFILE");
+      }
+      a.copy_out.emplace_back(spec.substr(0, colon), spec.substr(colon + 1));
     } else if (arg == "--stdin") {
       a.stdin_on = true;
     } else if (arg == "--json") {
@@ -305,6 +316,27 @@ std::string read_host_file(const std::string& path) {
   if (!in)
     throw mayura::SandboxError(mayura::Reason::INVALID_INPUT, "cannot read " + path + ": " + std::strerror(errno));
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A sandbox file written to a host file; false, said on stderr, when either
+// side fails (the run goes on to release the sandbox).
+bool copy_out(const mayura::Sandbox& sandbox, const std::string& path, const std::string& host) {
+  std::string data;
+  try {
+    data = sandbox.read_file(path);
+  } catch (const mayura::SandboxError& e) {
+    std::fprintf(stderr, "mayura-run: --copy-out %s: %s: %s\n", path.c_str(),
+                 std::string(mayura::reason_name(e.reason())).c_str(), e.what());
+    return false;
+  }
+  std::ofstream out(host, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "mayura-run: --copy-out %s: cannot write %s\n", path.c_str(), host.c_str());
+    return false;
+  }
+  return true;
 }
 
 // False when the reader is gone (EPIPE, or another failure to write).
@@ -407,14 +439,15 @@ mayura::ExecResult exec_with_screenshot(const mayura::Sandbox& sandbox, const Ar
   return r;
 }
 
-// A file --screenshot cannot write is bad input before anything is made
-// (checked without making it: a run that fails leaves no empty file).
-void check_writable(const std::string& file) {
+// A file --screenshot or --copy-out cannot write is bad input before
+// anything is made (checked without making it: a run that fails leaves no
+// empty file).
+void check_writable(const std::string& option, const std::string& file) {
   const auto slash = file.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : file.substr(0, slash);
   const bool ok =
       ::access(file.c_str(), F_OK) == 0 ? ::access(file.c_str(), W_OK) == 0 : ::access(dir.c_str(), W_OK | X_OK) == 0;
-  if (!ok) usage_error("--screenshot " + file + ": " + std::strerror(errno));
+  if (!ok) usage_error(option + " " + file + ": " + std::strerror(errno));
 }
 
 }  // namespace
@@ -423,7 +456,8 @@ int main(int argc, char** argv) {
   mayura::tools::keep_command_line(argv);
   if (argc >= 2 && std::string(argv[1]) == "image") return mayura::tools::run_image_command(argc - 1, argv + 1);
   Args args = parse(argc, argv);
-  if (!args.screenshot.empty()) check_writable(args.screenshot);
+  if (!args.screenshot.empty()) check_writable("--screenshot", args.screenshot);
+  for (const auto& [path, host] : args.copy_out) check_writable("--copy-out", host);
 
   // SIGINT, SIGTERM and SIGHUP cancel the command and release the sandbox.
   sigset_t stop_signals;
@@ -492,7 +526,8 @@ int main(int argc, char** argv) {
     }
 
     mayura::ExecResult result;
-    if (engine.run && files.empty() && args.ports.empty() && !args.desktop) {
+    bool copied_out = true;
+    if (engine.run && files.empty() && args.copy_out.empty() && args.ports.empty() && !args.desktop) {
       // Nothing to do between the create and the command, nor after it: one
       // request, checked by the daemon as the limits layer here would.
       // Without --lifetime, the daemon's maximum bounds the command (its
@@ -519,6 +554,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "mayura-run: port %d is at %s\n", port, sandbox->url(port).c_str());
       }
       result = exec_with_screenshot(*sandbox, args, exec, stop);
+      for (const auto& [path, host] : args.copy_out) copied_out = copy_out(*sandbox, path, host) && copied_out;
       sandbox->release();
     }
 
@@ -533,6 +569,7 @@ int main(int argc, char** argv) {
       j["oomKilled"] = result.oom_killed;
       std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
     }
+    if (!copied_out) return kSandboxFailed;
     if (result.timed_out) return kTimedOut;
     return *result.exit_code;
   } catch (const mayura::SandboxError& e) {

@@ -272,6 +272,25 @@ TEST_P(MayuraRunTest, EnvCopyInStdinAndCwd) {
   EXPECT_EQ(r.out, "0\n");
 }
 
+// --copy-out: a file the command wrote comes back to the host once the
+// command has ended, whatever its status; one that is not there is said by
+// name, writes nothing, and the run exits 125; a host file that cannot be
+// written is refused before any sandbox is made.
+TEST_P(MayuraRunTest, CopyOutBringsAFileBackAfterTheCommand) {
+  const std::string file = options().state_dir + "-out.txt";
+  Outcome r = run("--copy-out out/result.txt:" + file + " -- sh -c 'mkdir out; echo made > out/result.txt; exit 3'");
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(read_host(file), "made\n");
+  std::filesystem::remove(file);
+  r = run("--copy-out nosuch.txt:" + file + " -- true");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("--copy-out nosuch.txt"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(file));
+  r = run("--copy-out a:/nonexistent-dir/x -- touch made-anyway");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("--copy-out /nonexistent-dir/x"), std::string::npos) << r.err;
+}
+
 TEST_P(MayuraRunTest, HelpAndVersion) {
   Outcome r = run("--help");
   EXPECT_EQ(r.status, 0);
