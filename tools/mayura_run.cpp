@@ -180,6 +180,14 @@ struct Args {
   std::vector<std::string> command;
 };
 
+// "A:B", both sides non-empty (the first colon splits them), as
+// --copy-in and --copy-out take; else `form` is said.
+std::pair<std::string, std::string> colon_pair(const std::string& spec, const char* form) {
+  const auto colon = spec.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) usage_error(form);
+  return {spec.substr(0, colon), spec.substr(colon + 1)};
+}
+
 // "WxH", two whole numbers; the limits layer checks the bounds.
 std::optional<mayura::DesktopSize> parse_size(const std::string& text) {
   const auto x = text.find('x');
@@ -275,19 +283,9 @@ Args parse(int argc, char** argv) {
     } else if (arg == "--cwd") {
       a.cwd = value(arg);
     } else if (arg == "--copy-in") {
-      const std::string spec = value(arg);
-      const auto colon = spec.find(':');
-      if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) {
-        usage_error("--copy-in takes HOSTFILE:PATH");
-      }
-      a.copy_in.emplace_back(spec.substr(0, colon), spec.substr(colon + 1));
+      a.copy_in.push_back(colon_pair(value(arg), "--copy-in takes HOSTFILE:PATH"));
     } else if (arg == "--copy-out") {
-      const std::string spec = value(arg);
-      const auto colon = spec.find(':');
-      if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) {
-        usage_error("--copy-out takes PATH:HOSTFILE");
-      }
-      a.copy_out.emplace_back(spec.substr(0, colon), spec.substr(colon + 1));
+      a.copy_out.push_back(colon_pair(value(arg), "--copy-out takes PATH:HOSTFILE"));
     } else if (arg == "--stdin") {
       a.stdin_on = true;
     } else if (arg == "--json") {

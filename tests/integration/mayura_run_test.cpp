@@ -286,6 +286,9 @@ TEST_P(MayuraRunTest, CopyOutBringsAFileBackAfterTheCommand) {
   EXPECT_EQ(r.status, 125);
   EXPECT_NE(r.err.find("--copy-out nosuch.txt"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(file));
+  r = run("--copy-out nocolon -- true");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("--copy-out takes PATH:HOSTFILE"), std::string::npos) << r.err;
   r = run("--copy-out a:/nonexistent-dir/x -- touch made-anyway");
   EXPECT_EQ(r.status, 125);
   EXPECT_NE(r.err.find("--copy-out /nonexistent-dir/x"), std::string::npos) << r.err;
