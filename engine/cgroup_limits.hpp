@@ -94,6 +94,9 @@ class V1Groups {
   // Puts a process (the init, before it runs anything) into every group.
   void place(pid_t pid) const;
   void apply(const Limits& limits) const;
+  // Writes the cpu group's cpu.shares (at least 2, the kernel's least); 0
+  // or the errno, and 0 if the host has no cpu group on v1.
+  int set_cpu_shares(std::uint32_t shares) const noexcept;
   // The commands group's cgroup.procs, opened for writing: a command writes
   // "0" to it to join before it runs; none if pids is not on v1.
   UniqueFd commands_procs() const;

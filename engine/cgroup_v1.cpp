@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -112,6 +113,11 @@ void V1Groups::apply(const Limits& limits) const {
   if (!pids_path_.empty()) {
     set(open_group(pids_path_ + "/commands").get(), "pids.max", limits.pids ? std::to_string(*limits.pids) : "max");
   }
+}
+
+int V1Groups::set_cpu_shares(std::uint32_t shares) const noexcept {
+  if (cpu_path_.empty()) return 0;
+  return write_at(AT_FDCWD, (cpu_path_ + "/cpu.shares").c_str(), std::to_string(std::max<std::uint32_t>(shares, 2)));
 }
 
 UniqueFd V1Groups::commands_procs() const {

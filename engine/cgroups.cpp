@@ -289,6 +289,14 @@ void SandboxCgroup::kill_command_again(const std::string& name) const noexcept {
   kill_tree(path_ + "/commands/" + name, std::chrono::milliseconds(0));
 }
 
+int SandboxCgroup::set_cpu_weight(std::uint32_t weight) const noexcept {
+  if (host_.cpu.v2) {
+    const int error = write_at(AT_FDCWD, (path_ + "/cpu.weight").c_str(), std::to_string(weight));
+    if (error) return error;
+  }
+  return v1_.set_cpu_shares(weight);
+}
+
 void SandboxCgroup::apply(const Limits& limits) {
   if (applied_ == limits) return;
   applied_.reset();  // unknown until every write is done

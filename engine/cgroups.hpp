@@ -72,6 +72,11 @@ class SandboxCgroup {
   // Sets (or changes) the sandbox's limits; writes nothing if they are the
   // ones it has. The commands' process bound on cgroup2 waits for settle().
   void apply(const Limits& limits);
+  // Sets the sandbox's weight when cpus are contended, relative to the
+  // engine's other sandboxes (cpu.weight, 1 to 10000; cpu.shares on v1).
+  // 0 or the errno (ENOENT once the sandbox is removed); 0 where the host
+  // has no cpu controller.
+  int set_cpu_weight(std::uint32_t weight) const noexcept;
   // Once the init is ready (and so has left the sandbox's own cgroup for its
   // leaf): hands the pids controller down to the commands' cgroup and sets
   // their bound.

@@ -188,12 +188,18 @@ class NativeProvider final : public SandboxProvider {
     // Sandboxes made ahead run the default filter (it is fixed at their start).
     if (image.image.host && !options.seccomp_profile && !image.uid && image.workdir.empty()) core = prepared_.take();
     if (core) {
+      try {
+        core->tenancy = tenants_->join(options.tenant, core->cgroup);
+      } catch (...) {
+        core->end();
+        throw;
+      }
       core->init.to_foreground();
       core->cgroup.renice_command(kFirstCommand, 0);  // made at the pool's priority
     }
     timer.step(core ? "prepared sandbox taken" : "no prepared sandbox");
     if (!core) {
-      core = build(image, filters, cancellation);
+      core = build(image, filters, cancellation, options.tenant);
       timer.step("built");
     }
     // What is this create's own: its limits, its network, its ports, its env
@@ -235,11 +241,13 @@ class NativeProvider final : public SandboxProvider {
   }
 
  private:
-  // One sandbox, up to a running init: an id range, a record, a cgroup, a
-  // network namespace, the init and its root. `ahead`: for the pool, at the
-  // lowest priority (launch_init).
+  // One sandbox, up to a running init: an id range, a record, a cgroup (in
+  // `tenant`'s share of the cpu), a network namespace, the init and its
+  // root. `ahead`: for the pool, at the lowest priority (launch_init), in no
+  // tenant until one takes it.
   std::shared_ptr<native::SandboxCore> build(const SandboxImage& image, const Filters& filters,
-                                             const std::stop_token& cancellation, bool ahead = false) {
+                                             const std::stop_token& cancellation, const std::string& tenant,
+                                             bool ahead = false) {
     StepTimer timer("build");
     check_host_memory();
     auto core = std::make_shared<native::SandboxCore>();
@@ -299,6 +307,8 @@ class NativeProvider final : public SandboxProvider {
     // The engine's defaults, before anything runs in it: a sandbox made ahead
     // is then ready for a create that sets no limit of its own.
     core->cgroup.apply(default_limits_);
+    // Before the init runs: building its root is most of a create's cpu.
+    if (!ahead) core->tenancy = tenants_->join(tenant, core->cgroup);
     timer.step("cgroup");
     UniqueFd netns(netns_pool_.take());
     if (!netns) fail_step("making the sandbox's network namespace", errno);
@@ -430,6 +440,9 @@ class NativeProvider final : public SandboxProvider {
   // one a release left here to finish.
   std::shared_ptr<native::Cleaner> cleaner_ = std::make_shared<native::Cleaner>();
   native::LifetimeReaper reaper_;
+  // How the cpu is shared among tenants (held by every sandbox in one, as
+  // a sandbox may outlive its provider).
+  std::shared_ptr<native::TenantShares> tenants_ = std::make_shared<native::TenantShares>();
   // When callers last called; every sandbox marks its calls here.
   std::shared_ptr<native::Activity> activity_ = std::make_shared<native::Activity>();
   // Last: its thread uses everything above, and stops first.
@@ -437,7 +450,7 @@ class NativeProvider final : public SandboxProvider {
                                  [this](const std::stop_token& stop) {
                                    SandboxImage host;
                                    host.image = rootfs::Image{"host", "/", true, {}};
-                                   return build(host, default_seccomp_, stop, true);
+                                   return build(host, default_seccomp_, stop, "", true);
                                  },
                                  *activity_};
 };

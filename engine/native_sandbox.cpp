@@ -102,6 +102,7 @@ void SandboxCore::finish() noexcept {
   {
     std::lock_guard lock(mutex_);
     StepTimer timer("removal");
+    tenancy.leave();  // the tenant's other sandboxes have its share from now
     {
       std::lock_guard network_lock(network_mutex_);
       network.reset();  // its veth goes now, not when the kernel gets round to the namespace

@@ -17,6 +17,7 @@
 #include "mayura/provider.hpp"
 #include "protocol.hpp"
 #include "records.hpp"
+#include "tenant_shares.hpp"
 
 namespace mayura::native {
 
@@ -26,6 +27,9 @@ class SandboxCore {
  public:
   records::SlotLease lease;
   cgroups::SandboxCgroup cgroup;
+  // Its place in its tenant's share of the cpu (after `cgroup`, which it
+  // weighs: it goes first). Left as the sandbox ends.
+  TenantShares::Member tenancy;
   InitProcess init;
   // The sandbox's network namespace: held while a network or a published
   // port needs it, opened again from the init when one comes.

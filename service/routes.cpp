@@ -183,6 +183,7 @@ Owned Routes::create(const json& request, const Client& client) {
   CreateOptions options = create_from(request);
   if (!options.memory_mib && default_memory_mib_ > 0) options.memory_mib = default_memory_mib_;
   options.ports_owner = client.uid.value_or(0);
+  options.tenant = client.name;  // every client the same share of a contended cpu
   // The service's own host is no client's: images by name only (the image
   // store, the image directory), never a host path.
   if (!options.image.empty() && (options.image.front() == '/' || options.image.find("..") != std::string::npos)) {

@@ -25,6 +25,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -329,6 +330,39 @@ TEST_F(HostileTenantTest, CreatesOverTheCeilingsAreRefusedAndTheCgroupsHoldWhatW
   // A release gives its share back.
   EXPECT_EQ(call(verb::delete_, "/v1/sandboxes/" + json::parse(b.body).at("id").get<std::string>()).status, 204u);
   EXPECT_EQ(call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000, "memoryMiB": 128})").status, 201u);
+}
+
+// Each client is a tenant of the engine's: its sandboxes split one cpu
+// weight, so a client with three sandboxes weighs no more on a contended
+// cpu than one with a single sandbox.
+TEST_F(HostileTenantTest, EachClientsSandboxesSplitOneCpuWeight) {
+  start({{"tls", tls_settings()}});
+  const cgroups::Host host = cgroups::detect_host();
+  ASSERT_TRUE(host.cpu.available()) << host.describe();
+  const std::string base = host.cpu.v2
+                               ? options().cgroup_root
+                               : host.cpu.v1 + "/" + std::filesystem::path(options().cgroup_root).filename().string();
+  const auto weights = [&] {
+    std::multiset<std::string> found;
+    for (const auto& e : std::filesystem::directory_iterator(base)) {
+      if (e.is_directory()) found.insert(read_host(e.path().string() + (host.cpu.v2 ? "/cpu.weight" : "/cpu.shares")));
+    }
+    return found;
+  };
+  std::vector<std::string> roots;
+  for (int i = 0; i < 3; ++i) {
+    const auto made = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})");
+    ASSERT_EQ(made.status, 201u) << made.body;
+    roots.push_back(json::parse(made.body).at("id"));
+  }
+  const auto hers = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})", kToken);
+  ASSERT_EQ(hers.status, 201u) << hers.body;
+  EXPECT_EQ(weights(), (std::multiset<std::string>{"256\n", "256\n", "256\n", "1024\n"}));
+  EXPECT_EQ(call(verb::delete_, "/v1/sandboxes/" + roots[0]).status, 204u);
+  std::multiset<std::string> now = weights();
+  for (int i = 0; i < 1000 && now != std::multiset<std::string>{"512\n", "512\n", "1024\n"}; ++i, ::usleep(10000))
+    now = weights();
+  EXPECT_EQ(now, (std::multiset<std::string>{"512\n", "512\n", "1024\n"}));
 }
 
 // One local client (an ordinary uid) holds its share of the connections and

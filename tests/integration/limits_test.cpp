@@ -301,6 +301,59 @@ TEST_F(LimitsTest, ASandboxMadeAheadTakesTheCreatesLimits) {
   EXPECT_EQ(sh(s, "echo ok"), "ok\n");
 }
 
+// The cpu is shared by tenant: each tenant's sandboxes split one weight
+// (its share over its count, rounded up to a power of two), a sandbox of no
+// tenant has a whole one, and as a tenant's sandboxes end the rest weigh
+// more. A sandbox made ahead takes its tenant's weight with it.
+TEST_F(LimitsTest, ATenantsSandboxesSplitOneCpuWeight) {
+  ASSERT_TRUE(host_.cpu.available()) << host_.describe();
+  options().prepared = 1;
+  sandboxes();
+  const auto made = [&] {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(options().cgroup_root)) n += e.is_directory();
+    return n;
+  };
+  for (int i = 0; i < 500 && made() == 0; ++i) ::usleep(10000);
+  ASSERT_EQ(made(), 1);
+  const std::string base =
+      host_.cpu.v2 ? options().cgroup_root : host_.cpu.v1 + "/" + fs::path(options().cgroup_root).filename().string();
+  // The weight in the cgroup of the sandbox whose hostname is mayura-<first 8 of its name>.
+  const auto weight = [&](Sandbox& s) {
+    const std::string prefix = sh(s, "hostname").substr(7, 8);
+    for (const auto& e : fs::directory_iterator(base)) {
+      if (e.path().filename().string().rfind(prefix, 0) == 0)
+        return value(e.path().string() + (host_.cpu.v2 ? "/cpu.weight" : "/cpu.shares"));
+    }
+    return std::string("no cgroup for ") + prefix;
+  };
+  const auto eventually = [&](Sandbox& s, const std::string& expected) {
+    std::string now = weight(s);
+    for (int i = 0; i < 1000 && now != expected; ++i, ::usleep(10000)) now = weight(s);
+    return now;
+  };
+  CreateOptions alice;
+  alice.tenant = "alice";
+  std::vector<Sandbox> hers;
+  hers.push_back(create(alice));  // the one made ahead
+  EXPECT_EQ(weight(hers[0]), "1024");
+  hers.push_back(create(alice));
+  hers.push_back(create(alice));
+  CreateOptions bob;
+  bob.tenant = "bob";
+  auto his = create(bob);  // (the test's contract layer allows 4 alive)
+  for (Sandbox& s : hers) EXPECT_EQ(weight(s), "256");
+  EXPECT_EQ(weight(his), "1024");
+  // Two of hers end: the last has her whole share again.
+  hers[0].release();
+  EXPECT_EQ(eventually(hers[1], "512"), "512");
+  hers[1].release();
+  EXPECT_EQ(eventually(hers[2], "1024"), "1024");
+  EXPECT_EQ(weight(his), "1024");
+  auto own = create();
+  EXPECT_EQ(weight(own), "1024");
+}
+
 // A sandbox made ahead has its first command's process made with it, at the
 // pool's priority; the create that takes it gives the process (and the init)
 // the ordinary priority back, and the first command is that process, in the

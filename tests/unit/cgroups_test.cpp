@@ -22,6 +22,7 @@
 #include "cgroup_limits.hpp"
 #include "cgroup_placement.hpp"
 #include "mayura/errors.hpp"
+#include "tenant_shares.hpp"
 
 namespace mayura::cgroups {
 namespace {
@@ -388,6 +389,41 @@ TEST(CgroupLimits, CpuQuotaIsPerPeriodWithTheKernelsMinimum) {
   EXPECT_EQ(cpu_quota_us(1.5), 150000u);
   EXPECT_EQ(cpu_quota_us(2), 200000u);
   EXPECT_EQ(cpu_quota_us(0.001), 1000u);
+}
+
+// A tenant's weight halves each time its sandboxes pass a power of two, down
+// to the kernel's least.
+TEST(TenantShares, ASandboxWeighsItsTenantsShareOverItsCountRoundedUp) {
+  using native::TenantShares;
+  EXPECT_EQ(TenantShares::weight_for(0), 1024u);
+  EXPECT_EQ(TenantShares::weight_for(1), 1024u);
+  EXPECT_EQ(TenantShares::weight_for(2), 512u);
+  EXPECT_EQ(TenantShares::weight_for(3), 256u);
+  EXPECT_EQ(TenantShares::weight_for(4), 256u);
+  EXPECT_EQ(TenantShares::weight_for(5), 128u);
+  EXPECT_EQ(TenantShares::weight_for(1024), 1u);
+  EXPECT_EQ(TenantShares::weight_for(100000), 1u);
+}
+
+// Members count in their tenant until they leave, by hand or by going; a
+// sandbox with no tenant counts in none. (Cgroups of no host: nothing is
+// written.)
+TEST(TenantShares, MembersCountInTheirTenantUntilTheyLeave) {
+  const auto shares = std::make_shared<native::TenantShares>();
+  const SandboxCgroup a, b, c;
+  native::TenantShares::Member first = shares->join("uid:1000", a);
+  {
+    native::TenantShares::Member second = shares->join("uid:1000", b);
+    native::TenantShares::Member own = shares->join("", c);
+    EXPECT_EQ(shares->count("uid:1000"), 2u);
+    EXPECT_EQ(shares->count(""), 0u);
+    native::TenantShares::Member moved = std::move(second);
+    EXPECT_EQ(shares->count("uid:1000"), 2u);
+  }
+  EXPECT_EQ(shares->count("uid:1000"), 1u);
+  first.leave();
+  first.leave();
+  EXPECT_EQ(shares->count("uid:1000"), 0u);
 }
 
 }  // namespace

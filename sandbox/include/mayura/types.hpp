@@ -76,6 +76,11 @@ struct CreateOptions {
   // effective uid. A host's own choice, never a remote client's: mayurad
   // sets it to the client's uid (root for a TLS client).
   std::optional<std::uint32_t> ports_owner;
+  // Whom the sandbox is for, where the provider shares the host's cpu by
+  // tenant (the native engine): when cpus are contended, every tenant gets
+  // the same share, split among its sandboxes. Empty: a tenant of its own.
+  // Like ports_owner, a host's choice: mayurad sets it to the client's name.
+  std::string tenant;
 };
 
 using OutputCallback = std::function<void(std::string_view chunk)>;
