@@ -1,7 +1,8 @@
 // Three tenants of one mayurad, each a local uid of its own: two
 // well-behaved ones that create a sandbox, run a command in it and release
 // it, over and over, and a hostile one that floods output, storms creates
-// and releases, holds every connection it may and burns its cpu share. The
+// and releases, holds every connection it may (and retries at once each
+// time one more is refused) and burns its cpu share. The
 // well-behaved tenants' cycle times (p50, p99), first with no hostile
 // tenant and then beside it, in one run. The aim: a p99 at most twice the
 // one alone.
@@ -100,11 +101,12 @@ pid_t good_tenant(uid_t uid, const std::string& socket, int cycles, int out) {
 }
 
 // What the hostile tenant does: each alone, or all at once.
-enum Abuse : unsigned { kFloods = 1, kStorms = 2, kBurner = 4, kConnections = 8, kAll = 15 };
+enum Abuse : unsigned { kFloods = 1, kStorms = 2, kBurner = 4, kConnections = 8, kRetries = 16, kAll = 31 };
 
 // The hostile tenant, in a child as its uid, until killed: two output
 // floods (32 MiB each, again and again), two create-and-release storms, a
-// sandbox burning cpu, every connection it may hold idle: those `abuse` names.
+// sandbox burning cpu, the connections it may hold idle, four loops that
+// ask again at once whenever refused: those `abuse` names.
 pid_t hostile_tenant(const std::string& socket, unsigned abuse) {
   const pid_t pid = ::fork();
   if (pid != 0) return pid;
@@ -126,6 +128,11 @@ pid_t hostile_tenant(const std::string& socket, unsigned abuse) {
       });
     }
   }
+  for (int i = 0; (abuse & kRetries) && i < 4; ++i) {
+    threads.emplace_back([&socket] {
+      for (;;) status_of(socket, "GET", "/v1/sandboxes", "");
+    });
+  }
   if (abuse & kBurner) {
     threads.emplace_back([&socket] {
       std::string made;
@@ -134,8 +141,13 @@ pid_t hostile_tenant(const std::string& socket, unsigned abuse) {
                 R"({"argv": ["sh", "-c", "while :; do :; done & while :; do :; done"]})");
     });
   }
+  // Every connection it may hold; beside its other abuses, all but the five
+  // they use at once (its share is 16, a quarter of maxConnections 64), so
+  // that none of them is refused for want of a connection.
+  const int hold = (abuse & (kFloods | kStorms | kBurner)) ? 16 - 5 : 256;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the others' connections first
   std::vector<int> held;
-  for (int i = 0; (abuse & kConnections) && i < 256; ++i) {
+  for (int i = 0; (abuse & kConnections) && i < hold; ++i) {
     const int fd = load::connect_to(socket);
     if (fd >= 0) held.push_back(fd);
   }
@@ -224,10 +236,11 @@ int main(int argc, char** argv) {
   row("alone", alone, cycles);
   int failed = alone.failed;
   double worst = 0;
-  for (const auto& [abuse, name] : {std::pair{kFloods, "beside output floods"},
+  for (const auto& [abuse, name] : {std::pair<unsigned, const char*>{kFloods, "beside output floods"},
                                     {kStorms, "beside create storms"},
                                     {kBurner, "beside a cpu burner"},
                                     {kConnections, "beside held connections"},
+                                    {kConnections | kRetries, "...and retries at once"},
                                     {kAll, "beside all of them"}}) {
     const pid_t hostile = hostile_tenant(daemon.socket(), abuse);
     std::this_thread::sleep_for(std::chrono::seconds(2));  // its floods and storms under way

@@ -24,6 +24,7 @@ struct Reply {
   unsigned status = 200;
   std::string content_type = "application/json";
   std::string body;
+  unsigned retry_after_s = 0;  // a Retry-After header, if not 0
 };
 
 Reply error_reply(Reason reason, std::string_view message);

@@ -99,6 +99,9 @@ struct Server::State {
   std::atomic<std::size_t> tls_connections{0};
   // Each client's connections (Unix peers, TLS addresses and tokens).
   PerClient connections_per_client;
+  // Each client's connections past its share, waiting out their refusal's
+  // pause (as many as its share at most).
+  PerClient refusals_per_client;
   std::atomic<std::size_t> tls_handshakes{0};
   // Each client's calls on the blocking pool (a desktop action may hold its
   // thread for seconds): a quarter of the pool's threads each, root apart.
@@ -163,6 +166,7 @@ awaitable<bool> write_reply(Stream& stream, State& s, Reply reply, unsigned vers
   http::response<http::string_body> res{static_cast<http::status>(reply.status), version};
   res.set(http::field::server, "mayurad");
   if (!reply.content_type.empty()) res.set(http::field::content_type, reply.content_type);
+  if (reply.retry_after_s) res.set(http::field::retry_after, std::to_string(reply.retry_after_s));
   res.keep_alive(keep_alive);
   res.body() = std::move(reply.body);
   res.prepare_payload();
@@ -504,17 +508,48 @@ std::optional<Client> client_of_token(const State& s, const Request& req) {
 // from the socket; none over TLS, where each request's token names it.
 // `address_share`: what the connection holds of its client's share from
 // before (a TLS address's, taken before the handshake), until it ends.
+// A connection's place in its listener's budget and the gauge, until it
+// ends or is refused.
+struct Count {
+  State& s;
+  std::atomic<std::size_t>& listener;
+  bool counted = true;
+  void end() {
+    if (!std::exchange(counted, false)) return;
+    --listener;
+    --s.metrics.connections;
+  }
+  ~Count() { end(); }
+};
+
+// How long a connection past its client's share waits for its 503. A
+// client that retries at once, in a loop, would otherwise cost the daemon
+// a connection's work each time, without end (measured: four such loops
+// made another tenant's p99 six times what it was alone).
+constexpr std::chrono::seconds kRefusalPause{1};
+
+// Refuses a connection past its client's share: 503 after kRefusalPause,
+// out of the listener's budget meanwhile (the pause holds nobody else's
+// place). Past as many paused refusals as its share, the connection is
+// closed at once, without an answer: a client with many threads holds a
+// bounded number of descriptors.
+template <class Stream>
+awaitable<void> refuse_past_share(Stream& stream, State& s, Count& count, const std::string& who, unsigned version) {
+  count.end();
+  ++s.metrics.share_refusals;
+  const std::optional<PerClient::Lease> paused = s.refusals_per_client.take(who, s.per_client_cap());
+  if (!paused) co_return;
+  asio::steady_timer pause(co_await asio::this_coro::executor, kRefusalPause);
+  co_await pause.async_wait(asio::as_tuple(use_awaitable));
+  Reply reply = error_reply(503, Reason::LIMIT_REACHED, "too many connections of this client at once");
+  reply.retry_after_s = static_cast<unsigned>(kRefusalPause.count());
+  co_await write_reply(stream, s, std::move(reply), version, false);
+}
+
 template <class Stream>
 awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::atomic<std::size_t>* listener,
                       [[maybe_unused]] std::optional<PerClient::Lease> address_share) {
-  struct Count {
-    State& s;
-    std::atomic<std::size_t>& listener;
-    ~Count() {
-      --listener;
-      --s.metrics.connections;
-    }
-  } count{*s, *listener};
+  Count count{*s, *listener};
   ++s->metrics.connections;
   beast::flat_buffer buffer;
   if (++*listener > s->options.max_connections) {
@@ -525,9 +560,7 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::
   if (peer && !peer->admin) {
     client_share = s->connections_per_client.take(peer->name, s->per_client_cap());
     if (!client_share) {
-      co_await write_reply(stream, *s,
-                           error_reply(503, Reason::LIMIT_REACHED, "too many connections of this client at once"), 11,
-                           false);
+      co_await refuse_past_share(stream, *s, count, peer->name, 11);
       co_return;
     }
   }
@@ -571,9 +604,7 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::
     if (!peer && !token_client) {
       client_share = s->connections_per_client.take(client->name, s->per_client_cap());
       if (!client_share) {
-        co_await write_reply(stream, *s,
-                             error_reply(503, Reason::LIMIT_REACHED, "too many connections of this client at once"),
-                             parser.get().version(), false);
+        co_await refuse_past_share(stream, *s, count, client->name, parser.get().version());
         break;
       }
       token_client = client->name;

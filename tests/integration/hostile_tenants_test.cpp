@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -330,6 +331,65 @@ TEST_F(HostileTenantTest, CreatesOverTheCeilingsAreRefusedAndTheCgroupsHoldWhatW
   // A release gives its share back.
   EXPECT_EQ(call(verb::delete_, "/v1/sandboxes/" + json::parse(b.body).at("id").get<std::string>()).status, 204u);
   EXPECT_EQ(call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000, "memoryMiB": 128})").status, 201u);
+}
+
+// A client past its share that asks again at once, over and over, is
+// answered 503 (with Retry-After) only after a pause each time: it costs
+// the daemon a connection a second, not thousands. Past as many paused
+// refusals as its share, its connections are closed at once, unanswered.
+TEST_F(HostileTenantTest, AClientRetryingPastItsShareIsAnsweredOnlyAfterAPause) {
+  const group* nogroup = ::getgrgid(65534);
+  ASSERT_NE(nogroup, nullptr) << "this host has no group 65534, which the test gives the socket";
+  start({{"maxConnectionsPerClient", 2}, {"socketGroup", nogroup->gr_name}});
+  const std::optional<std::string> seen = output_as(65534, [this](int out) {
+    const auto answer = [](int fd) {
+      std::string text;
+      char buf[4096];
+      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+      return text;
+    };
+    // its share, held (each answered once, so the daemon has counted both)
+    std::vector<int> held;
+    for (int i = 0; i < 2; ++i) {
+      held.push_back(load::connect_to(socket_));
+      load::send_all(held.back(), "GET /v1/health HTTP/1.1\r\nHost: mayurad\r\n\r\n");
+      char buf[12];
+      if (::read(held.back(), buf, sizeof buf) != 12) write_to(out, "unanswered ");
+    }
+    int refused = 0, other = 0;
+    for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+         std::chrono::steady_clock::now() < until;) {
+      const int fd = load::connect_to(socket_);
+      load::send_all(fd, load::request("GET", "/v1/health", ""));
+      const std::string text = answer(fd);
+      ::close(fd);
+      ++(text.rfind("HTTP/1.1 503", 0) == 0 && text.find("Retry-After: 1\r\n") != std::string::npos ? refused : other);
+    }
+    write_to(out, "loop " + std::to_string(refused) + " " + std::to_string(other) + " ");
+    std::vector<int> burst;
+    for (int i = 0; i < 6; ++i) {
+      burst.push_back(load::connect_to(socket_));
+      load::send_all(burst.back(), load::request("GET", "/v1/health", ""));
+    }
+    int answered = 0, closed = 0;
+    for (const int fd : burst) {
+      ++(answer(fd).rfind("HTTP/1.1 503", 0) == 0 ? answered : closed);
+      ::close(fd);
+    }
+    write_to(out, "burst " + std::to_string(answered) + " " + std::to_string(closed));
+    for (const int fd : held) ::close(fd);
+  });
+  ASSERT_TRUE(seen) << "the client as 65534 failed";
+  int refused = -1, other = -1, answered = -1, closed = -1;
+  ASSERT_EQ(std::sscanf(seen->c_str(), "loop %d %d burst %d %d", &refused, &other, &answered, &closed), 4) << *seen;
+  // a second's pause each: three seconds of asking get three answers at most
+  EXPECT_GE(refused, 1);
+  EXPECT_LE(refused, 4);
+  EXPECT_EQ(other, 0);
+  EXPECT_EQ(answered, 2);
+  EXPECT_EQ(closed, 4);
+  EXPECT_EQ(metric("mayura_share_refusals_total"), refused + 6);
+  EXPECT_EQ(call(verb::get, "/v1/health").status, 200u);
 }
 
 // Each client is a tenant of the engine's: its sandboxes split one cpu
