@@ -2,12 +2,11 @@
 // connection that reads a request (its head, then a body bounded by what the
 // route takes, each within its timeout), and answers it. Provider calls run
 // on a small pool of blocking threads; an exec streams its output as NDJSON
-// while it runs, and a client that goes away cancels it.
+// while it runs (exec_stream.cpp), and a client that goes away cancels it.
 
 #include "mayura/service/server.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -17,8 +16,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
@@ -40,421 +37,14 @@
 #include <variant>
 #include <vector>
 
-#include "memory_budget.hpp"
-#include "output_pace.hpp"
-#include "per_client.hpp"
-#include "routes.hpp"
+#include "exec_stream.hpp"
+#include "server_state.hpp"
 #include "status.hpp"
 
 namespace mayura::service {
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using asio::awaitable;
-using asio::use_awaitable;
-using namespace asio::experimental::awaitable_operators;
-
-using UnixStream = beast::basic_stream<asio::local::stream_protocol>;
-using TlsStream = beast::ssl_stream<beast::tcp_stream>;
-using Request = http::request<http::string_body>;
-
 constexpr std::size_t kHeaderLimit = 16 * 1024;
-constexpr std::size_t kChannelDepth = 16;  // output chunks an exec may be ahead of its client
-
-// One event of a running exec, from its thread to the connection.
-struct ExecEvent {
-  enum Kind { out, err, done } kind = done;
-  std::string data;
-  std::exception_ptr error;  // done: the failure, if it failed
-  ExecResult result;         // done: the result, if not
-};
-using ExecChannel = asio::experimental::concurrent_channel<void(boost::system::error_code, ExecEvent)>;
-
-}  // namespace
-
-// What the connections share. Coroutines hold it by reference: the Server
-// joins every thread before it goes, and the io_context (destroyed first of
-// what its handlers use, being declared after it) takes their frames with it.
-struct Server::State {
-  State(Sandboxes s, ServiceInfo info, const ServerOptions& o)
-      : options(o),
-        buffered(o.max_buffered_bytes, o.max_buffered_bytes / 4),
-        registry({o.max_sandboxes_per_client, o.max_memory_mib_per_client}),
-        routes(std::move(s), std::move(info), registry, metrics, o.max_json_bytes, o.max_file_bytes,
-               o.default_memory_mib, o.hidden_paths),
-        output_pace(o.client_output_bytes_per_second),
-        blocking(o.blocking_threads) {}
-
-  ServerOptions options;
-  // Request bodies held at once: each request holds its body's size (its
-  // bound, when chunked) until it is answered.
-  MemoryBudget buffered;
-  Metrics metrics;
-  Registry registry;
-  Routes routes;
-  // Each listener's connections, counted against its own budget.
-  std::atomic<std::size_t> unix_connections{0};
-  std::atomic<std::size_t> tls_connections{0};
-  // Each client's connections (Unix peers, TLS addresses and tokens).
-  PerClient connections_per_client;
-  // Each client's connections past its share, waiting out their refusal's
-  // pause (as many as its share at most).
-  PerClient refusals_per_client;
-  std::atomic<std::size_t> tls_handshakes{0};
-  // Each client's calls on the blocking pool (a desktop action may hold its
-  // thread for seconds): a quarter of the pool's threads each, root apart.
-  PerClient blocking_per_client;
-  std::size_t blocking_cap() const { return std::max<std::size_t>(1, options.blocking_threads / 4); }
-  // Each client's streamed output, root apart.
-  OutputPace output_pace;
-  std::size_t per_client_cap() const {
-    return options.max_connections_per_client ? options.max_connections_per_client
-                                              : std::max<std::size_t>(1, options.max_connections / 4);
-  }
-  std::atomic<bool> stopped{false};
-  // The channels of the execs under way: closed at stop, so that no exec's
-  // thread waits on a client that will never take its output.
-  std::mutex channels_mutex;
-  std::vector<std::weak_ptr<ExecChannel>> channels;
-  asio::thread_pool blocking;
-  asio::io_context ioc;
-  std::vector<std::unique_ptr<asio::local::stream_protocol::acceptor>> unix_acceptors;
-  std::vector<std::string> unix_paths;
-  std::unique_ptr<asio::ip::tcp::acceptor> tls_acceptor;
-  std::unique_ptr<asio::ssl::context> tls_context;
-  Tokens tokens;
-};
-
-namespace {
-
-using State = Server::State;
-
-// Runs a blocking call on the pool, and resumes the caller's coroutine on its
-// own executor with the result.
-template <class Fn>
-awaitable<Reply> offload(asio::thread_pool& pool, std::atomic<std::uint64_t>& running, Fn fn) {
-  return asio::async_initiate<decltype(use_awaitable), void(std::exception_ptr, Reply)>(
-      [&pool, &running](auto handler, Fn work) {
-        asio::post(pool, [handler = std::move(handler), work = std::move(work), &running]() mutable {
-          std::exception_ptr error;
-          Reply reply;
-          ++running;
-          try {
-            reply = work();
-          } catch (...) {
-            error = std::current_exception();
-          }
-          --running;
-          auto ex = asio::get_associated_executor(handler);
-          asio::dispatch(ex, [handler = std::move(handler), error, reply = std::move(reply)]() mutable {
-            std::move(handler)(error, std::move(reply));
-          });
-        });
-      },
-      use_awaitable, std::move(fn));
-}
-
-template <class Stream>
-auto& socket_of(Stream& stream) {
-  return beast::get_lowest_layer(stream).socket();
-}
-
-template <class Stream>
-awaitable<bool> write_reply(Stream& stream, State& s, Reply reply, unsigned version, bool keep_alive) {
-  http::response<http::string_body> res{static_cast<http::status>(reply.status), version};
-  res.set(http::field::server, "mayurad");
-  if (!reply.content_type.empty()) res.set(http::field::content_type, reply.content_type);
-  if (reply.retry_after_s) res.set(http::field::retry_after, std::to_string(reply.retry_after_s));
-  res.keep_alive(keep_alive);
-  res.body() = std::move(reply.body);
-  res.prepare_payload();
-  beast::get_lowest_layer(stream).expires_after(s.options.write_timeout);
-  auto [ec, n] = co_await http::async_write(stream, res, asio::as_tuple(use_awaitable));
-  co_return !ec && keep_alive;
-}
-
-// Asks the command to stop once the client has closed its end (or only its
-// sending side, as remote_sandboxes does to cancel: it still reads the
-// CANCELLED that comes once the command is stopped). Never completes on its
-// own, so that the exec's stream is never cut mid-write; it is cancelled once
-// the stream is done. A client that sends more (a pipelined request) is no
-// client gone; its bytes stay unread for the next request, so from then on
-// the kernel's word that the peer shut its end (POLLRDHUP, which unread
-// bytes do not hide) is asked now and then instead.
-template <class Stream>
-awaitable<void> stop_when_gone(Stream& stream, std::stop_source& stop, bool& gone) {
-  auto& socket = socket_of(stream);
-  const int fd = socket.native_handle();
-  for (;;) {
-    auto [ec] = co_await socket.async_wait(asio::socket_base::wait_read, asio::as_tuple(use_awaitable));
-    if (ec == asio::error::operation_aborted) co_return;
-    char c;
-    const ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (!ec && n < 0 && (errno == EAGAIN || errno == EINTR)) continue;  // a readiness already taken
-    if (!ec && n > 0) break;                                            // pipelined: see below
-    gone = true;
-    stop.request_stop();
-    break;
-  }
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  while (!gone) {
-    pollfd p{fd, POLLRDHUP, 0};
-    if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-      gone = true;
-      stop.request_stop();
-      break;
-    }
-    timer.expires_after(std::chrono::milliseconds(200));
-    auto [ec] = co_await timer.async_wait(asio::as_tuple(use_awaitable));
-    if (ec) co_return;
-  }
-  timer.expires_at(asio::steady_timer::time_point::max());
-  co_await timer.async_wait(asio::as_tuple(use_awaitable));
-}
-
-std::string event_line(const json& value) { return dump(value) + "\n"; }
-
-// Streams an exec's events to the client: output chunks as they come, then
-// the result (or the failure). The head goes with the first event, so a
-// failure before any output is an ordinary error answer with its status.
-// The last line of an exec's stream: the result without its output, which
-// the lines before carried (the client keeps what it wants of it).
-std::string streamed_result_json(const ExecResult& result) {
-  json j = exec_result_json(result);
-  j.erase("stdout");
-  j.erase("stderr");
-  return event_line(j);
-}
-
-template <class Stream>
-awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsigned version, bool keep_alive,
-                            std::function<void()>* before_last, const std::string& paced_as) {
-  std::optional<http::response<http::empty_body>> head;
-  std::optional<http::response_serializer<http::empty_body>> serializer;
-  auto send_head = [&]() -> awaitable<bool> {
-    head.emplace(http::status::ok, version);
-    head->set(http::field::server, "mayurad");
-    head->set(http::field::content_type, "application/x-ndjson");
-    head->keep_alive(keep_alive);
-    head->chunked(true);
-    serializer.emplace(*head);
-    beast::get_lowest_layer(stream).expires_after(s.options.write_timeout);
-    auto [ec, n] = co_await http::async_write_header(stream, *serializer, asio::as_tuple(use_awaitable));
-    co_return !ec;
-  };
-  auto send_line = [&](std::string line) -> awaitable<bool> {
-    beast::get_lowest_layer(stream).expires_after(s.options.write_timeout);
-    auto [ec, n] =
-        co_await asio::async_write(stream, http::make_chunk(asio::buffer(line)), asio::as_tuple(use_awaitable));
-    co_return !ec;
-  };
-  for (;;) {
-    auto [ec, event] = co_await channel.async_receive(asio::as_tuple(use_awaitable));
-    if (ec) co_return false;
-    // (no co_await inside a condition: GCC 12 destroys temporaries there twice)
-    bool ok = true;
-    if (event.kind != ExecEvent::done) {
-      if (!head) ok = co_await send_head();
-      if (!ok) co_return false;
-      const json line = {{"stream", event.kind == ExecEvent::out ? "stdout" : "stderr"},
-                         {"data", bytes_json(event.data)}};
-      std::string text = event_line(line);
-      const std::size_t sent = text.size();
-      ok = co_await send_line(std::move(text));
-      if (!ok) co_return false;
-      const auto wait = paced_as.empty() ? OutputPace::Clock::duration::zero() : s.output_pace.sent(paced_as, sent);
-      if (wait > OutputPace::Clock::duration::zero()) {
-        asio::steady_timer pause(co_await asio::this_coro::executor, wait);
-        co_await pause.async_wait(asio::as_tuple(use_awaitable));
-      }
-      continue;
-    }
-    if (*before_last) (*before_last)();
-    std::optional<Reply> failure;
-    if (event.error) {
-      try {
-        std::rethrow_exception(event.error);
-      } catch (const SandboxError& e) {
-        s.routes.metrics().failed(e.reason());
-        failure = error_reply(e.reason(), s.routes.told(e.what()));
-      } catch (...) {
-        s.routes.metrics().failed(Reason::INTERNAL);
-        failure = error_reply(Reason::INTERNAL, "the command failed in the service");
-      }
-    }
-    if (!head && failure) {
-      ok = co_await write_reply(stream, s, std::move(*failure), version, keep_alive);
-      co_return ok;
-    }
-    if (!head) ok = co_await send_head();
-    if (!ok) co_return false;
-    std::string last = failure ? failure->body + "\n" : streamed_result_json(event.result);
-    ok = co_await send_line(std::move(last));
-    if (!ok) co_return false;
-    beast::get_lowest_layer(stream).expires_after(s.options.write_timeout);
-    auto [wec, n] = co_await asio::async_write(stream, http::make_chunk_last(), asio::as_tuple(use_awaitable));
-    co_return !wec && keep_alive;
-  }
-}
-
-// Runs a command and streams it to the client; a client that goes away
-// stops it. (Arguments by value: GCC 12's coroutines.)
-template <class Stream>
-awaitable<bool> stream_command(Stream& stream, State& s, unsigned version, bool keep_alive, Sandbox sandbox,
-                               ExecRequest request, std::function<void()>* before_last, std::string paced_as) {
-  auto channel = std::make_shared<ExecChannel>(co_await asio::this_coro::executor, kChannelDepth);
-  {
-    std::lock_guard lock(s.channels_mutex);
-    std::erase_if(s.channels, [](const auto& weak) { return weak.expired(); });
-    s.channels.push_back(channel);
-  }
-  auto stop = std::make_shared<std::stop_source>();
-  // The command's output waits for the client to take it: the engine reads
-  // its pipe again only once the chunk is in the channel (the command is
-  // slowed, never its output lost, and no thread waits). A client that is
-  // gone closes the channel, and what is left is read and dropped.
-  request.options.on_output = [channel](OutputStream from, std::string_view chunk, std::function<void()> more) {
-    const auto kind = from == OutputStream::out ? ExecEvent::out : ExecEvent::err;
-    channel->async_send(boost::system::error_code{}, ExecEvent{kind, std::string(chunk), {}, {}},
-                        [more = std::move(more)](boost::system::error_code) { more(); });
-  };
-  request.options.cancellation = stop->get_token();
-  // Every chunk went to the client: the daemon never holds it twice.
-  request.options.keep_output = false;
-  ++s.routes.metrics().execs;
-  const auto started = std::chrono::steady_clock::now();
-  Metrics* metrics = &s.routes.metrics();
-  sandbox.async_exec(std::move(request.argv), std::move(request.options),
-                     [channel, started, metrics](std::exception_ptr error, ExecResult result) {
-                       metrics->exec_seconds.observe(
-                           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-                       channel->async_send(boost::system::error_code{},
-                                           ExecEvent{ExecEvent::done, {}, std::move(error), std::move(result)},
-                                           asio::detached);
-                     });
-  beast::get_lowest_layer(stream).expires_never();
-  bool gone = false;
-  auto outcome = co_await (stream_exec(stream, s, *channel, version, keep_alive, before_last, paced_as) ||
-                           stop_when_gone(stream, *stop, gone));
-  // However the stream ended (a write that failed or timed out included),
-  // the command ends with it: a command that has ended already is not
-  // touched by this.
-  stop->request_stop();
-  channel->close();  // an exec thread still sending is let go
-  const bool more = outcome.index() == 0 && std::get<0>(outcome) && !gone;
-  co_return more;
-}
-
-template <class Stream>
-awaitable<bool> serve_exec(Stream& stream, State& s, const Request& req, const std::string& id, const Client& client) {
-  ++s.routes.metrics().requests;
-  Sandbox sandbox;
-  ExecRequest request;
-  std::optional<Reply> refused;
-  try {
-    std::tie(sandbox, request) = s.routes.exec_target(id, req.body(), client);
-  } catch (const SandboxError& e) {
-    s.routes.metrics().failed(e.reason());
-    const std::string said = s.routes.told(e.what());
-    refused = e.reason() == Reason::GONE ? error_reply(404, Reason::GONE, said) : error_reply(e.reason(), said);
-  }
-  if (refused) {
-    const bool more = co_await write_reply(stream, s, std::move(*refused), req.version(), req.keep_alive());
-    co_return more;
-  }
-  std::function<void()> nothing;
-  // (named first: GCC 12 destroys a co_await's temporaries twice)
-  std::string paced_as = client.admin ? std::string() : client.name;
-  const bool more = co_await stream_command(stream, s, req.version(), req.keep_alive(), std::move(sandbox),
-                                            std::move(request), &nothing, std::move(paced_as));
-  co_return more;
-}
-
-// A client's turn on the blocking pool, waited for without a thread, up to
-// the body timeout: one client's slow calls then hold its own share of the
-// pool, never the threads other clients' calls need. The wait ends when one
-// of the client's turns is given back (the wake cancels the timer, on this
-// connection's strand) or at the timeout. False when the wait was too long.
-// (Arguments by reference: the caller's frame outlives this.)
-awaitable<bool> blocking_turn(State& s, const Client& client, std::optional<PerClient::Lease>& turn) {
-  if (client.admin) co_return true;
-  const auto give_up = std::chrono::steady_clock::now() + s.options.body_timeout;
-  struct Waiting {
-    std::atomic<std::uint64_t>& count;
-    ~Waiting() { --count; }
-  } waiting{s.metrics.blocking_waiting};
-  ++waiting.count;
-  auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
-  for (;;) {
-    timer->expires_at(give_up);
-    auto taken = s.blocking_per_client.take_or_wait(
-        client.name, s.blocking_cap(), [timer] { asio::post(timer->get_executor(), [timer] { timer->cancel(); }); });
-    if (auto* lease = std::get_if<PerClient::Lease>(&taken)) {
-      turn.emplace(std::move(*lease));
-      co_return true;
-    }
-    auto [ec] = co_await timer->async_wait(asio::as_tuple(use_awaitable));
-    if (!ec) {
-      s.blocking_per_client.stop_waiting(client.name, std::get<std::uint64_t>(taken));
-      co_return false;
-    }
-  }
-}
-
-Reply blocking_share_spent() {
-  return error_reply(503, Reason::LIMIT_REACHED,
-                     "this client's calls fill its share of the daemon's threads: try again");
-}
-
-// A run: the create on the blocking pool, the command streamed as an exec's,
-// then the release, after the answer has ended (the client has all it waits
-// for) and before the connection's next request.
-template <class Stream>
-awaitable<bool> serve_run(Stream& stream, State& s, const Request& req, const Client& client) {
-  // What the pool's calls use, held here: their lambdas capture pointers
-  // only (GCC 12 destroys a co_await's temporaries twice, and a capture that
-  // owns memory would be freed twice).
-  State* state = &s;
-  const Request* request = &req;
-  const Client* who = &client;
-  std::optional<Routes::Run> run;
-  auto* made = &run;
-  std::optional<PerClient::Lease> turn;
-  const bool turned = co_await blocking_turn(s, client, turn);
-  if (!turned) {
-    const bool more = co_await write_reply(stream, s, blocking_share_spent(), req.version(), false);
-    co_return more;
-  }
-  Reply refused = co_await offload(s.blocking, s.metrics.blocking_running, [state, request, who, made]() -> Reply {
-    auto started = state->routes.start_run(request->body(), *who);
-    if (started.index() == 1) return std::get<1>(std::move(started));
-    made->emplace(std::get<0>(std::move(started)));
-    return {};
-  });
-  turn.reset();
-  if (!run) {
-    const bool more = co_await write_reply(stream, s, std::move(refused), req.version(), req.keep_alive());
-    co_return more;
-  }
-  // Said before the answer's last line goes, so that the client's next
-  // create, which may come at once, finds this run counted until released.
-  bool ending = false;
-  std::function<void()> before_last = [state, &ending] {
-    state->routes.run_ending();
-    ending = true;
-  };
-  std::string paced_as = client.admin ? std::string() : client.name;
-  const bool more = co_await stream_command(stream, s, req.version(), req.keep_alive(), run->sandbox, run->request,
-                                            &before_last, std::move(paced_as));
-  if (!ending) s.routes.run_ending();
-  co_await offload(s.blocking, s.metrics.blocking_running, [state, made]() -> Reply {
-    state->routes.end_run(**made);
-    return {};
-  });
-  co_return more;
-}
 
 // A file call, and the reply it ends in. (Arguments by value, and no
 // co_await in a condition: GCC 12's coroutines.)
@@ -504,10 +94,6 @@ std::optional<Client> client_of_token(const State& s, const Request& req) {
   return found;
 }
 
-// Serves one connection's requests in turn. `peer`: the Unix client, known
-// from the socket; none over TLS, where each request's token names it.
-// `address_share`: what the connection holds of its client's share from
-// before (a TLS address's, taken before the handshake), until it ends.
 // A connection's place in its listener's budget and the gauge, until it
 // ends or is refused.
 struct Count {
@@ -546,6 +132,10 @@ awaitable<void> refuse_past_share(Stream& stream, State& s, Count& count, const 
   co_await write_reply(stream, s, std::move(reply), version, false);
 }
 
+// Serves one connection's requests in turn. `peer`: the Unix client, known
+// from the socket; none over TLS, where each request's token names it.
+// `address_share`: what the connection holds of its client's share from
+// before (a TLS address's, taken before the handshake), until it ends.
 template <class Stream>
 awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::atomic<std::size_t>* listener,
                       [[maybe_unused]] std::optional<PerClient::Lease> address_share) {
