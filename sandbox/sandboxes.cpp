@@ -1,81 +1,28 @@
 // The limits layer: every argument is checked here before the provider sees
-// it, and every result before the caller does.
+// it (a create's in create_checks.cpp, the desktop's in sandbox_desktop.cpp),
+// and every result before the caller does.
 
 #include "mayura/sandboxes.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <atomic>
 #include <chrono>
-#include <cctype>
 #include <cmath>
-#include <sstream>
 #include <condition_variable>
 #include <mutex>
 
 #include <boost/asio/system_executor.hpp>
 #include <utility>
 
+#include "create_checks.hpp"
 #include "pacing.hpp"
+#include "sandboxes_state.hpp"
 
 #include "mayura/random_id.hpp"
 #include "mayura/validate.hpp"
 
 namespace mayura {
 namespace detail {
-
-using Clock = std::chrono::steady_clock;
-
-struct SandboxesState {
-  std::shared_ptr<SandboxProvider> provider;
-  SandboxesOptions options;
-  Features features;
-  std::string workdir;
-  boost::asio::any_io_executor executor;
-
-  std::mutex mutex;
-  bool closed = false;
-  std::size_t reserved = 0;  // creates under way
-  std::vector<std::weak_ptr<SandboxState>> live;
-  // Asking every sandbox whether it is alive costs a call each: a create
-  // does it only near the limit, or once the list has doubled since.
-  std::size_t prune_at = 64;
-  // Calls started on a provider (start_on) that have not yet completed: the
-  // provider holds their completions, and with them the caller's work on its
-  // executor. close() waits for them, so that a caller may destroy that
-  // executor's context once close() has returned. Apart from this state: a
-  // provider may keep what a call left behind a while after it completed,
-  // and that must not keep this state, and with it the provider, alive.
-  struct Calls {
-    std::mutex mutex;
-    std::condition_variable ended;
-    std::size_t under_way = 0;
-  };
-  std::shared_ptr<Calls> calls = std::make_shared<Calls>();
-
-  std::size_t count_live_locked();
-};
-
-struct SandboxState {
-  std::shared_ptr<SandboxesState> owner;
-  std::string id;
-  std::map<std::string, std::string> labels;
-  std::vector<int> ports;
-  std::string workdir;
-  std::optional<DesktopSize> desktop;
-  Clock::time_point deadline;
-
-  mutable std::mutex mutex;                 // guards backend against release while a call starts
-  std::shared_ptr<SandboxBackend> backend;  // null once released
-
-  std::shared_ptr<SandboxBackend> current() const {
-    std::lock_guard lock(mutex);
-    return backend;
-  }
-  std::shared_ptr<SandboxBackend> use();
-  void end() noexcept;
-  ~SandboxState() { end(); }
-};
 
 std::size_t SandboxesState::count_live_locked() {
   std::erase_if(live, [](const std::weak_ptr<SandboxState>& weak) {
@@ -111,178 +58,16 @@ void SandboxState::end() noexcept {
 
 namespace {
 
+using detail::check_create;
+using detail::check_network;
 using detail::Clock;
-
-// A provider may throw anything; the caller sees only SandboxError, and only
-// our words.
-template <class Fn>
-auto guarded(const char* what, Fn&& fn) -> decltype(fn()) {
-  try {
-    return fn();
-  } catch (const SandboxError&) {
-    throw;
-  } catch (const std::bad_alloc&) {
-    throw SandboxError(Reason::INTERNAL, std::string(what) + " failed: out of memory");
-  } catch (...) {
-    throw SandboxError(Reason::INTERNAL, std::string(what) + " failed in the provider");
-  }
-}
-
-void throw_if_cancelled(const std::stop_token& token) {
-  if (token.stop_requested()) throw SandboxError(Reason::CANCELLED, "the operation was cancelled");
-}
+using detail::guarded;
+using detail::supports;
+using detail::throw_if_cancelled;
 
 // 64 bits from the kernel's generator for each: no id tells anything of
 // another.
 std::string new_id() { return random_hex(16); }
-
-bool supports(const Features& f, NetworkKind kind) {
-  return std::find(f.network.begin(), f.network.end(), kind) != f.network.end();
-}
-
-// A network a create or set_network asks for: well formed, enforceable by
-// the provider, and permitted where the sandboxes were set up.
-void check_network(const SandboxesOptions& limits, const Features& features, const Network& network) {
-  const NetworkKind kind = network.kind;
-  if (kind == NetworkKind::allowlist) {
-    if (network.allow.empty())
-      throw SandboxError(Reason::INVALID_INPUT, "an allowlist network needs at least one domain");
-    if (network.allow.size() > kMaxAllowedDomains) {
-      throw SandboxError(Reason::INVALID_INPUT,
-                         "an allowlist network takes at most " + std::to_string(kMaxAllowedDomains) + " domains");
-    }
-    for (const auto& d : network.allow) check_domain_pattern(d);
-  } else if (!network.allow.empty()) {
-    throw SandboxError(Reason::INVALID_INPUT, "allowed domains are only for an allowlist network");
-  }
-  // Feature checks come before the permission check: asking for something
-  // the provider cannot do at all is the caller's input error.
-  if (!supports(features, kind)) {
-    throw SandboxError(Reason::INVALID_INPUT,
-                       "the provider cannot enforce network '" + std::string(network_kind_name(kind)) + "'");
-  }
-  if (std::find(limits.network.begin(), limits.network.end(), kind) == limits.network.end()) {
-    // Said for whoever can change it: the library's caller or mayurad's operator.
-    const std::string name(network_kind_name(kind));
-    throw SandboxError(Reason::PERMISSION_DENIED,
-                       "network '" + name + "' is not allowed here: the operator lists the networks sandboxes may " +
-                           "have (create_sandboxes' network option; mayurad's \"network\" setting, e.g. " +
-                           "\"network\": [\"none\", \"" + name + "\"] in mayurad.json)");
-  }
-}
-
-// The form of a user and a working directory; whether the image knows them
-// is the provider's to say.
-void check_identity(const std::string& user, const std::string& workdir) {
-  if (!user.empty()) {
-    const bool chars_ok =
-        user.size() <= 256 && std::all_of(user.begin(), user.end(), [](char c) {
-          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == ':';
-        });
-    const auto colon = user.find(':');
-    const bool shape_ok = colon != 0 && colon != user.size() - 1 &&
-                          (colon == std::string::npos || user.find(':', colon + 1) == std::string::npos);
-    if (!chars_ok || !shape_ok) {
-      throw SandboxError(Reason::INVALID_INPUT, "user must be UID, UID:GID, NAME or NAME:GROUP");
-    }
-  }
-  if (!workdir.empty()) {
-    bool ok = workdir.size() <= 1024 && workdir.front() == '/' && workdir.size() > 1 && workdir.back() != '/' &&
-              workdir.find('\0') == std::string::npos && workdir.find("//") == std::string::npos;
-    for (const char* bad : {"/./", "/../"}) ok = ok && (workdir + "/").find(bad) == std::string::npos;
-    if (!ok) throw SandboxError(Reason::INVALID_INPUT, "workdir must be an absolute path without '.' or '..'");
-  }
-}
-
-std::string format_number(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
-}
-
-// What the operator allows one sandbox, each ceiling named as the operator
-// set it (the library's option, and mayurad's setting).
-void check_ceilings(const SandboxesOptions& limits, const CreateOptions& o) {
-  const auto over = [](const std::string& what, const std::string& asked, const std::string& ceiling,
-                       const char* option, const char* setting) {
-    throw SandboxError(Reason::INVALID_INPUT, what + " " + asked + " is over the operator's ceiling of " + ceiling +
-                                                  " (" + option + "; mayurad's " + setting + ")");
-  };
-  if (limits.max_cpus > 0 && o.cpus && *o.cpus > limits.max_cpus) {
-    over("cpus", format_number(*o.cpus), format_number(limits.max_cpus), "max_cpus", "maxCpus");
-  }
-  if (limits.max_memory_mib > 0 && o.memory_mib && *o.memory_mib > limits.max_memory_mib) {
-    over("memory_mib", std::to_string(*o.memory_mib), std::to_string(limits.max_memory_mib), "max_memory_mib",
-         "maxMemoryMiB");
-  }
-  if (limits.max_pids > 0 && o.pids && *o.pids > limits.max_pids) {
-    over("pids", std::to_string(*o.pids), std::to_string(limits.max_pids), "max_pids", "maxPids");
-  }
-  if (limits.max_ports > 0 && o.ports.size() > limits.max_ports) {
-    over("the number of ports", std::to_string(o.ports.size()), std::to_string(limits.max_ports), "max_ports",
-         "maxPorts");
-  }
-}
-
-void check_create(const SandboxesOptions& limits, const Features& features, std::int64_t provider_max,
-                  const CreateOptions& o) {
-  if (o.lifetime_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms is required and must be positive");
-  if (o.lifetime_ms > limits.max_lifetime_ms) {
-    throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms " + std::to_string(o.lifetime_ms) +
-                                                  " is over the maximum of " + std::to_string(limits.max_lifetime_ms));
-  }
-  if (provider_max > 0 && o.lifetime_ms > provider_max) {
-    throw SandboxError(Reason::INVALID_INPUT,
-                       "lifetime_ms is over the provider's maximum of " + std::to_string(provider_max));
-  }
-  check_network(limits, features, o.network);
-  check_identity(o.user, o.workdir);
-  check_ceilings(limits, o);
-  if (!o.ports.empty()) {
-    if (!features.ports) throw SandboxError(Reason::INVALID_INPUT, "the provider does not serve ports");
-    std::vector<int> sorted = o.ports;
-    std::sort(sorted.begin(), sorted.end());
-    for (int p : sorted) check_port(p);
-    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-      throw SandboxError(Reason::INVALID_INPUT, "a port is listed twice");
-    }
-  }
-  // (uid_t)-1 is no uid: the kernel's "unchanged".
-  if (o.ports_owner && *o.ports_owner == 0xFFFFFFFFu)
-    throw SandboxError(Reason::INVALID_INPUT, "ports_owner must be a uid, not 4294967295");
-  if (o.cpus) {
-    if (!features.cpus) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound cpus");
-    if (!std::isfinite(*o.cpus) || *o.cpus <= 0 || *o.cpus > 1024)
-      throw SandboxError(Reason::INVALID_INPUT, "cpus must be positive");
-  }
-  if (o.memory_mib) {
-    if (!features.memory) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound memory");
-    if (*o.memory_mib <= 0 || *o.memory_mib > (std::int64_t{1} << 30)) {
-      throw SandboxError(Reason::INVALID_INPUT, "memory_mib must be positive and at most 2^30");
-    }
-  }
-  if (o.pids) {
-    if (!features.pids) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound processes");
-    if (*o.pids <= 0 || *o.pids > (std::int64_t{1} << 22)) {
-      throw SandboxError(Reason::INVALID_INPUT, "pids must be positive and at most 2^22");
-    }
-  }
-  if (o.seccomp_profile) {
-    if (!features.seccomp) throw SandboxError(Reason::INVALID_INPUT, "the provider does not take seccomp profiles");
-    if (o.seccomp_profile->size() > kMaxSeccompProfileBytes) {
-      throw SandboxError(Reason::INVALID_INPUT, "the seccomp profile is larger than 1 MiB");
-    }
-  }
-  if (o.desktop) {
-    if (!features.desktop) throw SandboxError(Reason::INVALID_INPUT, "the provider has no desktop");
-    check_desktop_size(*o.desktop);
-  }
-  check_env(o.env);
-  check_labels(o.labels);
-  if (o.image.find('\0') != std::string::npos || o.image.size() > kMaxPathBytes) {
-    throw SandboxError(Reason::INVALID_INPUT, "image name is malformed");
-  }
-}
 
 // The provider's result, held to the caller's bounds (and without output
 // when the caller keeps none).
@@ -657,123 +442,6 @@ void Sandbox::set_network(const Network& network) const {
 }
 
 void Sandbox::release() const { state().end(); }
-
-// --- The desktop ---------------------------------------------------------
-
-std::string Sandbox::desktop(const DesktopAction& action, std::stop_token cancellation) const {
-  if (!state().owner->features.desktop) throw SandboxError(Reason::INVALID_INPUT, "the provider has no desktop");
-  if (!state().desktop) throw SandboxError(Reason::INVALID_INPUT, "the sandbox was created without a desktop");
-  check_desktop_action(action, *state().desktop);
-  throw_if_cancelled(cancellation);
-  auto backend = state().use();
-  return guarded("desktop", [&] { return backend->desktop(action, cancellation); });
-}
-
-std::string Sandbox::desktop_screenshot(const std::optional<Region>& region, std::stop_token stop,
-                                        const std::stop_token& caller) const {
-  DesktopAction a;
-  a.kind = DesktopAction::Kind::screenshot;
-  a.region = region;
-  const detail::JoinedStop joined(std::move(stop), caller);
-  std::string png = desktop(a, joined.token());
-  // What comes back went through the sandbox: it is handed on as bytes, and
-  // only its kind is checked.
-  constexpr std::string_view kSignature("\x89PNG\r\n\x1a\n", 8);
-  if (std::string_view(png).substr(0, kSignature.size()) != kSignature) {
-    throw SandboxError(Reason::INTERNAL, "the desktop's screenshot is not a PNG");
-  }
-  return png;
-}
-
-Point Sandbox::desktop_cursor(std::stop_token cancellation) const {
-  DesktopAction a;
-  a.kind = DesktopAction::Kind::cursor;
-  const std::string answer = desktop(a, std::move(cancellation));
-  // "X Y\n", both on the screen
-  Point p;
-  const char* at = answer.data();
-  const char* end = answer.data() + answer.size();
-  auto [after_x, ex] = std::from_chars(at, end, p.x);
-  bool ok = ex == std::errc{} && after_x < end && *after_x == ' ';
-  if (ok) {
-    auto [after_y, ey] = std::from_chars(after_x + 1, end, p.y);
-    ok = ey == std::errc{} && after_y + 1 == end && *after_y == '\n';
-  }
-  const DesktopSize& screen = *state().desktop;
-  if (!ok || p.x < 0 || p.y < 0 || p.x >= screen.width || p.y >= screen.height) {
-    throw SandboxError(Reason::INTERNAL, "the desktop gave no cursor position");
-  }
-  return p;
-}
-
-std::string Sandbox::screenshot(const ScreenshotOptions& options) const {
-  return desktop_screenshot(options.region, {}, options.cancellation);
-}
-
-Point Sandbox::cursor_position() const { return desktop_cursor({}); }
-
-std::optional<DesktopSize> Sandbox::desktop_size() const { return state().desktop; }
-
-void Sandbox::move(Point to) const { desktop(detail::move_action(to), {}); }
-
-void Sandbox::click(Point at, MouseButton button, int count) const {
-  desktop(detail::click_action(at, button, count), {});
-}
-
-void Sandbox::drag(const std::vector<Point>& path) const { desktop(detail::drag_action(path), {}); }
-
-void Sandbox::scroll(Point at, ScrollDirection direction, int amount) const {
-  desktop(detail::scroll_action(at, direction, amount), {});
-}
-
-void Sandbox::type(std::string_view text) const {
-  desktop(detail::text_action(DesktopAction::Kind::type, std::string(text)), {});
-}
-
-void Sandbox::key(std::string_view combo) const {
-  desktop(detail::text_action(DesktopAction::Kind::key, std::string(combo)), {});
-}
-
-namespace detail {
-
-DesktopAction move_action(Point to) {
-  DesktopAction a;
-  a.kind = DesktopAction::Kind::move;
-  a.points = {to};
-  return a;
-}
-
-DesktopAction click_action(Point at, MouseButton button, int count) {
-  DesktopAction a = move_action(at);
-  a.kind = DesktopAction::Kind::click;
-  a.button = button;
-  a.count = count;
-  return a;
-}
-
-DesktopAction drag_action(std::vector<Point> path) {
-  DesktopAction a;
-  a.kind = DesktopAction::Kind::drag;
-  a.points = std::move(path);
-  return a;
-}
-
-DesktopAction scroll_action(Point at, ScrollDirection direction, int amount) {
-  DesktopAction a = move_action(at);
-  a.kind = DesktopAction::Kind::scroll;
-  a.direction = direction;
-  a.amount = amount;
-  return a;
-}
-
-DesktopAction text_action(DesktopAction::Kind kind, std::string text) {
-  DesktopAction a;
-  a.kind = kind;
-  a.text = std::move(text);
-  return a;
-}
-
-}  // namespace detail
 
 // --- Sandboxes -----------------------------------------------------------
 

@@ -322,6 +322,11 @@ service::Tokens read_tokens(const std::string& path) {
       throw SandboxError(Reason::INVALID_CONFIG, path + ":" + std::to_string(number) +
                                                      ": a line is NAME TOKEN, with a token of 16 characters or more");
     }
+    // (its client, token:NAME, is the tenant of its sandboxes: bounded)
+    if (name.size() > 256) {
+      throw SandboxError(Reason::INVALID_CONFIG,
+                         path + ":" + std::to_string(number) + ": a token's name is at most 256 bytes");
+    }
     if (!tokens.emplace(token, name).second)
       throw SandboxError(Reason::INVALID_CONFIG, path + ":" + std::to_string(number) + ": a token given twice");
   }

@@ -1397,6 +1397,8 @@ TEST_F(DaemonConfigTokens, RefusesAShortToken) {
   expect_refused_file(write("short", "# fine\nalice 0123456789abcdef\nbob 0123456789abcde\n"), {":3:"});
   expect_refused_file(write("none", "alice\n"), {":1:"});
   expect_refused_file(write("three", "alice 0123456789abcdef extra\n"), {":1:"});
+  // a name is a tenant's (token:NAME), which the engine bounds
+  expect_refused_file(write("long", std::string(257, 'a') + " 0123456789abcdef\n"), {":1:", "256"});
 }
 
 TEST_F(DaemonConfigTokens, RefusesATokenGivenTwice) {

@@ -18,6 +18,7 @@ constexpr std::size_t kMaxPathBytes = 4096;
 constexpr std::size_t kMaxCommandBytes = 128 * 1024;  // argv and env of one exec together
 constexpr std::size_t kMaxEnvEntries = 1024;
 constexpr std::size_t kMaxLabelBytes = 256;
+constexpr std::size_t kMaxTenantBytes = 1024;  // CreateOptions::tenant
 constexpr std::size_t kMaxSeccompProfileBytes = 1 << 20;
 constexpr std::size_t kMaxAllowedDomains = 1024;  // entries of one allowlist network
 // A desktop's screen: from 64x64 to 3840x2160 (4K).

@@ -1,0 +1,168 @@
+#include "create_checks.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mayura/validate.hpp"
+
+namespace mayura::detail {
+
+bool supports(const Features& f, NetworkKind kind) {
+  return std::find(f.network.begin(), f.network.end(), kind) != f.network.end();
+}
+
+void check_network(const SandboxesOptions& limits, const Features& features, const Network& network) {
+  const NetworkKind kind = network.kind;
+  if (kind == NetworkKind::allowlist) {
+    if (network.allow.empty())
+      throw SandboxError(Reason::INVALID_INPUT, "an allowlist network needs at least one domain");
+    if (network.allow.size() > kMaxAllowedDomains) {
+      throw SandboxError(Reason::INVALID_INPUT,
+                         "an allowlist network takes at most " + std::to_string(kMaxAllowedDomains) + " domains");
+    }
+    for (const auto& d : network.allow) check_domain_pattern(d);
+  } else if (!network.allow.empty()) {
+    throw SandboxError(Reason::INVALID_INPUT, "allowed domains are only for an allowlist network");
+  }
+  // Feature checks come before the permission check: asking for something
+  // the provider cannot do at all is the caller's input error.
+  if (!supports(features, kind)) {
+    throw SandboxError(Reason::INVALID_INPUT,
+                       "the provider cannot enforce network '" + std::string(network_kind_name(kind)) + "'");
+  }
+  if (std::find(limits.network.begin(), limits.network.end(), kind) == limits.network.end()) {
+    // Said for whoever can change it: the library's caller or mayurad's operator.
+    const std::string name(network_kind_name(kind));
+    throw SandboxError(Reason::PERMISSION_DENIED,
+                       "network '" + name + "' is not allowed here: the operator lists the networks sandboxes may " +
+                           "have (create_sandboxes' network option; mayurad's \"network\" setting, e.g. " +
+                           "\"network\": [\"none\", \"" + name + "\"] in mayurad.json)");
+  }
+}
+
+namespace {
+
+// The form of a user and a working directory; whether the image knows them
+// is the provider's to say.
+void check_identity(const std::string& user, const std::string& workdir) {
+  if (!user.empty()) {
+    const bool chars_ok =
+        user.size() <= 256 && std::all_of(user.begin(), user.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == ':';
+        });
+    const auto colon = user.find(':');
+    const bool shape_ok = colon != 0 && colon != user.size() - 1 &&
+                          (colon == std::string::npos || user.find(':', colon + 1) == std::string::npos);
+    if (!chars_ok || !shape_ok) {
+      throw SandboxError(Reason::INVALID_INPUT, "user must be UID, UID:GID, NAME or NAME:GROUP");
+    }
+  }
+  if (!workdir.empty()) {
+    bool ok = workdir.size() <= 1024 && workdir.front() == '/' && workdir.size() > 1 && workdir.back() != '/' &&
+              workdir.find('\0') == std::string::npos && workdir.find("//") == std::string::npos;
+    for (const char* bad : {"/./", "/../"}) ok = ok && (workdir + "/").find(bad) == std::string::npos;
+    if (!ok) throw SandboxError(Reason::INVALID_INPUT, "workdir must be an absolute path without '.' or '..'");
+  }
+}
+
+std::string format_number(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// What the operator allows one sandbox, each ceiling named as the operator
+// set it (the library's option, and mayurad's setting).
+void check_ceilings(const SandboxesOptions& limits, const CreateOptions& o) {
+  const auto over = [](const std::string& what, const std::string& asked, const std::string& ceiling,
+                       const char* option, const char* setting) {
+    throw SandboxError(Reason::INVALID_INPUT, what + " " + asked + " is over the operator's ceiling of " + ceiling +
+                                                  " (" + option + "; mayurad's " + setting + ")");
+  };
+  if (limits.max_cpus > 0 && o.cpus && *o.cpus > limits.max_cpus) {
+    over("cpus", format_number(*o.cpus), format_number(limits.max_cpus), "max_cpus", "maxCpus");
+  }
+  if (limits.max_memory_mib > 0 && o.memory_mib && *o.memory_mib > limits.max_memory_mib) {
+    over("memory_mib", std::to_string(*o.memory_mib), std::to_string(limits.max_memory_mib), "max_memory_mib",
+         "maxMemoryMiB");
+  }
+  if (limits.max_pids > 0 && o.pids && *o.pids > limits.max_pids) {
+    over("pids", std::to_string(*o.pids), std::to_string(limits.max_pids), "max_pids", "maxPids");
+  }
+  if (limits.max_ports > 0 && o.ports.size() > limits.max_ports) {
+    over("the number of ports", std::to_string(o.ports.size()), std::to_string(limits.max_ports), "max_ports",
+         "maxPorts");
+  }
+}
+
+}  // namespace
+
+void check_create(const SandboxesOptions& limits, const Features& features, std::int64_t provider_max,
+                  const CreateOptions& o) {
+  if (o.lifetime_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms is required and must be positive");
+  if (o.lifetime_ms > limits.max_lifetime_ms) {
+    throw SandboxError(Reason::INVALID_INPUT, "lifetime_ms " + std::to_string(o.lifetime_ms) +
+                                                  " is over the maximum of " + std::to_string(limits.max_lifetime_ms));
+  }
+  if (provider_max > 0 && o.lifetime_ms > provider_max) {
+    throw SandboxError(Reason::INVALID_INPUT,
+                       "lifetime_ms is over the provider's maximum of " + std::to_string(provider_max));
+  }
+  check_network(limits, features, o.network);
+  check_identity(o.user, o.workdir);
+  check_ceilings(limits, o);
+  if (!o.ports.empty()) {
+    if (!features.ports) throw SandboxError(Reason::INVALID_INPUT, "the provider does not serve ports");
+    std::vector<int> sorted = o.ports;
+    std::sort(sorted.begin(), sorted.end());
+    for (int p : sorted) check_port(p);
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+      throw SandboxError(Reason::INVALID_INPUT, "a port is listed twice");
+    }
+  }
+  // (uid_t)-1 is no uid: the kernel's "unchanged".
+  if (o.ports_owner && *o.ports_owner == 0xFFFFFFFFu)
+    throw SandboxError(Reason::INVALID_INPUT, "ports_owner must be a uid, not 4294967295");
+  if (o.cpus) {
+    if (!features.cpus) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound cpus");
+    if (!std::isfinite(*o.cpus) || *o.cpus <= 0 || *o.cpus > 1024)
+      throw SandboxError(Reason::INVALID_INPUT, "cpus must be positive");
+  }
+  if (o.memory_mib) {
+    if (!features.memory) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound memory");
+    if (*o.memory_mib <= 0 || *o.memory_mib > (std::int64_t{1} << 30)) {
+      throw SandboxError(Reason::INVALID_INPUT, "memory_mib must be positive and at most 2^30");
+    }
+  }
+  if (o.pids) {
+    if (!features.pids) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound processes");
+    if (*o.pids <= 0 || *o.pids > (std::int64_t{1} << 22)) {
+      throw SandboxError(Reason::INVALID_INPUT, "pids must be positive and at most 2^22");
+    }
+  }
+  if (o.seccomp_profile) {
+    if (!features.seccomp) throw SandboxError(Reason::INVALID_INPUT, "the provider does not take seccomp profiles");
+    if (o.seccomp_profile->size() > kMaxSeccompProfileBytes) {
+      throw SandboxError(Reason::INVALID_INPUT, "the seccomp profile is larger than 1 MiB");
+    }
+  }
+  if (o.desktop) {
+    if (!features.desktop) throw SandboxError(Reason::INVALID_INPUT, "the provider has no desktop");
+    check_desktop_size(*o.desktop);
+  }
+  check_env(o.env);
+  check_labels(o.labels);
+  if (o.image.find('\0') != std::string::npos || o.image.size() > kMaxPathBytes) {
+    throw SandboxError(Reason::INVALID_INPUT, "image name is malformed");
+  }
+  if (o.tenant.find('\0') != std::string::npos || o.tenant.size() > kMaxTenantBytes) {
+    throw SandboxError(Reason::INVALID_INPUT,
+                       "tenant must be at most " + std::to_string(kMaxTenantBytes) + " bytes, without NUL");
+  }
+}
+
+}  // namespace mayura::detail
