@@ -193,7 +193,6 @@ awaitable<bool> stream_command(Stream& stream, State& s, unsigned version, bool 
   co_return more;
 }
 
-
 }  // namespace
 
 template <class Stream>
