@@ -19,8 +19,9 @@ packages=(
   libarchive-dev libssl-dev
   # mayurad under systemd: socket activation and readiness
   libsystemd-dev
-  # the Debian package: cpack's dependency scan (dpkg-shlibdeps)
-  dpkg-dev
+  # the Debian package: cpack's dependency scan (dpkg-shlibdeps), and the
+  # man pages, made from each program's --help
+  dpkg-dev help2man
   # what the tests run inside sandboxes on the host image
   python3 hostname coreutils findutils gawk
   # the shells the command backend's scripts are tested under

@@ -82,7 +82,8 @@ dpkg-deb -c "$deb" | awk '{ print $NF }' | sed 's|^\./|/|' >"$scratch/contents"
 for path in /usr/bin/mayurad /usr/bin/mayura-run /usr/libexec/mayura/mayura-run-local /usr/lib/systemd/system/mayurad.service \
   /usr/lib/systemd/system/mayurad.socket /etc/mayura/mayurad.json /usr/include/mayura/remote.hpp \
   /usr/include/mayura/service/server.hpp /usr/include/mayura/native.hpp /usr/share/doc/mayura/README.md \
-  /usr/share/doc/mayura/docs/operations.md /usr/share/doc/mayura/docs/security.md; do
+  /usr/share/doc/mayura/docs/operations.md /usr/share/doc/mayura/docs/security.md \
+  /usr/share/man/man1/mayura-run.1.gz /usr/share/man/man8/mayurad.8.gz; do
   grep -qx "$path" "$scratch/contents" || fail "the package lacks $path"
 done
 grep -Eq '^/usr/lib/([^/]+/)?libmayura-service\.a$' "$scratch/contents" || fail "the package lacks the service library"
@@ -92,6 +93,9 @@ dpkg-deb -c "$deb" | grep -E ' \./usr/bin/mayurad$' | grep -q '^-rwxr-xr-x root/
 echo "== unpacked into a scratch root"
 root=$scratch/root
 dpkg-deb -x "$deb" "$root"
+# the man pages are the programs' own usage text (roff escapes each hyphen)
+zcat "$root/usr/share/man/man8/mayurad.8.gz" | grep -qF '\-\-check\-config' || fail "mayurad's man page lacks --check-config"
+zcat "$root/usr/share/man/man1/mayura-run.1.gz" | grep -qF '\-\-copy\-out' || fail "mayura-run's man page lacks --copy-out"
 units=$root/usr/lib/systemd/system
 grep -qx 'ExecStart=/usr/bin/mayurad' "$units/mayurad.service" || fail "the service does not start /usr/bin/mayurad"
 for line in Type=notify Delegate=yes KillMode=mixed; do
