@@ -1,28 +1,20 @@
 #include "http_client.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
-#if MAYURA_HTTP_TLS
-#include <boost/asio/ssl.hpp>
-#endif
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http.hpp>
 #include <optional>
 #include <utility>
 
+#include "http_exchange.hpp"
 #include "mayura/errors.hpp"
 
 namespace mayura::service {
 namespace {
 
+using detail::CallStream;
 namespace asio = boost::asio;
-namespace http = boost::beast::http;
 using asio::awaitable;
 using asio::use_awaitable;
 
@@ -34,36 +26,32 @@ constexpr std::chrono::seconds kCancelGrace{15};
   throw SandboxError(Reason::INTERNAL, "mayurad at " + e.text + ": " + what);
 }
 
-template <class Stream>
-awaitable<void> exchange(Stream& stream, const Endpoint& e, const HttpCall& call, HttpAnswer& answer,
-                         boost::system::error_code& failure) {
-  http::request<http::string_body> req{call.method, call.target, 11};
-  req.set(http::field::host, e.kind == Endpoint::Kind::https ? e.host : std::string("localhost"));
-  req.set(http::field::user_agent, "mayura-remote");
-  if (!e.token.empty()) req.set(http::field::authorization, "Bearer " + e.token);
-  if (!call.content_type.empty()) req.set(http::field::content_type, call.content_type);
-  req.keep_alive(false);
-  req.body() = call.body;
-  req.prepare_payload();
-  auto [wec, wn] = co_await http::async_write(stream, req, asio::as_tuple(use_awaitable));
-  // A service that refuses the body early (413) may close before all of it
-  // is sent: its answer is still read.
-  boost::beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  if (call.on_chunk) parser.body_limit(boost::none);
-  else parser.body_limit(call.max_answer_bytes);
-  auto on_chunk = [&](std::uint64_t, std::string_view body, boost::system::error_code&) {
-    call.on_chunk(body);
-    return body.size();
-  };
-  if (call.on_chunk) parser.on_chunk_body(on_chunk);
-  auto [rec, rn] = co_await http::async_read(stream, buffer, parser, asio::as_tuple(use_awaitable));
-  if (rec && !parser.is_done()) {
-    failure = rec ? rec : wec;
-    co_return;
-  }
-  answer.status = parser.get().result_int();
-  answer.body = std::move(parser.get().body());
+// Connects to a unix socket on `ioc` and makes the call there once `ioc`
+// runs.
+CallStream start_unix_call(asio::io_context& ioc, const Endpoint& e, const HttpCall& call, HttpAnswer& answer,
+                           boost::system::error_code& failure, detail::CallDone done) {
+  auto socket = std::make_shared<asio::local::stream_protocol::socket>(ioc);
+  asio::co_spawn(
+      ioc,
+      [socket, &e, &call, &answer, &failure]() -> awaitable<void> {
+        auto [ec] = co_await socket->async_connect(asio::local::stream_protocol::endpoint(e.path),
+                                                   asio::as_tuple(use_awaitable));
+        if (ec) {
+          failure = ec;
+          co_return;
+        }
+        co_await detail::exchange(*socket, e, call, answer, failure);
+      },
+      std::move(done));
+  return CallStream{[s = socket.get()] {
+                      boost::system::error_code ignored;
+                      s->close(ignored);
+                    },
+                    [s = socket.get()] {
+                      boost::system::error_code ignored;
+                      s->shutdown(asio::socket_base::shutdown_send, ignored);
+                    },
+                    socket};
 }
 
 }  // namespace
@@ -106,100 +94,21 @@ HttpAnswer http_call(const Endpoint& e, const HttpCall& call) {
   asio::steady_timer deadline(ioc);
   bool timed_out = false;
 
-  // Whatever the stream, ending it is closing its socket.
-  std::function<void()> close_socket;
-  std::function<void()> half_close;
   auto on_done = [&](std::exception_ptr error) {
     thrown = std::move(error);
     deadline.cancel();
   };
-  std::optional<asio::local::stream_protocol::socket> unix_socket;
-#if MAYURA_HTTP_TLS
-  std::optional<asio::ssl::context> tls;
-  std::optional<asio::ssl::stream<asio::ip::tcp::socket>> tls_stream;
-#endif
-
-  if (e.kind == Endpoint::Kind::unix_socket) {
-    unix_socket.emplace(ioc);
-    close_socket = [&] {
-      boost::system::error_code ignored;
-      unix_socket->close(ignored);
-    };
-    half_close = [&] {
-      boost::system::error_code ignored;
-      unix_socket->shutdown(asio::socket_base::shutdown_send, ignored);
-    };
-    asio::co_spawn(
-        ioc,
-        [&]() -> awaitable<void> {
-          auto [ec] = co_await unix_socket->async_connect(asio::local::stream_protocol::endpoint(e.path),
-                                                          asio::as_tuple(use_awaitable));
-          if (ec) {
-            failure = ec;
-            co_return;
-          }
-          co_await exchange(*unix_socket, e, call, answer, failure);
-        },
-        on_done);
-  } else {
-#if !MAYURA_HTTP_TLS
-    // The light mayura-run: it hands https:// over to mayura-run-local
-    // before any call, so only a caller of this build's own gets here.
-    throw SandboxError(Reason::UNSUPPORTED, "this build reaches mayurad over unix sockets only, not " + e.text);
-#else
-    tls.emplace(asio::ssl::context::tls_client);
-    tls->set_options(asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
-    boost::system::error_code ec;
-    if (e.ca_file.empty()) tls->set_default_verify_paths(ec);
-    else tls->load_verify_file(e.ca_file, ec);
-    if (ec) throw SandboxError(Reason::INVALID_CONFIG, "reading the CA for " + e.text + ": " + ec.message());
-    tls->set_verify_mode(asio::ssl::verify_peer);
-    tls_stream.emplace(ioc, *tls);
-    tls_stream->set_verify_callback(asio::ssl::host_name_verification(e.host));
-    // SNI (SSL_set_tlsext_host_name, without the macro's C cast)
-    SSL_ctrl(tls_stream->native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
-             const_cast<char*>(e.host.c_str()));
-    close_socket = [&] {
-      boost::system::error_code ignored;
-      tls_stream->lowest_layer().close(ignored);
-    };
-    half_close = [&] {
-      boost::system::error_code ignored;
-      tls_stream->lowest_layer().shutdown(asio::socket_base::shutdown_send, ignored);
-    };
-    asio::co_spawn(
-        ioc,
-        [&]() -> awaitable<void> {
-          asio::ip::tcp::resolver resolver(ioc);
-          auto [rec, results] = co_await resolver.async_resolve(e.host, e.port, asio::as_tuple(use_awaitable));
-          if (rec) {
-            failure = rec;
-            co_return;
-          }
-          auto [cec, ep] =
-              co_await asio::async_connect(tls_stream->lowest_layer(), results, asio::as_tuple(use_awaitable));
-          if (cec) {
-            failure = cec;
-            co_return;
-          }
-          auto [hec] =
-              co_await tls_stream->async_handshake(asio::ssl::stream_base::client, asio::as_tuple(use_awaitable));
-          if (hec) {
-            failure = hec;
-            co_return;
-          }
-          co_await exchange(*tls_stream, e, call, answer, failure);
-        },
-        on_done);
-#endif
-  }
+  // Destroyed before `ioc`, which its stream is registered with.
+  const CallStream stream = e.kind == Endpoint::Kind::unix_socket
+                                ? start_unix_call(ioc, e, call, answer, failure, on_done)
+                                : detail::start_https_call(ioc, e, call, answer, failure, on_done);
 
   auto arm = [&](std::chrono::steady_clock::duration after, bool is_timeout) {
     deadline.expires_after(after);
     deadline.async_wait([&, is_timeout](boost::system::error_code ec) {
       if (ec) return;
       timed_out = is_timeout;
-      close_socket();
+      stream.close();
     });
   };
   if (call.timeout.count() > 0) arm(call.timeout, true);
@@ -208,7 +117,7 @@ HttpAnswer http_call(const Endpoint& e, const HttpCall& call) {
     on_stop.emplace(call.cancellation, std::function<void()>([&] {
                       asio::post(ioc, [&] {
                         answer.cancelled = true;
-                        half_close();
+                        stream.half_close();
                         arm(kCancelGrace, false);
                       });
                     }));
