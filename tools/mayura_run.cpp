@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "run_engine.hpp"
+#include "stop_signals.hpp"
 #include "mayura/sandbox.hpp"
 
 namespace mayura::tools {
@@ -458,16 +459,9 @@ int main(int argc, char** argv) {
   for (const auto& [path, host] : args.copy_out) check_writable("--copy-out", host);
 
   // SIGINT, SIGTERM and SIGHUP cancel the command and release the sandbox.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, s);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const mayura::tools::StopSignals stop_signals({SIGINT, SIGTERM, SIGHUP});
   std::stop_source stop;
-  std::thread([&stop, stop_signals] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    stop.request_stop();
-  }).detach();
+  const mayura::tools::SignalWatch on_stop(stop_signals, [&stop](int) { stop.request_stop(); });
 
   std::optional<mayura::Sandbox> sandbox;
   std::string daemon;  // the daemon the run goes through; empty: none

@@ -25,6 +25,7 @@
 #include "daemon_config.hpp"
 #include "mayura/native.hpp"
 #include "mayura/service/server.hpp"
+#include "stop_signals.hpp"
 
 namespace {
 
@@ -178,14 +179,11 @@ int main(int argc, char** argv) {
     std::fclose(adj);
   }
 
-  // Signals go to one thread, which stops the server.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  for (int s : {SIGINT, SIGTERM}) sigaddset(&stop_signals, s);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
   try {
+    // Signals go to one thread, which stops the server.
+    const mayura::tools::StopSignals stop_signals({SIGINT, SIGTERM});
     if (!activated) make_parent(config.socket);
     // The host's own paths are no client's business: failures name them.
     config.server.hidden_paths = {{config.native.image_store, "[image store]"},
@@ -215,12 +213,10 @@ int main(int argc, char** argv) {
       serving = config.socket;
     }
     std::fprintf(stderr, "mayurad: serving on %s\n", serving.c_str());
-    std::thread([&server, stop_signals] {
-      int sig = 0;
-      sigwait(&stop_signals, &sig);
+    const mayura::tools::SignalWatch on_stop(stop_signals, [&server](int) {
       notify("STOPPING=1");
       server.stop();
-    }).detach();
+    });
     notify("READY=1");
     server.run();
     std::fprintf(stderr, "mayurad: stopped; every sandbox released\n");
