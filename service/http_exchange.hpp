@@ -76,6 +76,6 @@ awaitable<void> exchange(Stream& stream, const Endpoint& e, const HttpCall& call
 // `ioc` runs. UNSUPPORTED in the light client's build, which hands https://
 // over to mayura-run-local before any call.
 CallStream start_https_call(asio::io_context& ioc, const Endpoint& e, const HttpCall& call, HttpAnswer& answer,
-                            boost::system::error_code& failure, CallDone done);
+                            boost::system::error_code& failure, CallDone&& done);
 
 }  // namespace mayura::service::detail

@@ -24,7 +24,7 @@ struct TlsCall {
 }  // namespace
 
 CallStream start_https_call(asio::io_context& ioc, const Endpoint& e, const HttpCall& call, HttpAnswer& answer,
-                            boost::system::error_code& failure, CallDone done) {
+                            boost::system::error_code& failure, CallDone&& done) {
   auto tls = std::make_shared<TlsCall>();
   tls->context.set_options(asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
   boost::system::error_code ec;

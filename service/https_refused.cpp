@@ -8,7 +8,7 @@
 namespace mayura::service::detail {
 
 CallStream start_https_call(asio::io_context&, const Endpoint& e, const HttpCall&, HttpAnswer&,
-                            boost::system::error_code&, CallDone) {
+                            boost::system::error_code&, CallDone&&) {
   throw SandboxError(Reason::UNSUPPORTED, "this build reaches mayurad over unix sockets only, not " + e.text);
 }
 

@@ -52,8 +52,8 @@ class LocalProvider : public mayura::SandboxProvider {
   std::string workdir() const override { return std::filesystem::temp_directory_path().string(); }
   std::int64_t max_lifetime_ms() const override { return 60'000; }
   std::unique_ptr<mayura::SandboxBackend> create(const mayura::CreateOptions&, std::stop_token) override {
-    const std::string dir = std::filesystem::temp_directory_path().string() + "/contract-consumer-" +
-                            std::to_string(++made_);
+    const std::string dir =
+        std::filesystem::temp_directory_path().string() + "/contract-consumer-" + std::to_string(++made_);
     std::filesystem::create_directories(dir);
     return mayura::command_sandbox_backend("local-" + std::to_string(made_), std::make_shared<LocalShell>(dir),
                                            [dir] { std::filesystem::remove_all(dir); });
