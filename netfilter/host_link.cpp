@@ -13,6 +13,7 @@
 #include "netns_thread.hpp"
 #include "proc_sys.hpp"
 #include "veth.hpp"
+#include "mayura/rootfs/unique_fd.hpp"
 
 namespace mayura::netfilter {
 namespace {
@@ -20,22 +21,15 @@ namespace {
 constexpr const char* kSandboxLink = "eth0";
 constexpr int kPairPrefix = 31;
 
-class NetnsFd {
- public:
-  NetnsFd() : fd_(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) {
-    if (fd_ < 0) {
-      throw SandboxError(Reason::INTERNAL,
-                         std::string("opening the engine's network namespace: ") + std::strerror(errno));
-    }
+// The calling thread's network namespace (the engine's), open.
+UniqueFd own_netns() {
+  UniqueFd fd(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    throw SandboxError(Reason::INTERNAL,
+                       std::string("opening the engine's network namespace: ") + std::strerror(errno));
   }
-  ~NetnsFd() { ::close(fd_); }
-  NetnsFd(const NetnsFd&) = delete;
-  NetnsFd& operator=(const NetnsFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+  return fd;
+}
 
 // The link is IPv4 only. The table is IPv4's, so an IPv6 address on the host
 // end (even link-local) would be a way to the host's services around it.
@@ -47,7 +41,7 @@ void check_pool(const std::string& pool) { AddressPool{pool}; }
 
 void remove_unused_host_table(const HostLinkOptions& options) noexcept {
   try {
-    NetnsFd host_netns;
+    const UniqueFd host_netns = own_netns();
     RouteSocket host(host_netns.get());
     TableLock lock(options.lock_file);
     remove_nat_table_if_unused(host_netns.get(), host);
@@ -75,7 +69,7 @@ struct HostLink::State {
   }
 
   std::string lock_file;
-  NetnsFd host_netns;  // the engine's, where it was made
+  UniqueFd host_netns = own_netns();  // the engine's, where it was made
   RouteSocket host{host_netns.get()};
   std::string interface;
   SlotAddresses addresses;

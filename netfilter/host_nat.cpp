@@ -27,18 +27,15 @@ void run_or_fail(int host_netns, const std::string& step, const std::string& com
 
 }  // namespace
 
-TableLock::TableLock(const std::string& path) {
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd_ < 0) fail("opening the network lock " + path, errno);
-  while (::flock(fd_, LOCK_EX) != 0) {
+// Closing the descriptor (when the lock goes) drops the lock.
+TableLock::TableLock(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
+  if (!fd_) fail("opening the network lock " + path, errno);
+  while (::flock(fd_.get(), LOCK_EX) != 0) {
     if (errno == EINTR) continue;
     const int error = errno;
-    ::close(fd_);
     fail("locking the network lock " + path, error);
   }
 }
-
-TableLock::~TableLock() { ::close(fd_); }  // closing drops the lock
 
 std::string nat_table_rules(const AddressPool& pool) {
   const std::string p = kHostLinkPrefix;

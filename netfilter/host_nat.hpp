@@ -6,6 +6,7 @@
 #include <string>
 
 #include "address_pool.hpp"
+#include "mayura/rootfs/unique_fd.hpp"
 
 namespace mayura::netfilter {
 
@@ -21,12 +22,9 @@ inline constexpr const char* kHostLinkPrefix = "mayura";
 class TableLock {
  public:
   explicit TableLock(const std::string& path);
-  ~TableLock();
-  TableLock(const TableLock&) = delete;
-  TableLock& operator=(const TableLock&) = delete;
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 // (Re)defines the table in the namespace `host_netns`, in one transaction.

@@ -37,8 +37,7 @@ PortOwners::PortOwners(std::uint32_t id_base) : netns_(::open("/proc/thread-self
 }
 
 PortOwners::~PortOwners() {
-  if (!ports_.empty()) run_nft(netns_, "delete table ip " + table_ + "\n");
-  if (netns_ >= 0) ::close(netns_);
+  if (!ports_.empty()) run_nft(netns_.get(), "delete table ip " + table_ + "\n");
 }
 
 std::string PortOwners::elements(std::uint16_t host_port, uid_t owner) const {
@@ -48,13 +47,13 @@ std::string PortOwners::elements(std::uint16_t host_port, uid_t owner) const {
 }
 
 void PortOwners::restrict(std::uint16_t host_port, uid_t owner) {
-  if (netns_ < 0) throw SandboxError(Reason::INTERNAL, "publishing a port: the engine's network namespace is not open");
+  if (!netns_) throw SandboxError(Reason::INTERNAL, "publishing a port: the engine's network namespace is not open");
   std::lock_guard lock(mutex_);
   // A host port is one listener's: a second rule for it would be a stale one.
   if (ports_.contains(host_port)) lift_locked(host_port);
   const std::string commands =
       (ports_.empty() ? table_rules(table_) : std::string()) + "add" + elements(host_port, owner);
-  const NftResult r = run_nft(netns_, commands);
+  const NftResult r = run_nft(netns_.get(), commands);
   if (!r.ok)
     throw SandboxError(
         Reason::INTERNAL,
@@ -74,7 +73,7 @@ void PortOwners::lift_locked(std::uint16_t host_port) noexcept {
   ports_.erase(it);
   // The last port takes the table with it: an engine without ports leaves
   // nothing in the host's rules. (A failure leaves a rule that only refuses.)
-  run_nft(netns_, ports_.empty() ? "delete table ip " + table_ + "\n" : "delete" + elements_of_port);
+  run_nft(netns_.get(), ports_.empty() ? "delete table ip " + table_ + "\n" : "delete" + elements_of_port);
 }
 
 }  // namespace mayura::netfilter

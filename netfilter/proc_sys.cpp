@@ -7,23 +7,10 @@
 #include <cstring>
 
 #include "mayura/errors.hpp"
+#include "mayura/rootfs/unique_fd.hpp"
 
 namespace mayura::netfilter {
 namespace {
-
-class File {
- public:
-  explicit File(int fd) : fd_(fd) {}
-  ~File() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  File(const File&) = delete;
-  File& operator=(const File&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 [[noreturn]] void fail(const std::string& step, const std::string& path, int error) {
   throw SandboxError(Reason::INTERNAL, step + " " + path + ": " + std::strerror(error));
@@ -32,7 +19,7 @@ class File {
 }  // namespace
 
 bool set_proc_sys(const std::string& path, const std::string& value) {
-  File file(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  const UniqueFd file(::open(path.c_str(), O_RDWR | O_CLOEXEC));
   if (file.get() < 0) {
     if (errno == ENOENT) return false;
     fail("opening", path, errno);

@@ -14,6 +14,8 @@
 #include <mutex>
 #include <string>
 
+#include "mayura/rootfs/unique_fd.hpp"
+
 namespace mayura::netfilter {
 
 class PortOwners {
@@ -37,7 +39,7 @@ class PortOwners {
   std::string elements(std::uint16_t host_port, uid_t owner) const;
   void lift_locked(std::uint16_t host_port) noexcept;
 
-  int netns_ = -1;
+  UniqueFd netns_;  // the engine's network namespace, where the table is
   std::string table_;
   std::mutex mutex_;
   std::map<std::uint16_t, uid_t> ports_;  // what the table holds: each port's owner
