@@ -1,10 +1,9 @@
 #include "check.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <mutex>
-#include <random>
 #include <thread>
+
+#include "mayura/random_id.hpp"
 
 namespace mayura::testing::conformance {
 
@@ -91,21 +90,9 @@ std::string quote(std::string_view text) {
 }
 
 std::string unique_token() {
-  static std::mutex mutex;
-  static std::mt19937_64 rng{std::random_device{}()};
-  static std::atomic<std::uint64_t> counter{0};
-  std::uint64_t value = 0;
-  {
-    std::lock_guard lock(mutex);
-    value = rng();
-  }
-  // The counter makes two tokens of one process differ even if the random
-  // source repeats; the random part keeps runs (and processes) apart.
-  value ^= counter.fetch_add(1);
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (int i = 0; i < 12; ++i) out += digits[(value >> (4 * i)) & 0xf];
-  return out;
+  // The kernel's random bytes (mayura/random_id.hpp), as the engine's own
+  // ids: tokens of one run, and of runs at once, never meet.
+  return random_hex(12);
 }
 
 std::string sh(const Sandbox& sandbox, const std::string& script, const ExecOptions& options) {
