@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "../tests/support/exec_load.hpp"
+#include "tests/support/exec_load.hpp"
 #include "daemon.hpp"
 
 namespace load = mayura::testing::load;

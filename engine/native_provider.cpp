@@ -33,6 +33,7 @@
 #include "sandbox_image.hpp"
 #include "sys_error.hpp"
 #include "trace.hpp"
+#include "mayura/resource_limits.hpp"
 
 namespace mayura {
 namespace {
@@ -40,9 +41,6 @@ namespace {
 // A sandbox made ahead keeps its first command's cgroup ready under this
 // name (a sandbox's own commands are numbered from 1).
 constexpr const char* kFirstCommand = "cmd-0";
-
-// Less cannot run a shell and the sandbox's own helpers.
-constexpr std::int64_t kMinMemoryMib = 16;
 
 // The engine's way out for sandboxes, from the operator's options.
 netfilter::Egress::Options egress_options(const NativeOptions& o) {
@@ -75,14 +73,15 @@ void check_options(const NativeOptions& o) {
   if (o.workdir_mib == 0 || o.tmp_mib == 0 || o.shm_mib == 0 || o.tmpfs_inodes == 0)
     invalid("tmpfs sizes must be positive");
   if (o.state_dir.empty() || o.state_dir.front() != '/') invalid("state_dir must be an absolute path");
-  if (!(o.default_cpus >= 0 && o.default_cpus <= 1024)) invalid("default_cpus must be between 0 (every cpu) and 1024");
-  if (o.default_memory_mib != 0 && (o.default_memory_mib < kMinMemoryMib || o.default_memory_mib > (1LL << 30))) {
+  if (!(o.default_cpus >= 0 && o.default_cpus <= kMaxCpus))
+    invalid("default_cpus must be between 0 (every cpu) and 1024");
+  if (o.default_memory_mib != 0 && (o.default_memory_mib < kMinMemoryMib || o.default_memory_mib > kMaxMemoryMib)) {
     invalid("default_memory_mib must be 0 (no bound) or between 16 and 2^30");
   }
-  if (o.default_pids < 0 || o.default_pids > (1LL << 22)) invalid("default_pids must be 0 (no bound) or at most 2^22");
-  if (o.total_memory_mib != 0 && (o.total_memory_mib < 64 || o.total_memory_mib > (1LL << 30)))
+  if (o.default_pids < 0 || o.default_pids > kMaxPids) invalid("default_pids must be 0 (no bound) or at most 2^22");
+  if (o.total_memory_mib != 0 && (o.total_memory_mib < 64 || o.total_memory_mib > kMaxMemoryMib))
     invalid("total_memory_mib must be 0 (no bound) or between 64 and 2^30");
-  if (o.total_pids != 0 && (o.total_pids < 64 || o.total_pids > (1LL << 22)))
+  if (o.total_pids != 0 && (o.total_pids < 64 || o.total_pids > kMaxPids))
     invalid("total_pids must be 0 (no bound) or between 64 and 2^22");
   netfilter::check_pool(o.all_network_pool);
   egress_options(o);  // throws on a bad server or range
@@ -360,13 +359,7 @@ class NativeProvider final : public SandboxProvider {
   cgroups::Limits limits_for(const CreateOptions& options) const {
     // The limits layer checks these too; a caller of the provider itself
     // gets the same answers.
-    if (options.memory_mib && *options.memory_mib < kMinMemoryMib) {
-      throw SandboxError(Reason::INVALID_INPUT, "memory_mib must be at least 16");
-    }
-    if (options.cpus && !(std::isfinite(*options.cpus) && *options.cpus > 0 && *options.cpus <= 1024)) {
-      throw SandboxError(Reason::INVALID_INPUT, "cpus must be positive and at most 1024");
-    }
-    if (options.pids && *options.pids <= 0) throw SandboxError(Reason::INVALID_INPUT, "pids must be positive");
+    check_resources(options.cpus, options.memory_mib, options.pids);
     cgroups::Limits limits;
     const double cpus = options.cpus.value_or(options_.default_cpus);
     if (cpus > 0) limits.cpus = cpus;

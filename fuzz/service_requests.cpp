@@ -181,18 +181,24 @@ bool serve_one(Service& s, std::string& rest, std::string& last_id, const servic
   if (!whole) return false;
   auto req = parser.release();
 
-  if (const auto id = s.routes.exec_id(req.method(), req.target())) {
-    try {
-      (void)s.routes.exec_target(*id, req.body(), client);
-      mayura::fuzz::accept();
-    } catch (const SandboxError&) {
+  // As the server does, by the route table's Serving.
+  const service::RouteMatch route = service::match_route(req.method(), req.target());
+  switch (route.route ? route.route->serving : service::Serving::blocking) {
+    case service::Serving::exec:
+      try {
+        (void)s.routes.exec_target(route.id, req.body(), client);
+        mayura::fuzz::accept();
+      } catch (const SandboxError&) {
+      }
+      return req.keep_alive();
+    case service::Serving::metrics:
+    case service::Serving::run: return req.keep_alive();
+    case service::Serving::file_call: {
+      const auto call = s.routes.file_call(route, client);
+      check_reply(call.index() == 1 ? std::get<1>(call) : run_file_call(s.routes, std::get<0>(call), req.body()));
+      return req.keep_alive();
     }
-    return req.keep_alive();
-  }
-  if (s.routes.is_run(req.method(), req.target())) return req.keep_alive();
-  if (auto call = s.routes.file_call(req.method(), req.target(), client)) {
-    check_reply(call->index() == 1 ? std::get<1>(*call) : run_file_call(s.routes, std::get<0>(*call), req.body()));
-    return req.keep_alive();
+    case service::Serving::blocking: break;
   }
   const service::Reply reply = s.routes.handle(req.method(), req.target(), req.body(), client);
   check_reply(reply);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "mayura/resource_limits.hpp"
 #include "mayura/validate.hpp"
 
 namespace mayura::detail {
@@ -127,23 +128,10 @@ void check_create(const SandboxesOptions& limits, const Features& features, std:
   // (uid_t)-1 is no uid: the kernel's "unchanged".
   if (o.ports_owner && *o.ports_owner == 0xFFFFFFFFu)
     throw SandboxError(Reason::INVALID_INPUT, "ports_owner must be a uid, not 4294967295");
-  if (o.cpus) {
-    if (!features.cpus) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound cpus");
-    if (!std::isfinite(*o.cpus) || *o.cpus <= 0 || *o.cpus > 1024)
-      throw SandboxError(Reason::INVALID_INPUT, "cpus must be positive");
-  }
-  if (o.memory_mib) {
-    if (!features.memory) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound memory");
-    if (*o.memory_mib <= 0 || *o.memory_mib > (std::int64_t{1} << 30)) {
-      throw SandboxError(Reason::INVALID_INPUT, "memory_mib must be positive and at most 2^30");
-    }
-  }
-  if (o.pids) {
-    if (!features.pids) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound processes");
-    if (*o.pids <= 0 || *o.pids > (std::int64_t{1} << 22)) {
-      throw SandboxError(Reason::INVALID_INPUT, "pids must be positive and at most 2^22");
-    }
-  }
+  if (o.cpus && !features.cpus) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound cpus");
+  if (o.memory_mib && !features.memory) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound memory");
+  if (o.pids && !features.pids) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound processes");
+  check_resources(o.cpus, o.memory_mib, o.pids);
   if (o.seccomp_profile) {
     if (!features.seccomp) throw SandboxError(Reason::INVALID_INPUT, "the provider does not take seccomp profiles");
     if (o.seccomp_profile->size() > kMaxSeccompProfileBytes) {

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include "mayura/errors.hpp"
+#include "mayura/resource_limits.hpp"
 
 namespace mayura {
 namespace {
@@ -129,6 +131,19 @@ void check_labels(const std::map<std::string, std::string>& labels) {
     if (key.empty() || key.size() > kMaxLabelBytes || has_nul(key))
       invalid("label name is empty, too long or has a NUL byte");
     if (value.size() > kMaxLabelBytes || has_nul(value)) invalid("label " + key + " is too long or has a NUL byte");
+  }
+}
+
+void check_resources(const std::optional<double>& cpus, const std::optional<std::int64_t>& memory_mib,
+                     const std::optional<std::int64_t>& pids) {
+  if (cpus && !(std::isfinite(*cpus) && *cpus > 0 && *cpus <= kMaxCpus)) {
+    throw SandboxError(Reason::INVALID_INPUT, "cpus must be above 0 and at most 1024");
+  }
+  if (memory_mib && (*memory_mib < kMinMemoryMib || *memory_mib > kMaxMemoryMib)) {
+    throw SandboxError(Reason::INVALID_INPUT, "memory_mib must be from 16 to 2^30");
+  }
+  if (pids && (*pids < 1 || *pids > kMaxPids)) {
+    throw SandboxError(Reason::INVALID_INPUT, "pids must be from 1 to 2^22");
   }
 }
 

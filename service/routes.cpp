@@ -1,10 +1,9 @@
 #include "routes.hpp"
 
-#include <boost/url/parse.hpp>
-#include <boost/url/url_view.hpp>
 #include <chrono>
 #include <vector>
 
+#include "route_table.hpp"
 #include "status.hpp"
 
 namespace mayura::service {
@@ -16,20 +15,6 @@ namespace http = boost::beast::http;
 struct UnknownSandbox {
   std::string id;
 };
-
-struct Target {
-  std::vector<std::string> segments;  // decoded
-  std::map<std::string, std::string> params;
-};
-
-std::optional<Target> parse_target(std::string_view target) {
-  auto url = boost::urls::parse_origin_form(target);
-  if (!url) return std::nullopt;
-  Target t;
-  for (auto s : url->segments()) t.segments.push_back(std::string(s));
-  for (auto p : url->params()) t.params[std::string(p.key)] = std::string(p.value);
-  return t;
-}
 
 const std::string& param(const Target& t, const std::string& name) {
   const auto it = t.params.find(name);
@@ -71,28 +56,10 @@ json sandbox_json(const Owned& o) {
   return j;
 }
 
-bool is(const Target& t, std::initializer_list<const char*> path) {
-  if (t.segments.size() != path.size()) return false;
-  std::size_t i = 0;
-  for (const char* p : path) {
-    if (*p != '*' && t.segments[i] != p) return false;
-    ++i;
-  }
-  return true;
-}
-
-// A sandbox's resource: /v1/sandboxes/{id}/NAME.
-bool sandbox_resource(const Target& t, const char* name) { return is(t, {"v1", "sandboxes", "*", name}); }
-
-// The desktop: GET .../desktop/screenshot (a PNG; a region with x, y, width
-// and height), GET .../desktop/cursor, POST .../desktop/input (one action).
-Reply desktop_reply(http::verb method, const Target& t, const std::string& body, const Sandbox& s) {
-  const std::string& what = t.segments[4];
-  if (what != "screenshot" && what != "cursor" && what != "input") {
-    return error_reply(404, Reason::INVALID_INPUT, "there is no such resource");
-  }
-  if (what == "input") {
-    if (method != http::verb::post) return wrong_method();
+// The desktop: a screenshot (a PNG; a region with x, y, width and height),
+// the cursor, one input action.
+Reply desktop_reply(Resource resource, const Target& t, const std::string& body, const Sandbox& s) {
+  if (resource == Resource::desktop_input) {
     const DesktopAction a = desktop_input_from(parse_body(body, "the desktop input"));
     using Kind = DesktopAction::Kind;
     const Point at = a.points.empty() ? Point{} : a.points.front();
@@ -107,8 +74,7 @@ Reply desktop_reply(http::verb method, const Target& t, const std::string& body,
     }
     return no_content();
   }
-  if (method != http::verb::get) return wrong_method();
-  if (what == "cursor") {
+  if (resource == Resource::cursor) {
     const Point p = s.cursor_position();
     return json_reply(200, {{"x", p.x}, {"y", p.y}});
   }
@@ -133,17 +99,8 @@ Reply error_reply(Reason reason, std::string_view message) {
 }
 
 std::size_t Routes::body_limit(http::verb method, std::string_view target) const {
-  if (method == http::verb::put) {
-    if (const auto t = parse_target(target); t && sandbox_resource(*t, "files")) return max_file_bytes_;
-  }
-  return max_json_bytes_;
-}
-
-std::optional<std::string> Routes::exec_id(http::verb method, std::string_view target) const {
-  if (method != http::verb::post) return std::nullopt;
-  const auto t = parse_target(target);
-  if (!t || !sandbox_resource(*t, "exec")) return std::nullopt;
-  return t->segments[2];
+  const RouteMatch m = match_route(method, target);
+  return m.route && m.route->file_body ? max_file_bytes_ : max_json_bytes_;
 }
 
 Sandbox Routes::owned(const std::string& id, const Client& client) {
@@ -194,11 +151,6 @@ Owned Routes::create(const json& request, const Client& client) {
   metrics_.create_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   ++metrics_.creates;
   return o;
-}
-
-bool Routes::is_run(http::verb method, std::string_view target) const {
-  const auto t = parse_target(target);
-  return method == http::verb::post && t && is(*t, {"v1", "run"});
 }
 
 std::variant<Routes::Run, Reply> Routes::start_run(const std::string& body, const Client& client) noexcept {
@@ -278,25 +230,18 @@ Reply Routes::failure_reply() noexcept {
   }
 }
 
-std::optional<std::variant<FileCall, Reply>> Routes::file_call(http::verb method, std::string_view target,
-                                                               const Client& client) noexcept {
-  const auto parsed = parse_target(target);
-  if (!parsed) return std::nullopt;
-  const Target& t = *parsed;
-  using V = http::verb;
+std::variant<FileCall, Reply> Routes::file_call(const RouteMatch& m, const Client& client) noexcept {
+  const Target& t = m.target;
   FileCall call;
-  if (sandbox_resource(t, "files") && (method == V::get || method == V::put || method == V::delete_)) {
-    call.kind = method == V::get   ? FileCall::Kind::read
-                : method == V::put ? FileCall::Kind::write
-                                   : FileCall::Kind::remove;
-  } else if (sandbox_resource(t, "list") && method == V::get) {
-    call.kind = FileCall::Kind::list;
-  } else {
-    return std::nullopt;
+  switch (m.route->resource) {
+    case Resource::write: call.kind = FileCall::Kind::write; break;
+    case Resource::remove: call.kind = FileCall::Kind::remove; break;
+    case Resource::list: call.kind = FileCall::Kind::list; break;
+    default: call.kind = FileCall::Kind::read; break;
   }
   ++metrics_.requests;
   try {
-    call.sandbox = owned(t.segments[2], client);
+    call.sandbox = owned(m.id, client);
     if (call.kind == FileCall::Kind::list) {
       const auto it = t.params.find("path");
       call.path = it == t.params.end() ? std::string(".") : it->second;
@@ -331,41 +276,36 @@ Reply Routes::file_reply(const FileCall& call, const std::exception_ptr& error, 
 }
 
 Reply Routes::dispatch(http::verb method, std::string_view target, const std::string& body, const Client& client) {
-  const auto parsed = parse_target(target);
-  if (!parsed) return error_reply(400, Reason::INVALID_INPUT, "the request's target is malformed");
-  const Target& t = *parsed;
-  using V = http::verb;
-
-  if (is(t, {"v1", "health"})) {
-    if (method != V::get) return wrong_method();
-    return json_reply(200, {{"status", "ok"}});
+  const RouteMatch m = match_route(method, target);
+  switch (m.kind) {
+    case RouteMatch::Kind::malformed:
+      return error_reply(400, Reason::INVALID_INPUT, "the request's target is malformed");
+    case RouteMatch::Kind::unknown_path: return error_reply(404, Reason::INVALID_INPUT, "there is no such resource");
+    case RouteMatch::Kind::wrong_method:
+      if (!m.id.empty()) owned(m.id, client);  // an unknown id is 404 whatever the method
+      return wrong_method();
+    case RouteMatch::Kind::route: break;
   }
-  if (is(t, {"v1", "features"})) {
-    if (method != V::get) return wrong_method();
-    json kinds = json::array();
-    for (NetworkKind k : info_.network) kinds.push_back(std::string(network_kind_name(k)));
-    return json_reply(200, {{"id", info_.provider_id},
-                            {"features", features_json(sandboxes_.features())},
-                            {"workdir", sandboxes_.workdir()},
-                            {"maxLifetimeMs", info_.max_lifetime_ms},
-                            {"network", kinds}});
-  }
-  if (is(t, {"v1", "sandboxes"})) {
-    if (method == V::get) {
+  const Target& t = m.target;
+  const std::string& id = m.id;
+  switch (m.route->resource) {
+    case Resource::health: return json_reply(200, {{"status", "ok"}});
+    case Resource::features: {
+      json kinds = json::array();
+      for (NetworkKind k : info_.network) kinds.push_back(std::string(network_kind_name(k)));
+      return json_reply(200, {{"id", info_.provider_id},
+                              {"features", features_json(sandboxes_.features())},
+                              {"workdir", sandboxes_.workdir()},
+                              {"maxLifetimeMs", info_.max_lifetime_ms},
+                              {"network", kinds}});
+    }
+    case Resource::sandboxes: {
       json list = json::array();
       for (const Owned& o : registry_.list(client)) list.push_back(sandbox_json(o));
       return json_reply(200, {{"sandboxes", list}});
     }
-    if (method != V::post) return wrong_method();
-    return json_reply(201, sandbox_json(create(parse_body(body, "the create request"), client)));
-  }
-  if (is(t, {"v1", "run"})) return wrong_method();  // a POST is start_run's
-  if (t.segments.size() < 3 || t.segments[0] != "v1" || t.segments[1] != "sandboxes") {
-    return error_reply(404, Reason::INVALID_INPUT, "there is no such resource");
-  }
-  const std::string& id = t.segments[2];
-  if (is(t, {"v1", "sandboxes", "*"})) {
-    if (method == V::get) {
+    case Resource::create: return json_reply(201, sandbox_json(create(parse_body(body, "the create request"), client)));
+    case Resource::details: {
       auto o = registry_.find(id, client);
       if (!o) throw UnknownSandbox{id};
       if (o->sandbox.released() || now_ms() >= o->expires_at_ms) {
@@ -373,36 +313,41 @@ Reply Routes::dispatch(http::verb method, std::string_view target, const std::st
       }
       return json_reply(200, sandbox_json(*o));
     }
-    if (method != V::delete_) return wrong_method();
-    Sandbox s = owned(id, client);
-    s.release();
-    registry_.forget(id);
-    return no_content();
-  }
-  // A files or list request with a method they take is a FileCall (the
-  // server makes it on the async forms); what reaches here is refused.
-  if (sandbox_resource(t, "files") || sandbox_resource(t, "list")) {
-    owned(id, client);  // an unknown id is 404 whatever the method
-    return wrong_method();
-  }
-  if (sandbox_resource(t, "url")) {
-    if (method != V::get) return wrong_method();
-    Sandbox s = owned(id, client);
-    return json_reply(200, {{"url", s.url(static_cast<int>(number_param(t, "port", 0, 1 << 20)))}});
-  }
-  if (sandbox_resource(t, "network")) {
-    if (method != V::put) return wrong_method();
-    Sandbox s = owned(id, client);
-    const json request = parse_body(body, "the network request");
-    if (!request.contains("network") || request.size() != 1) {
-      throw SandboxError(Reason::INVALID_INPUT, "the network request: must be {\"network\": ...}");
+    case Resource::release: {
+      Sandbox s = owned(id, client);
+      s.release();
+      registry_.forget(id);
+      return no_content();
     }
-    s.set_network(network_from(request["network"]));
-    return no_content();
+    case Resource::url: {
+      Sandbox s = owned(id, client);
+      return json_reply(200, {{"url", s.url(static_cast<int>(number_param(t, "port", 0, 1 << 20)))}});
+    }
+    case Resource::network: {
+      Sandbox s = owned(id, client);
+      const json request = parse_body(body, "the network request");
+      if (!request.contains("network") || request.size() != 1) {
+        throw SandboxError(Reason::INVALID_INPUT, "the network request: must be {\"network\": ...}");
+      }
+      s.set_network(network_from(request["network"]));
+      return no_content();
+    }
+    case Resource::screenshot:
+    case Resource::cursor:
+    case Resource::desktop_input: return desktop_reply(m.route->resource, t, body, owned(id, client));
+    case Resource::metrics:
+    case Resource::run:
+    case Resource::exec:
+    case Resource::read:
+    case Resource::write:
+    case Resource::remove:
+    case Resource::list: break;
   }
-  if (sandbox_resource(t, "exec")) return wrong_method();
-  if (t.segments.size() == 5 && t.segments[3] == "desktop") return desktop_reply(method, t, body, owned(id, client));
-  return error_reply(404, Reason::INVALID_INPUT, "there is no such resource");
+  // Streamed, or made on the async forms: the server serves these before
+  // the blocking calls (route_table.hpp's Serving), and a caller of handle()
+  // alone is told it cannot have them here.
+  if (!id.empty()) owned(id, client);
+  return wrong_method();
 }
 
 }  // namespace mayura::service

@@ -16,6 +16,7 @@
 
 #include "metrics.hpp"
 #include "registry.hpp"
+#include "route_table.hpp"
 #include "wire.hpp"
 
 namespace mayura::service {
@@ -68,18 +69,14 @@ class Routes {
 
   // How large a body the request may have (its head is known).
   std::size_t body_limit(boost::beast::http::verb method, std::string_view target) const;
-  // The sandbox id of an exec request, if the request is one.
-  std::optional<std::string> exec_id(boost::beast::http::verb method, std::string_view target) const;
 
-  // Every resource but exec. Never throws.
+  // Every resource served as a blocking call (route_table.hpp). Never throws.
   Reply handle(boost::beast::http::verb method, std::string_view target, const std::string& body,
                const Client& client) noexcept;
 
-  // For a request of the files or list resource with a method they take:
-  // the call to make, or the reply that refuses it. Nothing for any other
-  // request (handle() answers those, a wrong method among them).
-  std::optional<std::variant<FileCall, Reply>> file_call(boost::beast::http::verb method, std::string_view target,
-                                                         const Client& client) noexcept;
+  // For a route served as a file call (route_table.hpp's
+  // Serving::file_call): the call to make, or the reply that refuses it.
+  std::variant<FileCall, Reply> file_call(const RouteMatch& match, const Client& client) noexcept;
   // The answer to a file call that ended (`error`, or what it read or listed).
   Reply file_reply(const FileCall& call, const std::exception_ptr& error, std::string data,
                    const std::vector<FileEntry>& entries) noexcept;
@@ -90,7 +87,6 @@ class Routes {
 
   // A run (POST /v1/run): one command in a sandbox made for it and released
   // when it ends, in one request where create, exec and release take three.
-  bool is_run(boost::beast::http::verb method, std::string_view target) const;
   struct Run {
     Sandbox sandbox;
     std::string id;

@@ -234,30 +234,29 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::
     }
     if (bec) break;  // a body that never came, or a malformed one: nothing to answer
     Request req = parser.release();
-    if (req.target() == "/metrics" && req.method() == http::verb::get) {
-      const Reply reply{200, "text/plain; version=0.0.4",
-                        s->metrics.text(s->routes.sandboxes().size(), s->buffered.held())};
-      more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
-      continue;
-    }
-    if (const auto id = s->routes.exec_id(req.method(), req.target())) {
-      more = co_await serve_exec(stream, *s, req, *id, *client);
-      continue;
-    }
-    if (s->routes.is_run(req.method(), req.target())) {
-      more = co_await serve_run(stream, *s, req, *client);
-      continue;
-    }
-    if (auto call = s->routes.file_call(req.method(), req.target(), *client)) {
-      // On the provider's async forms: no thread waits for the sandbox.
-      Reply reply;
-      if (call->index() == 1) {
-        reply = std::get<1>(std::move(*call));
-      } else {
-        reply = co_await run_file_call(s, std::get<0>(std::move(*call)), std::move(req.body()));
+    const RouteMatch route = match_route(req.method(), req.target());
+    switch (route.route ? route.route->serving : Serving::blocking) {
+      case Serving::metrics: {
+        const Reply reply{200, "text/plain; version=0.0.4",
+                          s->metrics.text(s->routes.sandboxes().size(), s->buffered.held())};
+        more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
+        continue;
       }
-      more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
-      continue;
+      case Serving::exec: more = co_await serve_exec(stream, *s, req, route.id, *client); continue;
+      case Serving::run: more = co_await serve_run(stream, *s, req, *client); continue;
+      case Serving::file_call: {
+        // On the provider's async forms: no thread waits for the sandbox.
+        auto call = s->routes.file_call(route, *client);
+        Reply reply;
+        if (call.index() == 1) {
+          reply = std::get<1>(std::move(call));
+        } else {
+          reply = co_await run_file_call(s, std::get<0>(std::move(call)), std::move(req.body()));
+        }
+        more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
+        continue;
+      }
+      case Serving::blocking: break;
     }
     std::optional<PerClient::Lease> turn;
     const bool turned = co_await blocking_turn(*s, *client, turn);

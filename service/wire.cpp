@@ -5,7 +5,8 @@
 #include <limits>
 #include <set>
 
-#include "../sandbox/base64.hpp"
+#include "base64.hpp"
+#include "mayura/resource_limits.hpp"
 
 namespace mayura::service {
 namespace {
@@ -390,8 +391,8 @@ CreateOptions create_from(const json& value) {
     if (!v->is_number()) bad("cpus", "must be a number");
     o.cpus = v->get<double>();
   }
-  if (const json* v = f.take("memoryMiB")) o.memory_mib = integer(*v, "memoryMiB", 1, std::int64_t{1} << 40);
-  if (const json* v = f.take("pids")) o.pids = integer(*v, "pids", 1, std::int64_t{1} << 30);
+  if (const json* v = f.take("memoryMiB")) o.memory_mib = integer(*v, "memoryMiB", kMinMemoryMib, kMaxMemoryMib);
+  if (const json* v = f.take("pids")) o.pids = integer(*v, "pids", 1, kMaxPids);
   if (const json* v = f.take("seccompProfile")) o.seccomp_profile = bytes_from(*v, "seccompProfile");
   if (const json* v = f.take("image")) o.image = text(*v, "image");
   if (const json* v = f.take("labels")) o.labels = byte_map(*v, "labels");

@@ -13,6 +13,8 @@
 #include <thread>
 #include <type_traits>
 
+#include "mayura/resource_limits.hpp"
+
 namespace mayura::tools {
 namespace {
 
@@ -69,11 +71,11 @@ std::vector<std::string> strings(Keys& k, const std::string& key, const json& v)
 // daemon makes is bounded, and no default is over a ceiling.
 void parse_ceilings(Keys& k, const HostShape& host, DaemonConfig& c) {
   const std::string& source = k.source();
-  constexpr std::int64_t kMaxMiB = std::int64_t{1} << 30;
+  constexpr std::int64_t kMaxMiB = kMaxMemoryMib;
   std::int64_t total_memory = std::max<std::int64_t>(64, host.memory_mib * 3 / 4);
   std::int64_t total_pids = std::max<std::int64_t>(64, host.pid_max / 2);
   if (const json* v = k.take("totalMemoryMiB")) total_memory = integer(k, "totalMemoryMiB", *v, 64, kMaxMiB);
-  if (const json* v = k.take("totalPids")) total_pids = integer(k, "totalPids", *v, 64, 1 << 22);
+  if (const json* v = k.take("totalPids")) total_pids = integer(k, "totalPids", *v, 64, kMaxPids);
   c.native.total_memory_mib = total_memory;
   c.native.total_pids = total_pids;
   c.limits.max_memory_mib = total_memory;
@@ -81,11 +83,11 @@ void parse_ceilings(Keys& k, const HostShape& host, DaemonConfig& c) {
   c.limits.max_cpus = host.cpus;
   c.limits.max_ports = 16;
   if (const json* v = k.take("maxMemoryMiB")) c.limits.max_memory_mib = integer(k, "maxMemoryMiB", *v, 1, kMaxMiB);
-  if (const json* v = k.take("maxPids")) c.limits.max_pids = integer(k, "maxPids", *v, 1, 1 << 22);
+  if (const json* v = k.take("maxPids")) c.limits.max_pids = integer(k, "maxPids", *v, 1, kMaxPids);
   if (const json* v = k.take("maxPorts"))
     c.limits.max_ports = static_cast<std::size_t>(integer(k, "maxPorts", *v, 1, 1024));
   if (const json* v = k.take("maxCpus")) {
-    if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() <= 0 || v->get<double>() > 1024)
+    if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() <= 0 || v->get<double>() > kMaxCpus)
       bad(source, "maxCpus", "must be a number above 0, at most 1024");
     c.limits.max_cpus = v->get<double>();
   }
@@ -189,11 +191,11 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
     c.default_cpus_given = true;
   }
   if (const json* v = k.take("defaultMemoryMiB")) {
-    c.native.default_memory_mib = integer(k, "defaultMemoryMiB", *v, 16, std::int64_t{1} << 30);
+    c.native.default_memory_mib = integer(k, "defaultMemoryMiB", *v, kMinMemoryMib, kMaxMemoryMib);
     c.default_memory_given = true;
   }
   if (const json* v = k.take("defaultPids")) {
-    c.native.default_pids = integer(k, "defaultPids", *v, 1, 1 << 22);
+    c.native.default_pids = integer(k, "defaultPids", *v, 1, kMaxPids);
     c.default_pids_given = true;
   }
   if (const json* v = k.take("publicRanges")) c.native.public_ranges = strings(k, "publicRanges", *v);

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "../capabilities.hpp"
+#include "capabilities.hpp"
 #include "mayura/rootfs/unique_fd.hpp"
 #include "init.hpp"
 

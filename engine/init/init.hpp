@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "../protocol.hpp"
+#include "protocol.hpp"
 
 namespace mayura::init {
 

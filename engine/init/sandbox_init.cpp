@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "../capabilities.hpp"
-#include "../fdpass.hpp"
+#include "capabilities.hpp"
+#include "fdpass.hpp"
 #include "init.hpp"
 #include "standby.hpp"
 #include "mayura/rootfs/mount_tree.hpp"

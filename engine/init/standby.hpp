@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "../fd.hpp"
+#include "fd.hpp"
 #include "init.hpp"
 
 namespace mayura::init {

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "../support/exec_load.hpp"
+#include "tests/support/exec_load.hpp"
 
 namespace mayura::testing {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "../integration/harness.hpp"
+#include "tests/integration/harness.hpp"
 
 namespace mayura::testing {
 

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <thread>
 
-#include "../../engine/cgroups.hpp"
+#include "engine/cgroups.hpp"
 #include "attack.hpp"
 
 namespace fs = std::filesystem;

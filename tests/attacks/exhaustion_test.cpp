@@ -9,8 +9,8 @@
 #include <system_error>
 #include <thread>
 
-#include "../../engine/cgroups.hpp"
-#include "../support/output_event.hpp"
+#include "engine/cgroups.hpp"
+#include "tests/support/output_event.hpp"
 #include "attack.hpp"
 
 namespace mayura::testing {

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "../support/output_event.hpp"
+#include "tests/support/output_event.hpp"
 #include "attack.hpp"
 
 namespace fs = std::filesystem;

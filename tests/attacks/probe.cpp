@@ -36,7 +36,7 @@
 
 #include <linux/capability.h>
 
-#include "../support/ia32_entry.hpp"
+#include "tests/support/ia32_entry.hpp"
 
 namespace {
 

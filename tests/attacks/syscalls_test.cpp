@@ -8,7 +8,7 @@
 
 #include <iostream>
 
-#include "../support/ia32_entry.hpp"
+#include "tests/support/ia32_entry.hpp"
 #include "attack.hpp"
 
 namespace mayura::testing {

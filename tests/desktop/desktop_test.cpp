@@ -27,7 +27,7 @@
 
 #include "keys.hpp"
 #include "mayura/errors.hpp"
-#include "../support/png_image.hpp"
+#include "tests/support/png_image.hpp"
 
 namespace mayura::desktop {
 namespace {

@@ -10,8 +10,8 @@
 #include <mutex>
 #include <sstream>
 
-#include "../support/command_backend_checks.hpp"
-#include "../support/output_event.hpp"
+#include "tests/support/command_backend_checks.hpp"
+#include "tests/support/output_event.hpp"
 #include "harness.hpp"
 #include "mayura/command_backend.hpp"
 #include "mayura/testing/conformance.hpp"

@@ -18,9 +18,9 @@
 
 #include <boost/asio/use_future.hpp>
 
-#include "../../sandbox/tool_json.hpp"
-#include "../support/png_image.hpp"
-#include "../support/reason_of.hpp"
+#include "sandbox/tool_json.hpp"
+#include "tests/support/png_image.hpp"
+#include "tests/support/reason_of.hpp"
 #include "harness.hpp"
 #include "http_client.hpp"
 #include "image_archives.hpp"

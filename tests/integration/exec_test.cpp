@@ -11,7 +11,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/use_future.hpp>
 
-#include "../support/output_event.hpp"
+#include "tests/support/output_event.hpp"
 #include "harness.hpp"
 
 namespace mayura::testing {

@@ -28,7 +28,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "../../engine/cgroups.hpp"
+#include "engine/cgroups.hpp"
 #include "mayura/netfilter/loopback.hpp"
 #include "mayura/netfilter/nftables.hpp"
 

@@ -18,7 +18,7 @@
 
 #include "mayura/native.hpp"
 #include "mayura/sandbox.hpp"
-#include "../support/reason_of.hpp"
+#include "tests/support/reason_of.hpp"
 
 namespace mayura::testing {
 

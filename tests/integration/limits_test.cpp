@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "../../engine/cgroups.hpp"
+#include "engine/cgroups.hpp"
 #include "harness.hpp"
 
 namespace mayura::testing {

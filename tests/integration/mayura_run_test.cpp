@@ -20,8 +20,8 @@
 #include <utility>
 
 #include "harness.hpp"
-#include "../support/png_image.hpp"
-#include "../world/world.hpp"
+#include "tests/support/png_image.hpp"
+#include "tests/world/world.hpp"
 #include "image_archives.hpp"
 
 namespace mayura::testing {

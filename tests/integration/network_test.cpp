@@ -27,7 +27,7 @@
 #include "harness.hpp"
 #include "mayura/netfilter/nftables.hpp"
 #include "mayura/netfilter/upstream_dns.hpp"
-#include "../world/world.hpp"
+#include "tests/world/world.hpp"
 
 namespace mayura::testing {
 namespace {

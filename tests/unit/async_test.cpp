@@ -16,7 +16,7 @@
 
 #include "fake_provider.hpp"
 #include "mayura/sandbox.hpp"
-#include "../support/reason_of.hpp"
+#include "tests/support/reason_of.hpp"
 
 namespace asio = boost::asio;
 

@@ -13,8 +13,8 @@
 #include <set>
 #include <thread>
 
-#include "../support/command_backend_checks.hpp"
-#include "../support/output_event.hpp"
+#include "tests/support/command_backend_checks.hpp"
+#include "tests/support/output_event.hpp"
 #include "mayura/command_backend.hpp"
 #include "mayura/sandbox.hpp"
 #include "shell_toolbox.hpp"

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "../../tools/daemon_config.hpp"
-#include "../support/reason_of.hpp"
+#include "tools/daemon_config.hpp"
+#include "tests/support/reason_of.hpp"
 
 namespace mayura {
 namespace {

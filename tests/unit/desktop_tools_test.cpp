@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "../support/reason_of.hpp"
+#include "tests/support/reason_of.hpp"
 #include "fake_provider.hpp"
 #include "mayura/tools.hpp"
 

@@ -11,7 +11,7 @@
 #include "mayura/netfilter/allowlist.hpp"
 #include "mayura/netfilter/dns_message.hpp"
 #include "mayura/validate.hpp"
-#include "../support/reason_of.hpp"
+#include "tests/support/reason_of.hpp"
 
 namespace mayura::netfilter {
 namespace {

@@ -6,7 +6,7 @@
 #include "mayura/errors.hpp"
 #include "mayura/netfilter/address_policy.hpp"
 #include "mayura/netfilter/proxy_request.hpp"
-#include "../support/reason_of.hpp"
+#include "tests/support/reason_of.hpp"
 
 namespace mayura::netfilter {
 namespace {

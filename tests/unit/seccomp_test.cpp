@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "mayura/seccomp/profile.hpp"
-#include "../support/ia32_entry.hpp"
+#include "tests/support/ia32_entry.hpp"
 
 namespace mayura::seccomp {
 namespace {

@@ -9,7 +9,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "../../service/wire.hpp"
+#include "service/wire.hpp"
 #include "service_test_support.hpp"
 
 namespace mayura {

@@ -8,9 +8,9 @@
 #include <string>
 #include <variant>
 
-#include "../../service/memory_budget.hpp"
-#include "../../service/output_pace.hpp"
-#include "../../service/per_client.hpp"
+#include "service/memory_budget.hpp"
+#include "service/output_pace.hpp"
+#include "service/per_client.hpp"
 
 namespace mayura {
 namespace {

@@ -24,13 +24,14 @@
 #include <variant>
 #include <vector>
 
-#include "../../service/memory_budget.hpp"
-#include "../../service/output_pace.hpp"
-#include "../../service/per_client.hpp"
-#include "../../service/status.hpp"
-#include "../../service/wire.hpp"
-#include "../../tools/daemon_config.hpp"
-#include "../support/reason_of.hpp"
+#include "service/memory_budget.hpp"
+#include "service/output_pace.hpp"
+#include "service/per_client.hpp"
+#include "service/status.hpp"
+#include "service/wire.hpp"
+#include "tools/daemon_config.hpp"
+#include "tests/support/reason_of.hpp"
+#include "mayura/resource_limits.hpp"
 #include "service_test_support.hpp"
 
 namespace mayura {
@@ -222,8 +223,10 @@ TEST(ServiceCreate, RefusesWrongTypesAndRanges) {
       {{{"lifetimeMs", 1}, {"cpus", "2"}}, "cpus"},
       {{{"lifetimeMs", 1}, {"memoryMiB", 0}}, "memoryMiB"},
       {{{"lifetimeMs", 1}, {"memoryMiB", "1"}}, "memoryMiB"},
-      {{{"lifetimeMs", 1}, {"memoryMiB", (std::int64_t{1} << 40) + 1}}, "memoryMiB"},
+      {{{"lifetimeMs", 1}, {"memoryMiB", kMinMemoryMib - 1}}, "memoryMiB"},
+      {{{"lifetimeMs", 1}, {"memoryMiB", kMaxMemoryMib + 1}}, "memoryMiB"},
       {{{"lifetimeMs", 1}, {"pids", 0}}, "pids"},
+      {{{"lifetimeMs", 1}, {"pids", kMaxPids + 1}}, "pids"},
       {{{"lifetimeMs", 1}, {"env", {"A=1"}}}, "env"},
       {{{"lifetimeMs", 1}, {"env", {{"A", 1}}}}, "env"},
       {{{"lifetimeMs", 1}, {"seccompProfile", 7}}, "seccompProfile"},
@@ -242,16 +245,19 @@ TEST(ServiceCreate, RefusesWrongTypesAndRanges) {
   expect_refused([] { service::create_from(json("x")); }, Reason::INVALID_INPUT, {"create"});
 }
 
+// The wire's ranges are the contract's own (mayura/resource_limits.hpp), so a
+// value the HTTP API takes is one the limits layer takes.
 TEST(ServiceCreate, TakesTheBoundsOfEachRange) {
   const CreateOptions o = service::create_from(json{{"lifetimeMs", std::numeric_limits<std::int64_t>::max()},
                                                     {"ports", {1, 65535}},
-                                                    {"memoryMiB", std::int64_t{1} << 40},
-                                                    {"pids", std::int64_t{1} << 30},
+                                                    {"memoryMiB", kMaxMemoryMib},
+                                                    {"pids", kMaxPids},
                                                     {"cpus", 0}});
   EXPECT_EQ(o.lifetime_ms, std::numeric_limits<std::int64_t>::max());
   EXPECT_EQ(o.ports, (std::vector<int>{1, 65535}));
-  EXPECT_EQ(o.memory_mib, std::int64_t{1} << 40);
-  EXPECT_EQ(o.pids, std::int64_t{1} << 30);
+  EXPECT_EQ(o.memory_mib, kMaxMemoryMib);
+  EXPECT_EQ(o.pids, kMaxPids);
+  EXPECT_EQ(service::create_from(json{{"lifetimeMs", 1}, {"memoryMiB", kMinMemoryMib}}).memory_mib, kMinMemoryMib);
   EXPECT_EQ(o.cpus, 0.0);
 }
 

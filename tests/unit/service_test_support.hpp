@@ -11,8 +11,8 @@
 #include <string>
 #include <utility>
 
-#include "../../service/wire.hpp"
-#include "../support/reason_of.hpp"
+#include "service/wire.hpp"
+#include "tests/support/reason_of.hpp"
 
 namespace mayura::testing {
 

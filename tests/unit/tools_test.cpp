@@ -10,7 +10,7 @@
 #include <boost/asio/use_future.hpp>
 #include <thread>
 
-#include "../support/reason_of.hpp"
+#include "tests/support/reason_of.hpp"
 #include "fake_provider.hpp"
 #include "mayura/tools.hpp"
 

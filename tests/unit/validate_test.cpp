@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "mayura/sandbox.hpp"
-#include "../support/reason_of.hpp"
+#include "tests/support/reason_of.hpp"
 
 namespace mayura {
 namespace {

@@ -1,0 +1,73 @@
+// The provider's types (src/types.ts) against mayurad's OpenAPI document
+// (docs/openapi.json), which the C++ unit tests check against the server:
+// every property a type carries over the wire is one the document lists,
+// and the names of network kinds and failure reasons are the same.
+
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import { describe, it } from 'node:test';
+import ts from 'typescript';
+
+const document = JSON.parse(fs.readFileSync(new URL('../../../../docs/openapi.json', import.meta.url), 'utf8'));
+const schemas: Record<string, { properties?: Record<string, unknown>; enum?: string[] }> = document.components.schemas;
+const source = ts.createSourceFile(
+  'types.ts',
+  fs.readFileSync(new URL('../../src/types.ts', import.meta.url), 'utf8'),
+  ts.ScriptTarget.ES2022,
+  true,
+);
+
+function declaration(name: string): ts.Node {
+  const found = source.statements.find(
+    (s) => (ts.isInterfaceDeclaration(s) || ts.isTypeAliasDeclaration(s)) && s.name.text === name,
+  );
+  assert.ok(found, `src/types.ts declares ${name}`);
+  return found;
+}
+
+function properties(name: string): string[] {
+  const d = declaration(name);
+  assert.ok(ts.isInterfaceDeclaration(d), `${name} is an interface`);
+  return d.members.filter(ts.isPropertySignature).map((m) => m.name.getText(source));
+}
+
+function literals(name: string): string[] {
+  const d = declaration(name);
+  assert.ok(ts.isTypeAliasDeclaration(d) && ts.isUnionTypeNode(d.type), `${name} is a union`);
+  return d.type.types.flatMap((t) =>
+    ts.isLiteralTypeNode(t) && ts.isStringLiteral(t.literal) ? [t.literal.text] : [],
+  );
+}
+
+function documented(schema: string): Set<string> {
+  return new Set(Object.keys(schemas[schema]?.properties ?? {}));
+}
+
+describe('the provider types against mayurad OpenAPI document', () => {
+  it('lists every property the types send or read', () => {
+    const pairs: [string, string, string[]][] = [
+      ['CreateOptions', 'CreateRequest', []],
+      ['SandboxFeatures', 'Features', []],
+      ['FileEntry', 'FileEntry', []],
+      // The output comes in the stream's lines before the end line.
+      ['ExecResult', 'ExecEnd', ['stdout', 'stderr']],
+    ];
+    for (const [type, schema, streamed] of pairs) {
+      const listed = documented(schema);
+      for (const p of properties(type)) {
+        assert.ok(listed.has(p) || streamed.includes(p), `${type}.${p} is in the document's ${schema}`);
+      }
+    }
+    // What an exec sends: its options but the signal, which stays in the client.
+    const execRequest = documented('ExecRequest');
+    for (const p of properties('ExecOptions').filter((p) => p !== 'signal')) {
+      assert.ok(execRequest.has(p), `ExecOptions.${p} is in the document's ExecRequest`);
+    }
+  });
+
+  it('names the network kinds and the failure reasons alike', () => {
+    assert.deepEqual(new Set(literals('NetworkKind')), new Set(schemas.NetworkKind?.enum));
+    const reasons = schemas.Error?.properties?.reason as { enum: string[] };
+    assert.deepEqual(new Set(literals('SandboxErrorReason')), new Set(reasons.enum.map((r) => r.toLowerCase())));
+  });
+});

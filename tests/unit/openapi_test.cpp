@@ -1,0 +1,151 @@
+// The HTTP API's OpenAPI document (docs/openapi.json) against the server
+// itself: its paths and methods are the route table's, no more and no less;
+// every reference in it resolves; and each JSON shape it describes is the
+// one the wire reads and writes (a body with every property the document
+// lists is taken, and what the server writes has only properties it lists).
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "service/route_table.hpp"
+#include "service/wire.hpp"
+
+namespace mayura::service {
+namespace {
+
+const json& document() {
+  static const json doc = [] {
+    std::ifstream in(MAYURA_OPENAPI_PATH);
+    return json::parse(in);
+  }();
+  return doc;
+}
+
+const json& schema(const std::string& name) { return document().at("components").at("schemas").at(name); }
+
+std::set<std::string> property_names(const std::string& name) {
+  std::set<std::string> names;
+  for (const auto& [key, value] : schema(name).at("properties").items()) names.insert(key);
+  return names;
+}
+
+std::set<std::string> keys_of(const json& object) {
+  std::set<std::string> keys;
+  for (const auto& [key, value] : object.items()) keys.insert(key);
+  return keys;
+}
+
+TEST(OpenApi, IsAnOpenApi31DocumentOfEveryRouteAndNoOther) {
+  EXPECT_EQ(document().at("openapi"), "3.1.0");
+  std::set<std::pair<std::string, std::string>> documented;
+  for (const auto& [path, operations] : document().at("paths").items()) {
+    for (const auto& [method, operation] : operations.items()) {
+      documented.emplace(method, path);
+      EXPECT_TRUE(operation.contains("operationId") && operation.contains("responses")) << method << " " << path;
+    }
+  }
+  std::set<std::pair<std::string, std::string>> served;
+  for (const Route& r : route_table()) {
+    std::string method(boost::beast::http::to_string(r.method));
+    for (char& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    served.emplace(method, std::string(r.path));
+  }
+  EXPECT_EQ(documented, served);
+}
+
+TEST(OpenApi, EveryReferenceResolves) {
+  std::function<void(const json&)> walk = [&](const json& node) {
+    if (node.is_object()) {
+      if (const auto ref = node.find("$ref"); ref != node.end()) {
+        const std::string target = *ref;
+        const std::string prefix = "#/components/schemas/";
+        ASSERT_EQ(target.rfind(prefix, 0), 0u) << target;
+        EXPECT_TRUE(document().at("components").at("schemas").contains(target.substr(prefix.size()))) << target;
+      }
+      for (const auto& [key, value] : node.items()) walk(value);
+    } else if (node.is_array()) {
+      for (const auto& value : node) walk(value);
+    }
+  };
+  walk(document());
+}
+
+// A create with every property the document lists, each at a value its
+// schema allows, is taken; the server's own writing of a full create lists
+// no property the document lacks.
+TEST(OpenApi, TheCreateBodyIsTheWiresOwn) {
+  const json full = {{"lifetimeMs", 1000},
+                     {"network", {{"allow", {"example.com"}}}},
+                     {"env", {{"A", "1"}}},
+                     {"ports", {8080}},
+                     {"cpus", 1.5},
+                     {"memoryMiB", 256},
+                     {"pids", 64},
+                     {"seccompProfile", "{}"},
+                     {"image", "host"},
+                     {"labels", {{"k", "v"}}},
+                     {"user", "sandbox"},
+                     {"workdir", "/work"},
+                     {"desktop", {{"width", 800}, {"height", 600}}}};
+  EXPECT_EQ(keys_of(full), property_names("CreateRequest"));
+  const CreateOptions taken = create_from(full);
+  EXPECT_EQ(keys_of(create_json(taken)), property_names("CreateRequest"));
+  for (const auto& required : schema("CreateRequest").at("required")) EXPECT_TRUE(full.contains(required));
+}
+
+TEST(OpenApi, TheExecShapesAreTheWiresOwn) {
+  const json full = {
+      {"argv", {"sh", "-c", "true"}}, {"cwd", "/work"}, {"env", {{"A", "1"}}}, {"timeoutMs", 1000}, {"stdin", "input"},
+      {"maxOutputBytes", 1024}};
+  EXPECT_EQ(keys_of(full), property_names("ExecRequest"));
+  const ExecRequest taken = exec_request_from(full);
+  EXPECT_EQ(keys_of(exec_request_json(taken.argv, taken.options)), property_names("ExecRequest"));
+  // The end line is the result without the output the lines before carried.
+  json end = exec_result_json(ExecResult{});
+  end.erase("stdout");
+  end.erase("stderr");
+  EXPECT_EQ(keys_of(end), property_names("ExecEnd"));
+  EXPECT_EQ(property_names("RunRequest"), (std::set<std::string>{"sandbox", "exec"}));
+}
+
+TEST(OpenApi, TheOtherShapesAreTheWiresOwn) {
+  Features f;
+  f.network = {NetworkKind::none, NetworkKind::all, NetworkKind::allowlist};
+  const json features = features_json(f);
+  EXPECT_EQ(keys_of(features), property_names("Features"));
+  std::set<std::string> kinds;
+  for (const json& k : features.at("network")) kinds.insert(k);
+  EXPECT_EQ(kinds,
+            (std::set<std::string>(schema("NetworkKind").at("enum").begin(), schema("NetworkKind").at("enum").end())));
+  EXPECT_EQ(keys_of(file_entry_json(FileEntry{})), property_names("FileEntry"));
+  EXPECT_EQ(keys_of(desktop_size_json(DesktopSize{})), property_names("DesktopSize"));
+  EXPECT_EQ(keys_of(error_json(Reason::INTERNAL, "x")), property_names("Error"));
+  std::set<std::string> reasons;
+  for (Reason r :
+       {Reason::INVALID_INPUT, Reason::INVALID_CONFIG, Reason::PERMISSION_DENIED, Reason::GONE, Reason::CANCELLED,
+        Reason::LIMIT_REACHED, Reason::NOT_FOUND, Reason::UNSUPPORTED, Reason::INTERNAL}) {
+    reasons.insert(std::string(reason_name(r)));
+  }
+  const json& listed = schema("Error").at("properties").at("reason").at("enum");
+  EXPECT_EQ(reasons, (std::set<std::string>(listed.begin(), listed.end())));
+  // Every input action's properties, each taken by the wire in some action.
+  std::set<std::string> written;
+  for (const json& action :
+       {json{{"action", "click"}, {"at", {{"x", 1}, {"y", 2}}}, {"button", "right"}, {"count", 2}},
+        json{{"action", "drag"}, {"path", {{{"x", 1}, {"y", 2}}, {{"x", 3}, {"y", 4}}}}},
+        json{{"action", "scroll"}, {"at", {{"x", 1}, {"y", 2}}}, {"direction", "up"}, {"amount", 3}},
+        json{{"action", "type"}, {"text", "hello"}}}) {
+    for (const auto& key : keys_of(desktop_input_json(desktop_input_from(action)))) written.insert(key);
+  }
+  EXPECT_EQ(written, property_names("DesktopInput"));
+}
+
+}  // namespace
+}  // namespace mayura::service
