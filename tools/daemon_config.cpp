@@ -71,10 +71,9 @@ std::vector<std::string> strings(Keys& k, const std::string& key, const json& v)
 // daemon makes is bounded, and no default is over a ceiling.
 void parse_ceilings(Keys& k, const HostShape& host, DaemonConfig& c) {
   const std::string& source = k.source();
-  constexpr std::int64_t kMaxMiB = kMaxMemoryMib;
   std::int64_t total_memory = std::max<std::int64_t>(64, host.memory_mib * 3 / 4);
   std::int64_t total_pids = std::max<std::int64_t>(64, host.pid_max / 2);
-  if (const json* v = k.take("totalMemoryMiB")) total_memory = integer(k, "totalMemoryMiB", *v, 64, kMaxMiB);
+  if (const json* v = k.take("totalMemoryMiB")) total_memory = integer(k, "totalMemoryMiB", *v, 64, kMaxMemoryMib);
   if (const json* v = k.take("totalPids")) total_pids = integer(k, "totalPids", *v, 64, kMaxPids);
   c.native.total_memory_mib = total_memory;
   c.native.total_pids = total_pids;
@@ -82,7 +81,8 @@ void parse_ceilings(Keys& k, const HostShape& host, DaemonConfig& c) {
   c.limits.max_pids = total_pids;
   c.limits.max_cpus = host.cpus;
   c.limits.max_ports = 16;
-  if (const json* v = k.take("maxMemoryMiB")) c.limits.max_memory_mib = integer(k, "maxMemoryMiB", *v, 1, kMaxMiB);
+  if (const json* v = k.take("maxMemoryMiB"))
+    c.limits.max_memory_mib = integer(k, "maxMemoryMiB", *v, 1, kMaxMemoryMib);
   if (const json* v = k.take("maxPids")) c.limits.max_pids = integer(k, "maxPids", *v, 1, kMaxPids);
   if (const json* v = k.take("maxPorts"))
     c.limits.max_ports = static_cast<std::size_t>(integer(k, "maxPorts", *v, 1, 1024));
@@ -92,7 +92,8 @@ void parse_ceilings(Keys& k, const HostShape& host, DaemonConfig& c) {
     c.limits.max_cpus = v->get<double>();
   }
   const json* per_client = k.take("maxMemoryMiBPerClient");
-  if (per_client) c.server.max_memory_mib_per_client = integer(k, "maxMemoryMiBPerClient", *per_client, 1, kMaxMiB);
+  if (per_client)
+    c.server.max_memory_mib_per_client = integer(k, "maxMemoryMiBPerClient", *per_client, 1, kMaxMemoryMib);
   // The defaults a create gets, under the ceilings: given over one is an
   // error; the built-in ones are lowered to them.
   auto under = [&](auto& value, auto ceiling, bool given, const char* key, const char* ceiling_key) {

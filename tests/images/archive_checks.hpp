@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "image_archives.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace mayura::testing::images::checks {
 
@@ -29,16 +30,7 @@ namespace img = mayura::testing::images;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/mayura-images-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
+using mayura::testing::TempDir;
 
 struct Member {
   std::string path;

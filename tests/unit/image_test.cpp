@@ -8,20 +8,14 @@
 #include <filesystem>
 
 #include "mayura/rootfs/image.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 
 namespace mayura::rootfs {
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/mayura-unit-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using mayura::testing::TempDir;
 
 bool has(const Plan& plan, OpKind kind, const std::string& dst) {
   return std::any_of(plan.begin(), plan.end(), [&](const Op& op) { return op.kind == kind && op.dst == dst; });
