@@ -46,15 +46,12 @@ struct Destination {
 };
 
 tcp::acceptor listen_in(asio::io_context& io, int netns, std::uint16_t port) {
-  const int fd =
-      bound_socket_in(netns, SOCK_STREAM, kServiceAddress, port, "the proxy on port " + std::to_string(port));
+  UniqueFd fd(bound_socket_in(netns, SOCK_STREAM, kServiceAddress, port, "the proxy on port " + std::to_string(port)));
   tcp::acceptor acceptor(io);
   boost::system::error_code ec;
-  acceptor.assign(tcp::v4(), fd, ec);
-  if (ec) {
-    ::close(fd);
-    throw SandboxError(Reason::INTERNAL, "serving the proxy's socket: " + ec.message());
-  }
+  acceptor.assign(tcp::v4(), fd.get(), ec);
+  if (ec) throw SandboxError(Reason::INTERNAL, "serving the proxy's socket: " + ec.message());
+  fd.release();  // the acceptor's now
   acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec)
     throw SandboxError(Reason::INTERNAL,

@@ -19,6 +19,7 @@
 #include <mutex>
 
 #include "mayura/errors.hpp"
+#include "mayura/rootfs/unique_fd.hpp"
 
 namespace mayura::netfilter {
 
@@ -44,57 +45,44 @@ IoThread::~IoThread() {
 }
 
 int socket_in(int netns, int domain, int type) noexcept {
-  const int home = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (home < 0) return -1;
-  int fd = -1;
-  int error = 0;
-  if (::setns(netns, CLONE_NEWNET) != 0) {
-    error = errno;
-  } else {
-    fd = ::socket(domain, type | SOCK_CLOEXEC, 0);
-    if (fd < 0) error = errno;
-    // Back home; a thread that cannot return would make the engine's next
-    // sockets in the sandbox's namespace, so that is fatal to this one.
-    if (::setns(home, CLONE_NEWNET) != 0) {
-      if (fd >= 0) ::close(fd);
-      ::close(home);
-      errno = EIO;
-      return -1;
-    }
+  const UniqueFd home(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!home) return -1;
+  if (::setns(netns, CLONE_NEWNET) != 0) return -1;
+  UniqueFd fd(::socket(domain, type | SOCK_CLOEXEC, 0));
+  const int error = errno;
+  // Back home; a thread that cannot return would make the engine's next
+  // sockets in the sandbox's namespace, so that is fatal to this one.
+  if (::setns(home.get(), CLONE_NEWNET) != 0) {
+    errno = EIO;
+    return -1;
   }
-  ::close(home);
-  if (fd < 0) errno = error;
-  return fd;
+  if (!fd) errno = error;
+  return fd.release();
 }
 
 int bound_socket_in(int netns, int type, std::uint32_t address, std::uint16_t port, const std::string& what) {
-  const int fd = socket_in(netns, AF_INET, type | SOCK_NONBLOCK);
-  if (fd < 0) throw SandboxError(Reason::INTERNAL, "making " + what + "'s socket: " + std::strerror(errno));
+  UniqueFd fd(socket_in(netns, AF_INET, type | SOCK_NONBLOCK));
+  if (!fd) throw SandboxError(Reason::INTERNAL, "making " + what + "'s socket: " + std::strerror(errno));
   const int on = 1;
   if (type == SOCK_STREAM)
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // past TIME_WAIT of a previous one
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // past TIME_WAIT of a previous one
   sockaddr_in where{};
   where.sin_family = AF_INET;
   where.sin_port = htons(port);
   where.sin_addr.s_addr = htonl(address);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&where), sizeof where) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw SandboxError(Reason::INTERNAL, "binding " + what + ": " + std::strerror(e));
-  }
-  return fd;
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&where), sizeof where) != 0)
+    throw SandboxError(Reason::INTERNAL, "binding " + what + ": " + std::strerror(errno));
+  return fd.release();
 }
 
 asio::ip::udp::socket bound_udp_socket_in(asio::io_context& io, int netns, std::uint32_t address, std::uint16_t port,
                                           const std::string& what) {
-  const int fd = bound_socket_in(netns, SOCK_DGRAM, address, port, what);
+  UniqueFd fd(bound_socket_in(netns, SOCK_DGRAM, address, port, what));
   asio::ip::udp::socket socket(io);
   boost::system::error_code ec;
-  socket.assign(asio::ip::udp::v4(), fd, ec);
-  if (ec) {
-    ::close(fd);
-    throw SandboxError(Reason::INTERNAL, "serving " + what + "'s socket: " + ec.message());
-  }
+  socket.assign(asio::ip::udp::v4(), fd.get(), ec);
+  if (ec) throw SandboxError(Reason::INTERNAL, "serving " + what + "'s socket: " + ec.message());
+  fd.release();  // the socket's now
   return socket;
 }
 

@@ -16,15 +16,15 @@ namespace {
 // thread stays in that namespace; callers are threads that end or loop.
 int make_here() {
   if (::unshare(CLONE_NEWNET) != 0) return -1;
-  const int fd = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  const int err = bring_up_loopback(fd);
+  UniqueFd fd(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!fd) return -1;
+  const int err = bring_up_loopback(fd.get());
   if (err != 0) {
-    ::close(fd);
+    fd.reset();
     errno = err;
     return -1;
   }
-  return fd;
+  return fd.release();
 }
 
 }  // namespace
@@ -57,17 +57,16 @@ NetnsPool::~NetnsPool() {
   }
   changed_.notify_all();
   if (thread_.joinable()) thread_.join();
-  for (int fd : ready_) ::close(fd);
 }
 
 int NetnsPool::take() {
   {
     std::lock_guard lock(mutex_);
     if (!ready_.empty()) {
-      const int fd = ready_.front();
+      UniqueFd fd = std::move(ready_.front());
       ready_.pop_front();
       changed_.notify_all();
-      return fd;
+      return fd.release();
     }
   }
   return make();
@@ -81,10 +80,10 @@ void NetnsPool::run() {
       continue;
     }
     lock.unlock();
-    const int fd = make_here();
+    UniqueFd fd(make_here());
     lock.lock();
-    if (fd >= 0) {
-      ready_.push_back(fd);
+    if (fd) {
+      ready_.push_back(std::move(fd));
     } else {
       // The host refuses for now (out of memory, a limit): try again later.
       changed_.wait_for(lock, std::chrono::milliseconds(100));

@@ -13,6 +13,7 @@
 #include <cerrno>
 
 #include "mayura/errors.hpp"
+#include "mayura/rootfs/unique_fd.hpp"
 #include "mayura/netfilter/splice.hpp"
 
 namespace mayura::netfilter {
@@ -21,11 +22,8 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 struct PortForwarder::State : std::enable_shared_from_this<PortForwarder::State> {
-  State(asio::io_context& context, int ns, std::uint16_t target)
-      : io(context), acceptor(context), netns(ns), port(target) {}
-  ~State() {
-    if (netns >= 0) ::close(netns);
-  }
+  State(asio::io_context& context, UniqueFd ns, std::uint16_t target)
+      : io(context), acceptor(context), netns(std::move(ns)), port(target) {}
 
   void accept() {
     acceptor.async_accept([self = shared_from_this()](const boost::system::error_code& ec, tcp::socket outside) {
@@ -43,15 +41,13 @@ struct PortForwarder::State : std::enable_shared_from_this<PortForwarder::State>
   }
 
   void forward(tcp::socket outside) {
-    const int fd = socket_in(netns, AF_INET, SOCK_STREAM | SOCK_NONBLOCK);
-    if (fd < 0) return reset(outside);
+    UniqueFd fd(socket_in(netns.get(), AF_INET, SOCK_STREAM | SOCK_NONBLOCK));
+    if (!fd) return reset(outside);
     tcp::socket inside(io);
     boost::system::error_code ec;
-    inside.assign(tcp::v4(), fd, ec);
-    if (ec) {
-      ::close(fd);
-      return reset(outside);
-    }
+    inside.assign(tcp::v4(), fd.get(), ec);
+    if (ec) return reset(outside);
+    fd.release();  // the socket's now
     auto pending = std::make_shared<std::pair<tcp::socket, tcp::socket>>(std::move(outside), std::move(inside));
     pending->second.async_connect(tcp::endpoint(asio::ip::address_v4::loopback(), port),
                                   [self = shared_from_this(), pending](const boost::system::error_code& cec) {
@@ -70,16 +66,16 @@ struct PortForwarder::State : std::enable_shared_from_this<PortForwarder::State>
 
   asio::io_context& io;
   tcp::acceptor acceptor;
-  int netns;
+  UniqueFd netns;
   std::uint16_t port;
   SpliceSet<int> splices;
 };
 
 PortForwarder::PortForwarder(asio::io_context& io, int netns, std::uint16_t port, PortOwners& owners, uid_t owner)
     : owners_(owners) {
-  const int ns = ::fcntl(netns, F_DUPFD_CLOEXEC, 3);
-  if (ns < 0) throw SandboxError(Reason::INTERNAL, "publishing a port: duplicating the sandbox's namespace failed");
-  state_ = std::make_shared<State>(io, ns, port);
+  UniqueFd ns(::fcntl(netns, F_DUPFD_CLOEXEC, 3));
+  if (!ns) throw SandboxError(Reason::INTERNAL, "publishing a port: duplicating the sandbox's namespace failed");
+  state_ = std::make_shared<State>(io, std::move(ns), port);
   // Bound, not yet listening, while the rule is made: no connection can be
   // taken before only its owner may make one.
   try {

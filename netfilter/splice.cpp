@@ -19,11 +19,6 @@ constexpr int kPipeBytes = 256 * 1024;
 
 }  // namespace
 
-Splice::Direction::~Direction() {
-  if (pipe[0] >= 0) ::close(pipe[0]);
-  if (pipe[1] >= 0) ::close(pipe[1]);
-}
-
 Splice::Splice(tcp::socket a, tcp::socket b) : a_(std::move(a)), b_(std::move(b)) {}
 
 void Splice::start(std::string head) {
@@ -32,10 +27,11 @@ void Splice::start(std::string head) {
   b_.native_non_blocking(true, ignored);
   for (Direction* d : {&ab_, &ba_}) {
     // Without a pipe (out of descriptors) the bytes go through a buffer.
-    if (::pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) == 0) {
-      ::fcntl(d->pipe[1], F_SETPIPE_SZ, kPipeBytes);
-    } else {
-      d->pipe[0] = d->pipe[1] = -1;
+    int ends[2];
+    if (::pipe2(ends, O_NONBLOCK | O_CLOEXEC) == 0) {
+      d->pipe_out.reset(ends[0]);
+      d->pipe_in.reset(ends[1]);
+      ::fcntl(d->pipe_in.get(), F_SETPIPE_SZ, kPipeBytes);
     }
   }
   head_ = std::move(head);
@@ -60,13 +56,13 @@ void Splice::cut() {
 }
 
 void Splice::pump(tcp::socket& from, tcp::socket& to, Direction& d) {
-  if (d.pipe[0] < 0) return copy(from, to, d);
+  if (!d.pipe_out) return copy(from, to, d);
   // Bytes move socket -> pipe -> socket inside the kernel; the engine only
   // waits for each side to be ready.
   for (;;) {
     if (d.in_pipe > 0) {
-      const ssize_t n =
-          ::splice(d.pipe[0], nullptr, to.native_handle(), nullptr, d.in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      const ssize_t n = ::splice(d.pipe_out.get(), nullptr, to.native_handle(), nullptr, d.in_pipe,
+                                 SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (n > 0) {
         d.in_pipe -= static_cast<std::size_t>(n);
         continue;
@@ -81,8 +77,8 @@ void Splice::pump(tcp::socket& from, tcp::socket& to, Direction& d) {
       }
       return cut();
     }
-    const ssize_t n =
-        ::splice(from.native_handle(), nullptr, d.pipe[1], nullptr, kPipeBytes, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    const ssize_t n = ::splice(from.native_handle(), nullptr, d.pipe_in.get(), nullptr, kPipeBytes,
+                               SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     if (n > 0) {
       d.in_pipe = static_cast<std::size_t>(n);
       continue;

@@ -13,6 +13,8 @@
 #include <mutex>
 #include <thread>
 
+#include "mayura/rootfs/unique_fd.hpp"
+
 namespace mayura::netfilter {
 
 class NetnsPool {
@@ -35,7 +37,7 @@ class NetnsPool {
   std::size_t target_;
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<int> ready_;
+  std::deque<UniqueFd> ready_;
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -12,6 +12,8 @@
 #include <functional>
 #include <string>
 
+#include "mayura/rootfs/unique_fd.hpp"
+
 namespace mayura::netfilter {
 
 class Splice : public std::enable_shared_from_this<Splice> {
@@ -31,9 +33,8 @@ class Splice : public std::enable_shared_from_this<Splice> {
   // One way: a pipe the kernel moves bytes through (splice(2), no copy to
   // the engine), or a buffer when no pipe could be had.
   struct Direction {
-    ~Direction();
-    int pipe[2] = {-1, -1};
-    std::size_t in_pipe = 0;  // bytes read into the pipe, not yet written out
+    UniqueFd pipe_out, pipe_in;  // the pipe's read end, and its write end
+    std::size_t in_pipe = 0;     // bytes read into the pipe, not yet written out
     std::array<char, 16 * 1024> buffer{};
   };
   void pump(boost::asio::ip::tcp::socket& from, boost::asio::ip::tcp::socket& to, Direction& d);
