@@ -169,9 +169,8 @@ bool serve_one(Service& s, std::string& rest, std::string& last_id, const servic
   const bool header = feed([&] { return parser.is_header_done(); });
   done_with_input();
   if (!header) return false;
-  const auto method = parser.get().method();
-  const std::string target(parser.get().target());
-  const std::size_t limit = s.routes.body_limit(method, target);
+  const service::RouteMatch route = service::match_route(parser.get().method(), parser.get().target());
+  const std::size_t limit = s.routes.body_limit(route);
   if (parser.content_length() && *parser.content_length() > limit) return false;
   parser.body_limit(limit);
   parser.eager(true);
@@ -182,7 +181,6 @@ bool serve_one(Service& s, std::string& rest, std::string& last_id, const servic
   auto req = parser.release();
 
   // As the server does, by the route table's Serving.
-  const service::RouteMatch route = service::match_route(req.method(), req.target());
   switch (route.route ? route.route->serving : service::Serving::blocking) {
     case service::Serving::exec:
       try {
@@ -200,7 +198,7 @@ bool serve_one(Service& s, std::string& rest, std::string& last_id, const servic
     }
     case service::Serving::blocking: break;
   }
-  const service::Reply reply = s.routes.handle(req.method(), req.target(), req.body(), client);
+  const service::Reply reply = s.routes.handle(route, req.body(), client);
   check_reply(reply);
   if (reply.status == 201) {
     const auto made = nlohmann::json::parse(reply.body, nullptr, false);

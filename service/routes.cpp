@@ -98,9 +98,8 @@ Reply error_reply(Reason reason, std::string_view message) {
   return error_reply(static_cast<unsigned>(status_for(reason)), reason, message);
 }
 
-std::size_t Routes::body_limit(http::verb method, std::string_view target) const {
-  const RouteMatch m = match_route(method, target);
-  return m.route && m.route->file_body ? max_file_bytes_ : max_json_bytes_;
+std::size_t Routes::body_limit(const RouteMatch& match) const {
+  return match.route && match.route->file_body ? max_file_bytes_ : max_json_bytes_;
 }
 
 Sandbox Routes::owned(const std::string& id, const Client& client) {
@@ -189,11 +188,10 @@ void Routes::end_run(const Run& run) noexcept {
   runs_changed_.notify_all();
 }
 
-Reply Routes::handle(http::verb method, std::string_view target, const std::string& body,
-                     const Client& client) noexcept {
+Reply Routes::handle(const RouteMatch& match, const std::string& body, const Client& client) noexcept {
   ++metrics_.requests;
   try {
-    return dispatch(method, target, body, client);
+    return dispatch(match, body, client);
   } catch (...) {
     return failure_reply();
   }
@@ -275,8 +273,7 @@ Reply Routes::file_reply(const FileCall& call, const std::exception_ptr& error, 
   }
 }
 
-Reply Routes::dispatch(http::verb method, std::string_view target, const std::string& body, const Client& client) {
-  const RouteMatch m = match_route(method, target);
+Reply Routes::dispatch(const RouteMatch& m, const std::string& body, const Client& client) {
   switch (m.kind) {
     case RouteMatch::Kind::malformed:
       return error_reply(400, Reason::INVALID_INPUT, "the request's target is malformed");

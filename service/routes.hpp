@@ -4,7 +4,6 @@
 // the server runs it off its connection threads. Exec is the one resource
 // whose answer streams; the server runs it, with what exec_target finds.
 
-#include <boost/beast/http/verb.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <exception>
@@ -67,12 +66,12 @@ class Routes {
   // A failure's message as a client is told it: no hidden host path in it.
   std::string told(std::string message) const;
 
-  // How large a body the request may have (its head is known).
-  std::size_t body_limit(boost::beast::http::verb method, std::string_view target) const;
+  // How large a body the request may have: its head is matched
+  // (match_route) once, before its body is read.
+  std::size_t body_limit(const RouteMatch& match) const;
 
   // Every resource served as a blocking call (route_table.hpp). Never throws.
-  Reply handle(boost::beast::http::verb method, std::string_view target, const std::string& body,
-               const Client& client) noexcept;
+  Reply handle(const RouteMatch& match, const std::string& body, const Client& client) noexcept;
 
   // For a route served as a file call (route_table.hpp's
   // Serving::file_call): the call to make, or the reply that refuses it.
@@ -106,8 +105,7 @@ class Routes {
   const Sandboxes& sandboxes() const { return sandboxes_; }
 
  private:
-  Reply dispatch(boost::beast::http::verb method, std::string_view target, const std::string& body,
-                 const Client& client);
+  Reply dispatch(const RouteMatch& match, const std::string& body, const Client& client);
   // The reply for the failure being handled (a catch block's), counted.
   Reply failure_reply() noexcept;
   Sandbox owned(const std::string& id, const Client& client);

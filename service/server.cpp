@@ -199,9 +199,9 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::
       }
       token_client = client->name;
     }
-    const auto method = parser.get().method();
-    const std::string target(parser.get().target());
-    const std::size_t limit = s->routes.body_limit(method, target);
+    // The target matched once, from the head: it names the body's bound.
+    const RouteMatch route = match_route(parser.get().method(), parser.get().target());
+    const std::size_t limit = s->routes.body_limit(route);
     const bool over = parser.content_length() && *parser.content_length() > limit;
     // Its body (its bound, when chunked): past the daemon's budget or the
     // client's share of it, the request is refused before its body is read.
@@ -234,7 +234,6 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::
     }
     if (bec) break;  // a body that never came, or a malformed one: nothing to answer
     Request req = parser.release();
-    const RouteMatch route = match_route(req.method(), req.target());
     switch (route.route ? route.route->serving : Serving::blocking) {
       case Serving::metrics: {
         const Reply reply{200, "text/plain; version=0.0.4",
@@ -264,8 +263,8 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::
       co_await write_reply(stream, *s, blocking_share_spent(), req.version(), false);
       break;
     }
-    const Reply reply = co_await offload(s->blocking, s->metrics.blocking_running, [s, &req, &client] {
-      return s->routes.handle(req.method(), req.target(), req.body(), *client);
+    const Reply reply = co_await offload(s->blocking, s->metrics.blocking_running, [s, &req, &client, &route] {
+      return s->routes.handle(route, req.body(), *client);
     });
     turn.reset();
     more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
