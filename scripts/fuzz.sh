@@ -74,20 +74,20 @@ fuzz_one() {
 }
 
 # Each harness is one process on one core: as many run at once as there are
-# cores.
-pids=()
+# cores, the next started as one ends. Each one's outcome is its report.
 for h in "${harnesses[@]}"; do
-  while (($(jobs -rp | wc -l) >= $(nproc))); do sleep 0.2; done
+  while (($(jobs -rp | wc -l) >= $(nproc))); do wait -n || true; done
   echo "== $h: replay fuzz/corpus/$h, then fuzz for ${seconds}s"
+  rm -f "$dir/$h.report"
   fuzz_one "$h" &
-  pids+=($!)
 done
+wait
 failed=()
-for i in "${!harnesses[@]}"; do
-  wait "${pids[$i]}" || failed+=("${harnesses[$i]}")
+for h in "${harnesses[@]}"; do
+  grep -q 'nothing found$' "$dir/$h.report" 2>/dev/null || failed+=("$h")
 done
 echo "== fuzzing, per harness"
-for h in "${harnesses[@]}"; do cat "$dir/$h.report"; done
+for h in "${harnesses[@]}"; do cat "$dir/$h.report" 2>/dev/null || echo "$h: no report"; done
 if ((${#failed[@]})); then
   echo "fuzz.sh: failed: ${failed[*]}" >&2
   exit 1
