@@ -13,7 +13,7 @@
 #include <string>
 
 #include "cgroup_host.hpp"
-#include "fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::cgroups {
 

@@ -15,7 +15,7 @@
 #include "cgroup_host.hpp"
 #include "cgroup_limits.hpp"
 #include "cgroup_placement.hpp"
-#include "fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::cgroups {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 #include "mayura/types.hpp"
 #include "native_sandbox.hpp"
 

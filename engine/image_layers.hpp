@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 #include "mayura/rootfs/plan.hpp"
 
 namespace mayura {

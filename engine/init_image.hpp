@@ -3,7 +3,7 @@
 // no host binary is ever reachable (or writable, CVE-2019-5736) from inside,
 // and the engine needs no file on disk to start a sandbox.
 
-#include "fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura {
 

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <string>
 
-#include "fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::io {
 

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "fdpass.hpp"
+#include "mayura/base/fdpass.hpp"
 #include "image_layers.hpp"
 #include "mayura/rootfs/mount_tree.hpp"
 #include "requests.hpp"

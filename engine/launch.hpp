@@ -19,7 +19,7 @@
 #include <string>
 #include <utility>
 
-#include "fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 #include "protocol.hpp"
 
 namespace mayura {

@@ -12,7 +12,7 @@
 
 #include "desktop.hpp"
 #include "exec.hpp"
-#include "fdpass.hpp"
+#include "mayura/base/fdpass.hpp"
 #include "file_requests.hpp"
 #include "reactor.hpp"
 #include "requests.hpp"

@@ -4,7 +4,7 @@
 // writable, CVE-2019-5736) from inside a sandbox, and the engine needs no
 // file on disk to run it there.
 
-#include "fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura {
 

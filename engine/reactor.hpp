@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::native {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "cgroups.hpp"
-#include "fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::records {
 

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 #include "mayura/native.hpp"
 #include "mayura/rootfs/image.hpp"
 #include "mayura/types.hpp"

@@ -13,7 +13,7 @@
 #include "netns_thread.hpp"
 #include "proc_sys.hpp"
 #include "veth.hpp"
-#include "mayura/rootfs/unique_fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::netfilter {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "address_pool.hpp"
-#include "mayura/rootfs/unique_fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::netfilter {
 

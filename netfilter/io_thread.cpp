@@ -19,7 +19,7 @@
 #include <mutex>
 
 #include "mayura/errors.hpp"
-#include "mayura/rootfs/unique_fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::netfilter {
 

@@ -13,7 +13,7 @@
 #include <cerrno>
 
 #include "mayura/errors.hpp"
-#include "mayura/rootfs/unique_fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 #include "mayura/netfilter/splice.hpp"
 
 namespace mayura::netfilter {

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "mayura/errors.hpp"
-#include "mayura/rootfs/unique_fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::netfilter {
 namespace {

@@ -1,27 +1,18 @@
 #include "mayura/random_id.hpp"
 
-#include <sys/random.h>
-
-#include <cerrno>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "mayura/base/random_bytes.hpp"
 #include "mayura/errors.hpp"
 
 namespace mayura {
 namespace {
 
 void fill(void* bytes, std::size_t size) {
-  auto* at = static_cast<unsigned char*>(bytes);
-  while (size > 0) {
-    const ssize_t n = ::getrandom(at, size, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      throw SandboxError(Reason::INTERNAL, std::string("no random bytes (getrandom): ") + std::strerror(errno));
-    at += n;
-    size -= static_cast<std::size_t>(n);
-  }
+  if (const int error = random_bytes(bytes, size); error != 0)
+    throw SandboxError(Reason::INTERNAL, std::string("no random bytes (getrandom): ") + std::strerror(error));
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "base64.hpp"
+#include "mayura/base/base64.hpp"
 #include "mayura/errors.hpp"
 
 namespace mayura::tool_json {

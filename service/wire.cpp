@@ -5,7 +5,7 @@
 #include <limits>
 #include <set>
 
-#include "base64.hpp"
+#include "mayura/base/base64.hpp"
 #include "mayura/resource_limits.hpp"
 
 namespace mayura::service {

@@ -20,7 +20,7 @@
 #include "mayura/errors.hpp"
 #include "mayura/images.hpp"
 #include "mayura/native.hpp"
-#include "mayura/rootfs/unique_fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::tools {
 namespace {

@@ -12,7 +12,7 @@
 #include <initializer_list>
 #include <thread>
 
-#include "mayura/rootfs/unique_fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::tools {
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "capabilities.hpp"
-#include "mayura/rootfs/unique_fd.hpp"
+#include "mayura/base/capabilities.hpp"
+#include "mayura/base/unique_fd.hpp"
 #include "init.hpp"
 
 namespace mayura::init {

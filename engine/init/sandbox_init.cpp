@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "capabilities.hpp"
-#include "fdpass.hpp"
+#include "mayura/base/capabilities.hpp"
+#include "mayura/base/fdpass.hpp"
 #include "init.hpp"
 #include "standby.hpp"
 #include "mayura/rootfs/mount_tree.hpp"

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "capabilities.hpp"
+#include "mayura/base/capabilities.hpp"
 #include "init.hpp"
 #include "mayura/seccomp/profile.hpp"
 

@@ -21,7 +21,7 @@
 #include <cerrno>
 #include <ctime>
 
-#include "fdpass.hpp"
+#include "mayura/base/fdpass.hpp"
 
 namespace mayura::init {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 #include "init.hpp"
 
 namespace mayura::init {

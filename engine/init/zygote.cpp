@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "fdpass.hpp"
+#include "mayura/base/fdpass.hpp"
 #include "init.hpp"
 
 namespace mayura::init {

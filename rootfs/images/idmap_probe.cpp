@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-#include "mayura/rootfs/unique_fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::rootfs {
 namespace {

@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -25,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "digest.hpp"
+#include "mayura/base/random_bytes.hpp"
 #include "image_archive.hpp"
 #include "store_files.hpp"
 
@@ -56,12 +56,9 @@ bool is_hex(const std::string& s) { return s.find_first_not_of("0123456789abcdef
 namespace store {
 
 std::string random_name(const char* prefix) {
-  // From the kernel each time: a generator's state would be shared by the
-  // processes a host forks, and their names with it.
   unsigned char bytes[12];
-  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
-    throw ImageError("no random bytes for a name: " + std::string(std::strerror(errno)), ImageError::Kind::store);
-  }
+  if (const int error = random_bytes(bytes, sizeof bytes); error != 0)
+    throw ImageError("no random bytes for a name: " + std::string(std::strerror(error)), ImageError::Kind::store);
   return prefix + hex_of(bytes, sizeof bytes);
 }
 

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "mayura/rootfs/image_error.hpp"
-#include "mayura/rootfs/unique_fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::rootfs {
 namespace {

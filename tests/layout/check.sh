@@ -7,7 +7,7 @@
 # - no source is compiled into two targets: what two targets share is a
 #   library or an object library, compiled once. Two programs are let off,
 #   by design: the in-sandbox init (mayura_init), static and exception-free,
-#   compiles the few engine and rootfs sources it carries with its own
+#   compiles the few base, engine and rootfs sources it carries with its own
 #   flags; and the seccomp profiles' build-time compiler (mayura_seccomp_gen),
 #   never sanitized, compiles the profiles the library carries.
 #   tests/layout/check.sh BUILD_DIR

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <set>
 
-#include "fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 #include "mayura/errors.hpp"
 #include "records.hpp"
 

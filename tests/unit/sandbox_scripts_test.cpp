@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/base64.hpp"
+#include "mayura/base/base64.hpp"
 #include "mayura/sandbox_scripts.hpp"
 #include "shell_toolbox.hpp"
 

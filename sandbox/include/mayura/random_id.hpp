@@ -1,7 +1,6 @@
 #pragma once
-// The one source of random ids, tags and names: the kernel's generator
-// (getrandom) for each, never a generator's state, which a few outputs give
-// away and which forked processes would share.
+// Random ids, tags and names, from the one source of randomness
+// (mayura/base/random_bytes.hpp: the kernel's generator).
 
 #include <cstddef>
 #include <cstdint>

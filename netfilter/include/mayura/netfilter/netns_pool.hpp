@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "mayura/rootfs/unique_fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::netfilter {
 

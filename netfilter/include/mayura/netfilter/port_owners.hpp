@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string>
 
-#include "mayura/rootfs/unique_fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::netfilter {
 

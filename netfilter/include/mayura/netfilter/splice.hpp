@@ -12,7 +12,7 @@
 #include <functional>
 #include <string>
 
-#include "mayura/rootfs/unique_fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::netfilter {
 

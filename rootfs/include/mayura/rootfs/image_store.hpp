@@ -24,7 +24,7 @@
 
 #include "mayura/rootfs/image_error.hpp"
 #include "mayura/rootfs/image_reference.hpp"
-#include "mayura/rootfs/unique_fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::rootfs {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "mayura/rootfs/plan.hpp"
-#include "mayura/rootfs/unique_fd.hpp"
+#include "mayura/base/unique_fd.hpp"
 
 namespace mayura::rootfs {
 

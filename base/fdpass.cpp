@@ -1,4 +1,4 @@
-#include "fdpass.hpp"
+#include "mayura/base/fdpass.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>

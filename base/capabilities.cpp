@@ -1,4 +1,4 @@
-#include "capabilities.hpp"
+#include "mayura/base/capabilities.hpp"
 
 #include <linux/capability.h>
 #include <linux/securebits.h>
