@@ -62,6 +62,8 @@ class ShellPlace {
   std::string path_;
   std::string shell_;
 
+  pid_t start(char* const argv[], char* const envp[], int in, int out, int err) const;
+  pid_t start_as(uid_t uid, char* const argv[], char* const envp[], int in, int out, int err) const;
   ShellResult run_with(const std::string& script, const std::optional<std::string>& stdin,
                        const std::vector<std::string>& env, std::optional<uid_t> uid) const;
 };
