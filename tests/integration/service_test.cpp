@@ -204,9 +204,10 @@ TEST_F(InProcessServerTest, ARemoteCreateCancelledMidwayLeavesNoSandboxInTheDaem
   // there beyond them were cancelled after the daemon had made them, and
   // released (the listing above was empty each time).
   const std::string metrics = call(verb::get, "/metrics").body;
-  const auto at = metrics.find("\nmayura_creates_total ");
+  const std::string sample = "\nmayura_creates_total ";
+  const auto at = metrics.find(sample);
   ASSERT_NE(at, std::string::npos) << metrics;
-  const int made = std::atoi(metrics.c_str() + at + 23);
+  const int made = std::atoi(metrics.c_str() + at + sample.size());
   EXPECT_GE(made, 24 - cancelled) << made << " made in the daemon, " << 24 - cancelled << " seen made by the client";
   EXPECT_LE(made, 24);
 }
