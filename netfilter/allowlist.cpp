@@ -26,8 +26,11 @@ bool Allowlist::allows_name(std::string_view name) const {
 bool Allowlist::allows(std::string_view name, std::uint16_t port) const {
   const std::string n = normalize_domain(name);
   if (n.empty()) return false;
-  return std::any_of(rules_.begin(), rules_.end(),
-                     [&](const DomainPattern& r) { return (!r.port || *r.port == port) && matches(r, n); });
+  // An entry without a port is the web's, 80 and 443: any other (mail,
+  // SSH, a database) is named, so that allowing a name never opens SMTP.
+  return std::any_of(rules_.begin(), rules_.end(), [&](const DomainPattern& r) {
+    return (r.port ? *r.port == port : port == kHttpPort || port == kHttpsPort) && matches(r, n);
+  });
 }
 
 }  // namespace mayura::netfilter

@@ -66,8 +66,9 @@ Options:
                          only) or all (the internet, but not this host's
                          services, other sandboxes or metadata addresses)
   --allow DOMAIN[:PORT]  let the sandbox reach DOMAIN (or *.DOMAIN, its
-                         subdomains) through the engine's DNS and proxy, and
-                         nothing else (repeatable)
+                         subdomains) on ports 80 and 443, or on PORT only,
+                         through the engine's DNS and proxy, and nothing else
+                         (repeatable)
   --lifetime SECONDS     the sandbox's lifetime (default: 3600; through a
                          daemon, its maximum, when nothing is copied in or out or
                          published, since the sandbox ends with the command)

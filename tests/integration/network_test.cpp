@@ -98,7 +98,7 @@ class NetworkTest : public NativeTest {
 };
 
 TEST_F(NetworkTest, AllowedNamesConnectOn80And443AndAnOddPortTransparently) {
-  const Sandbox s = allowing({"allowed.test", "*.allowed.test", "secure.test"});
+  const Sandbox s = allowing({"allowed.test", "*.allowed.test:8081", "secure.test"});
   auto [code, out] = curl(s, "--noproxy '*' http://allowed.test/");
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("hello from 203.0.113.10:80 host=allowed.test"), std::string::npos) << out;
@@ -115,7 +115,7 @@ TEST_F(NetworkTest, AllowedNamesConnectOn80And443AndAnOddPortTransparently) {
 }
 
 TEST_F(NetworkTest, AllowedNamesConnectThroughTheProxyVariables) {
-  const Sandbox s = allowing({"allowed.test", "secure.test"});
+  const Sandbox s = allowing({"allowed.test:8081", "secure.test"});
   // curl takes http_proxy for http:// (an absolute-URI request) and
   // HTTPS_PROXY for https:// (CONNECT); the engine set both.
   auto [code, out] = curl(s, "-v http://allowed.test:8081/");
@@ -230,6 +230,20 @@ TEST_F(NetworkTest, APortRuleAllowsThatPortOnly) {
   EXPECT_TRUE(code == 7 || code == 56 || code == 55) << code << " " << out;  // refused or reset, never answered
   std::tie(code, out) = curl(s, "-o /dev/null -w '%{http_code}' http://allowed.test/");
   EXPECT_EQ(out, "403");
+}
+
+// A name without a port is reachable on the web's ports only: the world's
+// server on 8081 answers nobody who allowed just the name, through either
+// path, while 80 answers.
+TEST_F(NetworkTest, ANameWithoutAPortReachesTheWebsPortsOnly) {
+  const Sandbox s = allowing({"allowed.test"});
+  auto [code, out] = curl(s, "--noproxy '*' http://allowed.test:8081/");
+  EXPECT_TRUE(code == 7 || code == 56 || code == 55) << code << " " << out;  // refused or reset, never answered
+  std::tie(code, out) = curl(s, "-o /dev/null -w '%{http_code}' http://allowed.test:8081/");
+  EXPECT_EQ(out, "403");
+  EXPECT_EQ(world().connections(), 0u);  // neither reached the world
+  std::tie(code, out) = curl(s, "--noproxy '*' http://allowed.test/");
+  EXPECT_EQ(code, 0) << out;
 }
 
 TEST_F(NetworkTest, SetNetworkChangesWhatARunningSandboxReaches) {

@@ -30,7 +30,21 @@ TEST(Allowlist, ExactNamesMatchCaseInsensitivelyWithATrailingDotIgnored) {
   EXPECT_FALSE(a.allows_name("registry.npmjs.org.evil.test"));
   EXPECT_FALSE(a.allows_name("xregistry.npmjs.org"));
   EXPECT_TRUE(a.allows("pypi.org", 443));
-  EXPECT_TRUE(a.allows("pypi.org", 8080));
+  EXPECT_TRUE(a.allows("pypi.org", 80));
+}
+
+TEST(Allowlist, AnEntryWithoutAPortAllowsTheWebsPortsOnly) {
+  const Allowlist a({"example.com", "*.example.com", "git.example.com:22"});
+  for (const std::uint16_t port : std::initializer_list<std::uint16_t>{80, 443}) {
+    EXPECT_TRUE(a.allows("example.com", port)) << port;
+    EXPECT_TRUE(a.allows("a.example.com", port)) << port;
+  }
+  for (const std::uint16_t port : std::initializer_list<std::uint16_t>{25, 22, 8080, 5432, 1}) {
+    EXPECT_FALSE(a.allows("example.com", port)) << port;
+    EXPECT_FALSE(a.allows("a.example.com", port)) << port;
+  }
+  EXPECT_TRUE(a.allows("git.example.com", 22));   // named, as any other port must be
+  EXPECT_TRUE(a.allows("git.example.com", 443));  // and *.example.com gives it the web's
 }
 
 TEST(Allowlist, WildcardsMatchSubdomainsAtAnyDepthButNotTheDomain) {

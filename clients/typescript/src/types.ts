@@ -50,7 +50,11 @@ export function sandboxHttpFailure(status: number): SandboxError {
   return new SandboxError(reasons[status] ?? 'internal', `the provider answered HTTP ${status}`);
 }
 
-/** What a sandbox may reach. */
+/**
+ * What a sandbox may reach. An allowlist's entries are names (`example.com`)
+ * or their subdomains (`*.example.com`), on ports 80 and 443, or with `:PORT`
+ * on that port only.
+ */
 export type Network = 'none' | 'all' | { allow: string[] };
 export type NetworkKind = 'none' | 'all' | 'allow';
 

@@ -1,8 +1,9 @@
 #pragma once
 // The domains an allowlist network may reach: `example.com` (that name),
 // `*.example.com` (its subdomains at any depth, not the name itself), either
-// with `:PORT` to allow that port only. Names compare case-insensitively,
-// with a trailing dot ignored (mayura::normalize_domain).
+// on the web's ports (80 and 443), or with `:PORT` on that port only. Names
+// compare case-insensitively, with a trailing dot ignored
+// (mayura::normalize_domain).
 
 #include <cstdint>
 #include <optional>
@@ -16,6 +17,10 @@ namespace mayura::netfilter {
 
 class Allowlist {
  public:
+  // The ports an entry without one allows.
+  static constexpr std::uint16_t kHttpPort = 80;
+  static constexpr std::uint16_t kHttpsPort = 443;
+
   Allowlist() = default;
   // Throws SandboxError(INVALID_INPUT) for a pattern that is no domain, or
   // that would allow a whole top-level domain (`*`, `*.com`).
