@@ -2,7 +2,8 @@
 // against a plain reference: a name is allowed by `example.com` when it is
 // that name, by `*.example.com` when it ends in `.example.com` with
 // something before, compared after lower-casing and dropping one trailing
-// dot; the port, when the pattern has one, must be it.
+// dot; the port, when the pattern has one, must be it, and without one it
+// must be the web's (80 or 443).
 // Input: PATTERN '\n' NAME ['\n' PORT-BYTE PORT-BYTE].
 
 #include <cctype>
@@ -24,7 +25,7 @@ std::string reference_normal(std::string_view name) {
 
 bool reference_allows(const mayura::DomainPattern& p, std::string_view name, std::optional<std::uint16_t> port) {
   const std::string n = reference_normal(name);
-  if (port && p.port && *p.port != *port) return false;
+  if (port && (p.port ? *p.port != *port : *port != 80 && *port != 443)) return false;
   if (!p.subdomains) return n == p.domain;
   const std::string suffix = "." + p.domain;
   return n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
