@@ -95,18 +95,22 @@ ShellResult ShellPlace::run_as(uid_t uid, const std::string& script) const {
 pid_t ShellPlace::start(char* const argv[], char* const envp[], int in, int out, int err) const {
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attributes;
-  ::posix_spawn_file_actions_init(&actions);
-  ::posix_spawnattr_init(&attributes);
-  ::posix_spawn_file_actions_adddup2(&actions, in, 0);
-  ::posix_spawn_file_actions_adddup2(&actions, out, 1);
-  ::posix_spawn_file_actions_adddup2(&actions, err, 2);
-  ::posix_spawn_file_actions_addchdir_np(&actions, work_.c_str());
+  if (::posix_spawn_file_actions_init(&actions) != 0) throw std::runtime_error("posix_spawn_file_actions_init failed");
+  if (::posix_spawnattr_init(&attributes) != 0) {
+    ::posix_spawn_file_actions_destroy(&actions);
+    throw std::runtime_error("posix_spawnattr_init failed");
+  }
   sigset_t none;
   sigemptyset(&none);
-  ::posix_spawnattr_setsigmask(&attributes, &none);
-  ::posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
+  // Each step's error, or the spawn's: the first that failed.
+  int error = ::posix_spawn_file_actions_adddup2(&actions, in, 0);
+  if (error == 0) error = ::posix_spawn_file_actions_adddup2(&actions, out, 1);
+  if (error == 0) error = ::posix_spawn_file_actions_adddup2(&actions, err, 2);
+  if (error == 0) error = ::posix_spawn_file_actions_addchdir_np(&actions, work_.c_str());
+  if (error == 0) error = ::posix_spawnattr_setsigmask(&attributes, &none);
+  if (error == 0) error = ::posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = -1;
-  const int error = ::posix_spawn(&pid, shell_.c_str(), &actions, &attributes, argv, envp);
+  if (error == 0) error = ::posix_spawn(&pid, shell_.c_str(), &actions, &attributes, argv, envp);
   ::posix_spawn_file_actions_destroy(&actions);
   ::posix_spawnattr_destroy(&attributes);
   if (error != 0) throw std::runtime_error(std::string("starting the shell: ") + std::strerror(error));
@@ -135,9 +139,17 @@ pid_t ShellPlace::start_as(uid_t uid, char* const argv[], char* const envp[], in
 
 ShellResult ShellPlace::run_with(const std::string& script, const std::optional<std::string>& stdin,
                                  const std::vector<std::string>& env, std::optional<uid_t> uid) const {
-  int in[2], out[2], err[2];
-  if (::pipe2(in, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC))
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  // What a failed start would leave open.
+  auto close_all = [&] {
+    for (int* pipe : {in, out, err})
+      for (int i = 0; i < 2; ++i)
+        if (pipe[i] >= 0) ::close(pipe[i]);
+  };
+  if (::pipe2(in, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC)) {
+    close_all();
     throw std::runtime_error("pipe failed");
+  }
   std::vector<std::string> environment{"PATH=" + path_};
   environment.insert(environment.end(), env.begin(), env.end());
   std::vector<char*> envp;
@@ -147,8 +159,14 @@ ShellResult ShellPlace::run_with(const std::string& script, const std::optional<
   std::string arg0 = "sh", arg1 = "-c", arg2 = script;
   char* argv[] = {arg0.data(), arg1.data(), arg2.data(), nullptr};
 
-  const pid_t pid =
-      uid ? start_as(*uid, argv, envp.data(), in[0], out[1], err[1]) : start(argv, envp.data(), in[0], out[1], err[1]);
+  pid_t pid = -1;
+  try {
+    pid = uid ? start_as(*uid, argv, envp.data(), in[0], out[1], err[1])
+              : start(argv, envp.data(), in[0], out[1], err[1]);
+  } catch (...) {
+    close_all();
+    throw;
+  }
   ::close(in[0]);
   ::close(out[1]);
   ::close(err[1]);
