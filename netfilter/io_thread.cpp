@@ -70,8 +70,10 @@ int bound_socket_in(int netns, int type, std::uint32_t address, std::uint16_t po
   where.sin_family = AF_INET;
   where.sin_port = htons(port);
   where.sin_addr.s_addr = htonl(address);
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&where), sizeof where) != 0)
-    throw SandboxError(Reason::INTERNAL, "binding " + what + ": " + std::strerror(errno));
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&where), sizeof where) != 0) {
+    const int error = errno;  // before the message's allocations
+    throw SandboxError(Reason::INTERNAL, "binding " + what + ": " + std::strerror(error));
+  }
   return fd.release();
 }
 
