@@ -298,9 +298,16 @@ bool dying(pid_t pid) {
 std::vector<pid_t> processes_able_to_run(const NativeOptions& o) {
   std::vector<pid_t> running;
   for (pid_t pid : processes_in_range(o)) {
-    // Twice: a process between taking its SIGKILL and PF_EXITING looks alive
-    // for an instant.
-    if (!dying(pid) && !dying(pid)) running.push_back(pid);
+    // A process between taking its SIGKILL and PF_EXITING looks alive for an
+    // instant, which an emulated cpu that preempts it there stretches: one
+    // that still looks alive is looked at again, 2 ms apart, for 20 ms. One
+    // that can run (nothing killed it) looks alive every time.
+    bool alive = true;
+    for (int look = 0; alive && look < 10; ++look) {
+      if (look > 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      alive = !dying(pid);
+    }
+    if (alive) running.push_back(pid);
   }
   return running;
 }
