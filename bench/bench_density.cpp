@@ -32,6 +32,7 @@
 #include "mayura/native.hpp"
 #include "mayura/sandbox.hpp"
 #include "run_quietly.hpp"
+#include "mayura/runtime.hpp"
 
 namespace {
 
@@ -118,10 +119,10 @@ ChurnCost churn_cost(int lives, int threads, const Life& life) {
   std::atomic<int> next{0}, failed{0};
   const double busy_start = host_busy_ms();
   const auto start = Clock::now();
-  std::vector<std::thread> workers;
+  std::vector<mayura::OwnedThread> workers;
   workers.reserve(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&] {
+    workers.emplace_back("bench-churn", [&] {
       while (next.fetch_add(1) < lives) {
         if (!life()) failed.fetch_add(1);
       }

@@ -24,6 +24,7 @@
 
 #include "tests/support/exec_load.hpp"
 #include "daemon.hpp"
+#include "mayura/runtime.hpp"
 
 namespace load = mayura::testing::load;
 using Clock = std::chrono::steady_clock;
@@ -112,10 +113,10 @@ pid_t hostile_tenant(const std::string& socket, unsigned abuse) {
   if (pid != 0) return pid;
   ::setpgid(0, 0);
   if (!become(kHostile)) ::_exit(2);
-  std::vector<std::thread> threads;
+  std::vector<mayura::OwnedThread> threads;
   for (int i = 0; i < 2; ++i) {
     if (abuse & kFloods) {
-      threads.emplace_back([&socket] {
+      threads.emplace_back("bench-hostile", [&socket] {
         std::string made;
         status_of(socket, "POST", "/v1/sandboxes", R"({"lifetimeMs": 600000})", &made);
         const std::string exec = "/v1/sandboxes/" + id_of(made) + "/exec";
@@ -123,18 +124,18 @@ pid_t hostile_tenant(const std::string& socket, unsigned abuse) {
       });
     }
     if (abuse & kStorms) {
-      threads.emplace_back([&socket] {
+      threads.emplace_back("bench-hostile", [&socket] {
         for (;;) cycle(socket);
       });
     }
   }
   for (int i = 0; (abuse & kRetries) && i < 4; ++i) {
-    threads.emplace_back([&socket] {
+    threads.emplace_back("bench-hostile", [&socket] {
       for (;;) status_of(socket, "GET", "/v1/sandboxes", "");
     });
   }
   if (abuse & kBurner) {
-    threads.emplace_back([&socket] {
+    threads.emplace_back("bench-hostile", [&socket] {
       std::string made;
       status_of(socket, "POST", "/v1/sandboxes", R"({"lifetimeMs": 600000})", &made);
       status_of(socket, "POST", "/v1/sandboxes/" + id_of(made) + "/exec",
@@ -151,7 +152,7 @@ pid_t hostile_tenant(const std::string& socket, unsigned abuse) {
     const int fd = load::connect_to(socket);
     if (fd >= 0) held.push_back(fd);
   }
-  for (std::thread& t : threads) t.join();
+  for (mayura::OwnedThread& t : threads) t.join();
   for (;;) ::pause();
 }
 

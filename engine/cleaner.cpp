@@ -7,7 +7,7 @@
 
 namespace mayura::native {
 
-Cleaner::Cleaner() : thread_([this] { run(); }) {}
+Cleaner::Cleaner() : thread_("mayura-cleaner", [this] { run(); }) {}
 
 Cleaner::~Cleaner() {
   {

@@ -13,7 +13,8 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <thread>
+
+#include "mayura/runtime.hpp"
 
 namespace mayura::native {
 
@@ -46,7 +47,7 @@ class Cleaner {
   std::uint64_t finished_ = 0;  // removals done by the thread
   std::deque<std::shared_ptr<SandboxCore>> queue_;
   bool stopping_ = false;
-  std::thread thread_;
+  OwnedThread thread_;
 };
 
 }  // namespace mayura::native

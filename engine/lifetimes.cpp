@@ -6,7 +6,7 @@
 
 namespace mayura::native {
 
-LifetimeReaper::LifetimeReaper() : thread_([this] { run(); }) {}
+LifetimeReaper::LifetimeReaper() : thread_("mayura-lifetime", [this] { run(); }) {}
 
 LifetimeReaper::~LifetimeReaper() {
   std::vector<std::shared_ptr<SandboxCore>> left;

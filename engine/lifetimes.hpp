@@ -7,7 +7,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
+
+#include "mayura/runtime.hpp"
 
 namespace mayura::native {
 
@@ -29,7 +30,7 @@ class LifetimeReaper {
   std::condition_variable wake_;
   std::multimap<Clock::time_point, std::weak_ptr<SandboxCore>> deadlines_;
   bool stopping_ = false;
-  std::thread thread_;
+  OwnedThread thread_;
 };
 
 }  // namespace mayura::native

@@ -236,7 +236,9 @@ class NativeProvider final : public SandboxProvider {
     }
     reaper_.watch(deadline, core);
     timer.step("ready");
-    return std::make_unique<native::NativeSandbox>(core, cleaner_);
+    auto sandbox = std::make_unique<native::NativeSandbox>(core, cleaner_);
+    sandbox->use_runtime(runtime());  // its commands wait on the provider's reactor, which it may outlive
+    return sandbox;
   }
 
  private:

@@ -10,7 +10,7 @@ PreparedPool::PreparedPool(std::size_t size, Make make, Activity& activity)
     : size_(size), make_(std::move(make)), activity_(activity) {}
 
 void PreparedPool::start() {
-  if (size_ > 0 && !thread_.joinable()) thread_ = std::thread([this] { run(); });
+  if (size_ > 0 && !thread_.joinable()) thread_ = OwnedThread("mayura-prepare", [this] { run(); });
 }
 
 PreparedPool::~PreparedPool() {

@@ -12,9 +12,10 @@
 #include <memory>
 #include <mutex>
 #include <stop_token>
-#include <thread>
 
 #include "activity.hpp"
+
+#include "mayura/runtime.hpp"
 
 namespace mayura::native {
 
@@ -58,7 +59,7 @@ class PreparedPool {
   std::deque<std::shared_ptr<SandboxCore>> ready_;
   bool stopping_ = false;
   std::stop_source stop_;
-  std::thread thread_;
+  OwnedThread thread_;
 };
 
 }  // namespace mayura::native

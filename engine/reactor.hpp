@@ -1,7 +1,8 @@
 #pragma once
-// The engine's few threads for asynchronous commands: every async_exec of
-// every native sandbox waits on these, so however many commands run at once
-// the engine's threads stay as many as the host has cores (at least two).
+// What the engine's asynchronous calls share on the provider's reactor
+// (Runtime::executor): every async_exec of every native sandbox waits there,
+// so however many commands run at once the engine's threads stay as many as
+// the host has cores (at least two).
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -13,12 +14,6 @@
 #include "mayura/base/unique_fd.hpp"
 
 namespace mayura::native {
-
-// Starts the threads at the first call; they last as long as the process.
-boost::asio::any_io_executor reactor_executor();
-
-// How many threads the reactor runs (for the benchmarks and tests).
-std::size_t reactor_threads();
 
 // Hands `fd` to `stream`, which owns it from then on. A reactor that refuses
 // it for a host limit (memory, as fail_step names it; the epoll watch limit)

@@ -26,7 +26,7 @@ namespace mayura::netfilter {
 namespace asio = boost::asio;
 
 IoThread::IoThread()
-    : work_(asio::make_work_guard(io_)), thread_([this] {
+    : work_(asio::make_work_guard(io_)), thread_("mayura-network", [this] {
         // splice(2) into a socket whose peer reset raises SIGPIPE, which
         // would end the whole host process: on this thread it stays blocked
         // (a blocked thread-directed signal only stays pending), and the

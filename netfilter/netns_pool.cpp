@@ -33,7 +33,7 @@ int NetnsPool::make() {
   int fd = -1;
   int error = 0;
   try {
-    std::thread worker([&] {
+    OwnedThread worker("mayura-ns-make", [&] {
       fd = make_here();
       error = errno;
     });
@@ -47,7 +47,7 @@ int NetnsPool::make() {
 }
 
 NetnsPool::NetnsPool(std::size_t ready) : target_(ready) {
-  if (target_ > 0) thread_ = std::thread([this] { run(); });
+  if (target_ > 0) thread_ = OwnedThread("mayura-nspool", [this] { run(); });
 }
 
 NetnsPool::~NetnsPool() {

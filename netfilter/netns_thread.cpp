@@ -7,16 +7,16 @@
 #include <exception>
 #include <string>
 #include <system_error>
-#include <thread>
 
 #include "mayura/errors.hpp"
+#include "mayura/runtime.hpp"
 
 namespace mayura::netfilter {
 
 void run_in_netns(int netns_fd, const std::function<void()>& work) {
   std::exception_ptr failure;
   try {
-    std::thread worker([&] {
+    OwnedThread worker("mayura-in-netns", [&] {
       try {
         if (::setns(netns_fd, CLONE_NEWNET) != 0) {
           throw SandboxError(Reason::INTERNAL, std::string("entering the network namespace: ") + std::strerror(errno));

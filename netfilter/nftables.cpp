@@ -1,4 +1,5 @@
 #include "mayura/netfilter/nftables.hpp"
+#include "mayura/runtime.hpp"
 
 #include <nftables/libnftables.h>
 #include <sched.h>
@@ -6,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
-#include <thread>
 
 namespace mayura::netfilter {
 namespace {
@@ -38,7 +38,7 @@ NftResult run_here(const std::string& commands) {
 NftResult run_nft(int netns_fd, const std::string& commands) noexcept {
   NftResult result;
   try {
-    std::thread worker([&] {
+    OwnedThread worker("mayura-nft", [&] {
       // libnftables' netlink socket must be made inside the namespace it
       // changes.
       if (::setns(netns_fd, CLONE_NEWNET) != 0) {

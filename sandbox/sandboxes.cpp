@@ -109,6 +109,7 @@ std::string Sandbox::workdir() const { return state().workdir; }
 bool Sandbox::released() const { return !state().current(); }
 
 boost::asio::any_io_executor Sandbox::default_executor() const { return state().owner->executor; }
+Runtime& Sandbox::runtime() const { return *state().owner->provider->runtime(); }
 
 namespace detail {
 namespace {
@@ -446,6 +447,7 @@ void Sandbox::release() const { state().end(); }
 // --- Sandboxes -----------------------------------------------------------
 
 boost::asio::any_io_executor Sandboxes::default_executor() const { return state_->executor; }
+Runtime& Sandboxes::runtime() const { return *state_->provider->runtime(); }
 Features Sandboxes::features() const { return state_->features; }
 void Sandboxes::check_exec(const std::vector<std::string>& argv, const ExecOptions& options) const {
   detail::check_exec(*state_, argv, options);
@@ -493,6 +495,7 @@ Sandbox Sandboxes::create(const CreateOptions& options, std::stop_token cancella
   std::shared_ptr<SandboxBackend> backend =
       guarded("create", [&] { return std::shared_ptr<SandboxBackend>(s.provider->create(options, cancellation)); });
   if (!backend) throw SandboxError(Reason::INTERNAL, "the provider returned no sandbox");
+  backend->use_runtime(s.provider->runtime());
 
   auto state = std::make_shared<detail::SandboxState>();
   state->owner = state_;

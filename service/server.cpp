@@ -40,6 +40,7 @@
 #include "exec_stream.hpp"
 #include "server_state.hpp"
 #include "status.hpp"
+#include "mayura/runtime.hpp"
 
 namespace mayura::service {
 namespace {
@@ -482,8 +483,8 @@ void Server::run() {
   if (s.tls_acceptor) asio::co_spawn(s.ioc, accept_tls(&s, *s.tls_acceptor), asio::detached);
   auto guard = asio::make_work_guard(s.ioc);
   std::size_t n = s.options.io_threads ? s.options.io_threads : 2 * std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> threads;
-  for (std::size_t i = 1; i < n; ++i) threads.emplace_back([&s] { s.ioc.run(); });
+  std::vector<OwnedThread> threads;
+  for (std::size_t i = 1; i < n; ++i) threads.emplace_back("mayurad-io", [&s] { s.ioc.run(); });
   if (!s.stopped) s.ioc.run();
   for (auto& t : threads) t.join();
   guard.reset();

@@ -20,12 +20,12 @@
 #include <sstream>
 #include <stop_token>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "run_engine.hpp"
 #include "stop_signals.hpp"
 #include "mayura/sandbox.hpp"
+#include "mayura/runtime.hpp"
 
 namespace mayura::tools {
 
@@ -394,7 +394,7 @@ mayura::ExecResult exec_with_screenshot(const mayura::Sandbox& sandbox, const Ar
   bool done = false;
   std::atomic<bool> shot{false};
   std::exception_ptr shot_failed;
-  std::thread timer([&] {
+  mayura::OwnedThread timer("mayura-run-time", [&] {
     std::unique_lock lock(mutex);
     if (ended.wait_for(lock, std::chrono::milliseconds(*args.timeout_ms), [&] { return done; })) return;
     lock.unlock();

@@ -31,17 +31,18 @@ StopSignals::StopSignals(std::initializer_list<int> signals) {
 SignalWatch::SignalWatch(const StopSignals& signals, std::function<void(int)> on_signal)
     : wake_(::eventfd(0, EFD_CLOEXEC)) {
   if (!wake_) fail("eventfd", errno);
-  thread_ = std::thread([fd = signals.signals_.get(), wake = wake_.get(), on_signal = std::move(on_signal)] {
-    bool told = false;
-    for (;;) {
-      pollfd fds[2] = {{fd, POLLIN, 0}, {wake, POLLIN, 0}};
-      if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;  // only with a descriptor gone
-      if (fds[1].revents != 0) return;
-      signalfd_siginfo info{};
-      if (::read(fd, &info, sizeof info) != static_cast<ssize_t>(sizeof info)) continue;
-      if (!std::exchange(told, true)) on_signal(static_cast<int>(info.ssi_signo));
-    }
-  });
+  thread_ = OwnedThread("mayura-signals",
+                        [fd = signals.signals_.get(), wake = wake_.get(), on_signal = std::move(on_signal)] {
+                          bool told = false;
+                          for (;;) {
+                            pollfd fds[2] = {{fd, POLLIN, 0}, {wake, POLLIN, 0}};
+                            if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;  // only with a descriptor gone
+                            if (fds[1].revents != 0) return;
+                            signalfd_siginfo info{};
+                            if (::read(fd, &info, sizeof info) != static_cast<ssize_t>(sizeof info)) continue;
+                            if (!std::exchange(told, true)) on_signal(static_cast<int>(info.ssi_signo));
+                          }
+                        });
 }
 
 SignalWatch::~SignalWatch() {

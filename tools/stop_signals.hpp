@@ -10,9 +10,9 @@
 
 #include <functional>
 #include <initializer_list>
-#include <thread>
 
 #include "mayura/base/unique_fd.hpp"
+#include "mayura/runtime.hpp"
 
 namespace mayura::tools {
 
@@ -39,7 +39,7 @@ class SignalWatch {
 
  private:
   UniqueFd wake_;  // an eventfd: the destructor's word to the thread
-  std::thread thread_;
+  OwnedThread thread_;
 };
 
 }  // namespace mayura::tools

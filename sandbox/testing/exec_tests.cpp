@@ -7,13 +7,13 @@
 #include <mutex>
 #include <stop_token>
 #include <optional>
-#include <thread>
 
 #include <boost/asio/use_future.hpp>
 #include <utility>
 
 #include "areas.hpp"
 #include "check.hpp"
+#include "mayura/runtime.hpp"
 
 namespace mayura::testing::conformance {
 namespace {
@@ -190,7 +190,7 @@ void streaming(const Sandbox& s) {
     o.timeout_ms = std::chrono::duration_cast<std::chrono::milliseconds>(kHangBound).count();
     std::string answer_failed;
     // Stopped (and joined) once exec has returned, however it did.
-    std::jthread answer([&](std::stop_token returned) {
+    OwnedThread answer("conformance", [&](std::stop_token returned) {
       std::unique_lock lock(streamed.mutex);
       if (!streamed.changed.wait(lock, std::move(returned), [&] { return streamed.out.size() >= 5; })) return;
       lock.unlock();
@@ -316,10 +316,10 @@ void many_threads(const Sandbox& s) {
   constexpr int kThreads = 6, kEach = 4;
   std::mutex mutex;
   std::vector<std::string> wrong;
-  std::vector<std::thread> threads;
+  std::vector<OwnedThread> threads;
   threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
+    threads.emplace_back("conformance", [&, t] {
       for (int i = 0; i < kEach; ++i) {
         const std::string word = std::to_string(t) + "-" + std::to_string(i);
         std::string got;

@@ -3,10 +3,10 @@
 // absolute; list and remove.
 
 #include <algorithm>
-#include <thread>
 
 #include "areas.hpp"
 #include "check.hpp"
+#include "mayura/runtime.hpp"
 
 namespace mayura::testing::conformance {
 namespace {
@@ -184,10 +184,10 @@ void many_threads(const Sandbox& s) {
   Scratch dir(s, "threads");
   constexpr int kThreads = 6;
   std::vector<std::string> wrong(kThreads);
-  std::vector<std::thread> threads;
+  std::vector<OwnedThread> threads;
   threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
+    threads.emplace_back("conformance", [&, t] {
       try {
         const std::string name = dir.path("file-" + std::to_string(t));
         const std::string body(64 * 1024 + static_cast<std::size_t>(t), static_cast<char>('a' + t));

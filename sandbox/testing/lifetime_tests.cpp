@@ -20,8 +20,8 @@ void gone_after_release(const Sandbox& s) {
   const std::string name = "conformance-gone-" + unique_token() + ".txt";
   s.write_file(name, "there");
 
-  // On a thread of its own, holding its own handle: if the exec never ends,
-  // the test still does. The command writes a file once it runs, and is
+  // On a blocking thread of the provider's runtime, holding its own handle:
+  // if the exec never ends, the test still does. The command writes a file once it runs, and is
   // tagged so that the suite can see it running before the release.
   const std::string up = "conformance-up-" + unique_token();
   const std::string tag = unique_token();
@@ -29,7 +29,8 @@ void gone_after_release(const Sandbox& s) {
   tagged.env = {{std::string(kTagVariable), tag}};
   std::promise<std::optional<Reason>> ended;
   auto running = ended.get_future();
-  std::thread([sandbox = s, ended = std::move(ended), up, tagged]() mutable {
+  auto promised = std::make_shared<std::promise<std::optional<Reason>>>(std::move(ended));
+  s.runtime().run_blocking([sandbox = s, promised, up, tagged]() mutable {
     std::optional<Reason> how;
     {
       // The handle goes before the test hears of the end: a runner may check
@@ -43,8 +44,8 @@ void gone_after_release(const Sandbox& s) {
         how = Reason::INTERNAL;
       }
     }
-    ended.set_value(how);
-  }).detach();
+    promised->set_value(how);
+  });
 
   // Released only once the command provably runs: an exec released before
   // it started would make its end prove nothing. kHangBound only keeps a

@@ -119,19 +119,18 @@ void check_nothing_left(const Sandbox& s, const Scratch& dir, const std::string&
         "processes a command " + how + " had left in the background ran on: they wrote " + show(markers));
 }
 
-// An exec on a thread of its own, holding its own handle, so that the test
-// still ends if the exec never does: what it gave, or the reason it failed.
+// An exec on a blocking thread of the provider's runtime, holding its own
+// handle, so that the test still ends if the exec never does: what it gave, or the reason it failed.
 struct Outcome {
   std::optional<ExecResult> result;
   std::optional<Reason> reason;
   std::string message;
 };
 
-std::future<Outcome> exec_on_own_thread(const Sandbox& s, std::vector<std::string> argv, ExecOptions options) {
-  std::promise<Outcome> promise;
-  auto future = promise.get_future();
-  std::thread([sandbox = s, argv = std::move(argv), options = std::move(options),
-               promise = std::move(promise)]() mutable {
+std::future<Outcome> exec_on_blocking_thread(const Sandbox& s, std::vector<std::string> argv, ExecOptions options) {
+  auto promise = std::make_shared<std::promise<Outcome>>();
+  auto future = promise->get_future();
+  s.runtime().run_blocking([sandbox = s, argv = std::move(argv), options = std::move(options), promise]() mutable {
     Outcome outcome;
     try {
       outcome.result = sandbox.exec(argv, options);
@@ -142,8 +141,8 @@ std::future<Outcome> exec_on_own_thread(const Sandbox& s, std::vector<std::strin
       outcome.reason = Reason::INTERNAL;
       outcome.message = e.what();
     }
-    promise.set_value(std::move(outcome));
-  }).detach();
+    promise->set_value(std::move(outcome));
+  });
   return future;
 }
 
@@ -163,7 +162,7 @@ void timeout_stops_everything(const Sandbox& s) {
   ExecOptions o = in_dir_tagged(dir, tag);
   o.timeout_ms = kStopAfterMs;
   const auto start = Clock::now();
-  auto running = exec_on_own_thread(s, {"/bin/sh", "-c", leaves_processes_behind()}, o);
+  auto running = exec_on_blocking_thread(s, {"/bin/sh", "-c", leaves_processes_behind()}, o);
   const Outcome outcome = await_end(running, "an exec with a timeout of " + show(kStopAfterMs) + " ms");
   const std::int64_t took = ms_between(start, Clock::now());
   if (!outcome.result) fail("an exec that timed out failed " + show(outcome.reason) + " (" + outcome.message + ")");
@@ -195,7 +194,7 @@ void cancellation_stops_everything(const Sandbox& s) {
   std::stop_source stop;
   ExecOptions o = in_dir_tagged(dir, tag);
   o.cancellation = stop.get_token();
-  auto running = exec_on_own_thread(s, {"/bin/sh", "-c", leaves_processes_behind()}, o);
+  auto running = exec_on_blocking_thread(s, {"/bin/sh", "-c", leaves_processes_behind()}, o);
   const StopOnExit stop_anyway([&] { stop.request_stop(); });
   await_processes_up(s, dir, tag, "a command to cancel");
   stop.request_stop();

@@ -12,11 +12,17 @@
 #include <iterator>
 #include <sstream>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
+#include <boost/asio/use_future.hpp>
+
 #include "harness.hpp"
+#include "tests/support/runtime_threads.hpp"
 
 namespace fs = std::filesystem;
 
@@ -158,6 +164,40 @@ TEST_F(LifetimeTest, DroppingEveryHandleReleases) {
   EXPECT_EQ(processes_able_to_run(options()), std::vector<pid_t>{});
   EXPECT_TRUE(eventually([&] { return processes_in_range(options()).empty(); }));
   EXPECT_TRUE(eventually([&] { return cgroups_under(options().cgroup_root) == 0; }));
+}
+
+// Every thread the provider started is joined when it goes: its runtime's
+// reactor and blocking threads, and its background loops.
+TEST_F(LifetimeTest, DestroyingTheProviderLeavesNoThreadOfIt) {
+  using boost::asio::use_future;
+  // Asio's system executor, where completions go when no executor is named,
+  // keeps its threads for the process: started before the count.
+  std::promise<void> warm;
+  boost::asio::post(boost::asio::system_executor(), [&] { warm.set_value(); });
+  warm.get_future().wait();
+  const auto before = threads_by_name();
+  {
+    CreateOptions create;
+    create.lifetime_ms = 60'000;
+    Sandbox s = sandboxes().async_create(create, use_future).get();
+    EXPECT_EQ(s.async_exec({"/bin/sh", "-c", "echo hi"}, ExecOptions{}, use_future).get().stdout, "hi\n");
+    s.async_write_file("f", "x", use_future).get();
+    EXPECT_EQ(s.async_read_file("f", use_future).get(), "x");
+    s.async_set_network(Network{}, use_future).get();
+    s.async_release(use_future).get();
+    auto during = threads_by_name();
+    EXPECT_GE(during["mayura-reactor"], 2);
+    EXPECT_GE(during["mayura-blocking"], 1);
+    EXPECT_EQ(during["mayura-cleaner"], 1);
+    EXPECT_EQ(during["mayura-lifetime"], 1);
+    EXPECT_EQ(during["mayura-network"], 1);
+  }
+  shutdown();
+  EXPECT_TRUE(wait_for_threads(before, std::chrono::seconds(10))) << [&] {
+    std::string left;
+    for (const auto& [name, n] : threads_by_name()) left += name + " x" + std::to_string(n) + "; ";
+    return left;
+  }();
 }
 
 TEST_F(LifetimeTest, ManySandboxesAtOnceEachWithItsOwnIds) {

@@ -9,7 +9,11 @@
 #   by design: the in-sandbox init (mayura_init), static and exception-free,
 #   compiles the few base, engine and rootfs sources it carries with its own
 #   flags; and the seccomp profiles' build-time compiler (mayura_seccomp_gen),
-#   never sanitized, compiles the profiles the library carries.
+#   never sanitized, compiles the profiles the library carries;
+# - no thread is detached, and none is started outside the runtime
+#   (mayura/runtime.hpp): the library's and the programs' threads are the
+#   runtime's or OwnedThreads, each joined by a named owner. The tests may
+#   start threads of their own, but detach none.
 #   tests/layout/check.sh BUILD_DIR
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,6 +23,19 @@ status=0
 if up=$(cd "$root" && git ls-files '*.c' '*.cpp' '*.h' '*.hpp' | xargs grep -n '#include "\.\./'); then
   echo "check.sh: an #include reaches up a directory:" >&2
   echo "$up" >&2
+  status=1
+fi
+
+runtime_files='sandbox/include/mayura/runtime.hpp|sandbox/runtime.cpp'
+if detached=$(cd "$root" && git ls-files '*.cpp' '*.hpp' | xargs grep -n '\.detach()'); then
+  echo "check.sh: a thread is detached (own it: an OwnedThread, or the runtime's threads):" >&2
+  echo "$detached" >&2
+  status=1
+fi
+if bare=$(cd "$root" && git ls-files '*.cpp' '*.hpp' | grep -v '^tests/' | grep -Ev "^($runtime_files)\$" |
+  xargs grep -nE 'std::(j?thread)\b[^:]' ); then
+  echo "check.sh: a thread started outside the runtime (use an OwnedThread, or the runtime's threads):" >&2
+  echo "$bare" >&2
   status=1
 fi
 

@@ -225,8 +225,7 @@ TEST_F(ToolsTest, ACallHasAnAsynchronousFormThatCancels) {
   o.name = "workspace";
   o.exec = true;
   const Tool exec = find(sandbox_tools(sandbox, o), "workspace.exec");
-  boost::asio::io_context io;
-  auto done = async_call(exec, {{"command", "true"}}, granted({"exec"}), io.get_executor(), boost::asio::use_future);
+  auto done = async_call(exec, {{"command", "true"}}, granted({"exec"}), sandboxes, boost::asio::use_future);
   EXPECT_EQ(done.get()["exitCode"], 0);
   provider->state->block_until_cancelled = true;
   boost::asio::cancellation_signal cancel;
@@ -234,7 +233,7 @@ TEST_F(ToolsTest, ACallHasAnAsynchronousFormThatCancels) {
     std::lock_guard lock(provider->state->mutex);
     return provider->state->commands.size();
   }();
-  auto blocked = async_call(exec, {{"command", "sleep 100"}}, granted({"exec"}), io.get_executor(),
+  auto blocked = async_call(exec, {{"command", "sleep 100"}}, granted({"exec"}), sandboxes,
                             boost::asio::bind_cancellation_slot(cancel.slot(), boost::asio::use_future));
   // cancelled once the exec is blocked in the provider, which must see it
   ASSERT_TRUE(provider->state->wait_for_commands(before + 1));

@@ -1,7 +1,9 @@
 #pragma once
-// The asynchronous form of every operation: the blocking call runs on a thread
-// of its own (a sandbox call may block for minutes, so a fixed pool would
-// starve), and the completion goes to the token's executor.
+// The asynchronous form of every operation: a call that can only block runs
+// on the provider's runtime's blocking threads (which grow with the calls in
+// flight, as a sandbox call may block for minutes), one that can wait
+// without a thread starts there and completes when it ends; the completion
+// goes to the token's executor.
 // Per-operation cancellation (asio::cancellation_slot) requests a stop on the
 // std::stop_token the blocking call watches, which is how the seed's `signal`
 // maps onto Asio.
@@ -9,7 +11,6 @@
 #include <exception>
 #include <functional>
 #include <optional>
-#include <thread>
 #include <memory>
 #include <stop_token>
 #include <type_traits>
@@ -22,6 +23,8 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 
+#include "mayura/runtime.hpp"
+
 namespace mayura::detail {
 
 template <class R>
@@ -33,59 +36,60 @@ struct completion_signature<void> {
   using type = void(std::exception_ptr);
 };
 
-// Runs `fn(std::stop_token)` on a new thread and completes `token` with its result
-// or the exception it threw.
+// Runs `fn(std::stop_token)` on one of `runtime`'s blocking threads and
+// completes `token` with its result or the exception it threw.
 template <class Token, class Fn>
-auto async_run(const boost::asio::any_io_executor& fallback, Token&& token, Fn fn) {
+auto async_run(Runtime& runtime, const boost::asio::any_io_executor& fallback, Token&& token, Fn fn) {
   using R = std::invoke_result_t<Fn, std::stop_token>;
   using Sig = typename completion_signature<R>::type;
   namespace asio = boost::asio;
   return asio::async_initiate<Token, Sig>(
-      [fallback](auto handler, Fn work) {
+      [&runtime, fallback](auto handler, Fn work) {
         auto stop = std::make_shared<std::stop_source>();
         auto slot = asio::get_associated_cancellation_slot(handler);
         if (slot.is_connected()) {
           slot.assign([stop](asio::cancellation_type) { stop->request_stop(); });
         }
         auto done_executor = asio::get_associated_executor(handler, fallback);
-        auto guard = asio::make_work_guard(done_executor);
-        std::thread([handler = std::move(handler), work = std::move(work), stop, guard = std::move(guard)]() mutable {
+        using Handler = decltype(handler);
+        // The runtime takes copyable calls; the handler and the work may not be.
+        struct Call {
+          Handler handler;
+          std::optional<Fn> work;
+          asio::executor_work_guard<decltype(done_executor)> guard;
+        };
+        auto call =
+            std::make_shared<Call>(Call{std::move(handler), std::move(work), asio::make_work_guard(done_executor)});
+        runtime.run_blocking([call, stop] {
           std::exception_ptr error;
+          std::optional<std::conditional_t<std::is_void_v<R>, char, R>> result;
+          try {
+            if constexpr (std::is_void_v<R>) {
+              (*call->work)(stop->get_token());
+            } else {
+              result.emplace((*call->work)(stop->get_token()));
+            }
+          } catch (...) {
+            error = std::current_exception();
+          }
           // The work goes (with the Sandbox handle it holds, and through it
           // the provider) before the caller hears of the end: a caller that
           // then closes its Sandboxes and drops its handles must find the
-          // provider gone, not held by a thread that is about to exit.
-          std::optional<Fn> held(std::move(work));
-          if constexpr (std::is_void_v<R>) {
-            try {
-              (*held)(stop->get_token());
-            } catch (...) {
-              error = std::current_exception();
-            }
-            held.reset();
-            auto ex = guard.get_executor();
-            // The slot is cleared on the handler's executor, where emit() runs.
-            asio::dispatch(ex, [handler = std::move(handler), error]() mutable {
-              auto done = asio::get_associated_cancellation_slot(handler);
-              if (done.is_connected()) done.clear();
+          // provider gone, not held by a call that is about to end.
+          call->work.reset();
+          auto ex = call->guard.get_executor();
+          // The slot is cleared on the handler's executor, where emit() runs.
+          asio::dispatch(ex, [handler = std::move(call->handler), error, result = std::move(result)]() mutable {
+            auto done = asio::get_associated_cancellation_slot(handler);
+            if (done.is_connected()) done.clear();
+            if constexpr (std::is_void_v<R>) {
               std::move(handler)(error);
-            });
-          } else {
-            std::optional<R> result;
-            try {
-              result.emplace((*held)(stop->get_token()));
-            } catch (...) {
-              error = std::current_exception();
-            }
-            held.reset();
-            auto ex = guard.get_executor();
-            asio::dispatch(ex, [handler = std::move(handler), error, result = std::move(result)]() mutable {
-              auto done = asio::get_associated_cancellation_slot(handler);
-              if (done.is_connected()) done.clear();
+            } else {
               std::move(handler)(error, result ? std::move(*result) : R{});
-            });
-          }
-        }).detach();
+            }
+          });
+          call->guard.reset();
+        });
       },
       token, std::move(fn));
 }

@@ -6,10 +6,12 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <stop_token>
 #include <string>
 #include <vector>
 
+#include "mayura/runtime.hpp"
 #include "mayura/types.hpp"
 
 namespace mayura {
@@ -21,11 +23,12 @@ class SandboxBackend {
   virtual ExecResult exec(const std::vector<std::string>& argv, const ExecOptions& options) = 0;
   // Starts the command and calls `done` once with its result or failure, on
   // any thread. What fails before it starts may be thrown instead. The
-  // default runs exec() on a thread of its own; a provider that can wait
-  // without one (the native provider, on its reactor) overrides it.
+  // default runs exec() on a blocking thread of its runtime (below); a
+  // provider that can wait without one (the native provider, on its
+  // reactor) overrides it.
   using ExecCompletion = std::function<void(std::exception_ptr, ExecResult)>;
   virtual void async_exec(const std::vector<std::string>& argv, const ExecOptions& options, ExecCompletion done);
-  // The file calls the same way (by default, each on a thread of its own).
+  // The file calls the same way (by default, each on a blocking thread).
   using ReadCompletion = std::function<void(std::exception_ptr, std::string)>;
   using ListCompletion = std::function<void(std::exception_ptr, std::vector<FileEntry>)>;
   using DoneCompletion = std::function<void(std::exception_ptr)>;
@@ -54,6 +57,18 @@ class SandboxBackend {
   virtual void release() noexcept = 0;
   // True while the sandbox is running (false once its lifetime ended).
   virtual bool alive() const noexcept = 0;
+
+  // Where the default async forms run their blocking calls: the provider's
+  // runtime, which the limits layer gives every backend its provider
+  // creates. A backend used on its own makes one at its first such call.
+  void use_runtime(std::shared_ptr<Runtime> runtime);
+
+ protected:
+  Runtime& runtime();
+
+ private:
+  std::mutex runtime_mutex_;
+  std::shared_ptr<Runtime> runtime_;
 };
 
 class SandboxProvider {
@@ -65,6 +80,13 @@ class SandboxProvider {
   virtual std::string workdir() const = 0;
   virtual std::int64_t max_lifetime_ms() const = 0;
   virtual std::unique_ptr<SandboxBackend> create(const CreateOptions& options, std::stop_token cancellation) = 0;
+
+  // The threads this provider's calls run on (mayura/runtime.hpp): its own,
+  // shared with every sandbox it made, which may outlive it.
+  const std::shared_ptr<Runtime>& runtime() const noexcept { return runtime_; }
+
+ private:
+  std::shared_ptr<Runtime> runtime_ = Runtime::make();
 };
 
 }  // namespace mayura

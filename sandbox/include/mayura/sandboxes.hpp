@@ -101,8 +101,11 @@ class Sandbox {
   // after the other when separated by spaces ("ctrl+a Delete").
   void key(std::string_view combo) const;
 
-  // The native provider waits for the command on its engine's few threads,
-  // not a thread of its own; other providers run exec() on one.
+  // The provider's threads, where every call runs (mayura/runtime.hpp).
+  Runtime& runtime() const;
+
+  // The native provider waits for the command on its runtime's reactor, not
+  // a thread of its own; other providers run exec() on a blocking thread.
   template <class Token>
   auto async_exec(std::vector<std::string> argv, ExecOptions options, Token&& token) const {
     return detail::async_start<ExecResult>(
@@ -169,27 +172,27 @@ class Sandbox {
   }
   template <class Token>
   auto async_url(int port, Token&& token) const {
-    return detail::async_run(default_executor(), std::forward<Token>(token),
+    return detail::async_run(runtime(), default_executor(), std::forward<Token>(token),
                              [self = *this, port](const std::stop_token&) { return self.url(port); });
   }
   template <class Token>
   auto async_set_network(Network network, Token&& token) const {
     return detail::async_run(
-        default_executor(), std::forward<Token>(token),
+        runtime(), default_executor(), std::forward<Token>(token),
         [self = *this, network = std::move(network)](const std::stop_token&) { self.set_network(network); });
   }
   // The desktop's actions; the operation's cancellation stops the one
   // under way.
   template <class Token>
   auto async_screenshot(ScreenshotOptions options, Token&& token) const {
-    return detail::async_run(default_executor(), std::forward<Token>(token),
+    return detail::async_run(runtime(), default_executor(), std::forward<Token>(token),
                              [self = *this, options = std::move(options)](std::stop_token stop) {
                                return self.desktop_screenshot(options.region, std::move(stop), options.cancellation);
                              });
   }
   template <class Token>
   auto async_cursor_position(Token&& token) const {
-    return detail::async_run(default_executor(), std::forward<Token>(token),
+    return detail::async_run(runtime(), default_executor(), std::forward<Token>(token),
                              [self = *this](std::stop_token stop) { return self.desktop_cursor(std::move(stop)); });
   }
   template <class Token>
@@ -218,7 +221,7 @@ class Sandbox {
   }
   template <class Token>
   auto async_release(Token&& token) const {
-    return detail::async_run(default_executor(), std::forward<Token>(token),
+    return detail::async_run(runtime(), default_executor(), std::forward<Token>(token),
                              [self = *this](const std::stop_token&) { self.release(); });
   }
 
@@ -240,7 +243,7 @@ class Sandbox {
   template <class Token>
   auto async_desktop(DesktopAction action, Token&& token) const {
     return detail::async_run(
-        default_executor(), std::forward<Token>(token),
+        runtime(), default_executor(), std::forward<Token>(token),
         [self = *this, action = std::move(action)](std::stop_token stop) { self.desktop(action, std::move(stop)); });
   }
   // A desktop action checked against the sandbox's screen and run; what the
@@ -268,7 +271,7 @@ class Sandboxes {
 
   template <class Token>
   auto async_create(CreateOptions options, Token&& token) const {
-    return detail::async_run(default_executor(), std::forward<Token>(token),
+    return detail::async_run(runtime(), default_executor(), std::forward<Token>(token),
                              [self = *this, options = std::move(options)](std::stop_token stop) {
                                return self.create(options, std::move(stop));
                              });
@@ -285,6 +288,8 @@ class Sandboxes {
   Features features() const;
   std::string workdir() const;
   boost::asio::any_io_executor executor() const { return default_executor(); }
+  // The provider's threads, where every call runs (mayura/runtime.hpp).
+  Runtime& runtime() const;
   // The checks an exec makes of its input before it reaches a sandbox, for
   // a caller that makes a sandbox only for this command (SandboxError, as
   // the exec would throw).

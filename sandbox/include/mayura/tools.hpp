@@ -67,13 +67,14 @@ struct Tool {
   std::function<nlohmann::json(const nlohmann::json& input, const RunContext& run)> call;
 };
 
-// The asynchronous form of a tool call: completes `token` with the result
-// (or the SandboxError) on the token's executor, else on `executor`; Asio
-// per-operation cancellation stops the call as the run's cancellation does.
+// The asynchronous form of a tool call, run on the runtime of `sandboxes`
+// (those the tool's sandbox comes from): completes `token` with the result
+// (or the SandboxError) on the token's executor, else on the executor of
+// `sandboxes`; Asio per-operation cancellation stops the call as the run's
+// cancellation does.
 template <class Token>
-auto async_call(const Tool& tool, nlohmann::json input, RunContext run, const boost::asio::any_io_executor& executor,
-                Token&& token) {
-  return detail::async_run(executor, std::forward<Token>(token),
+auto async_call(const Tool& tool, nlohmann::json input, RunContext run, const Sandboxes& sandboxes, Token&& token) {
+  return detail::async_run(sandboxes.runtime(), sandboxes.executor(), std::forward<Token>(token),
                            [call = tool.call, input = std::move(input), run = std::move(run)](std::stop_token stop) {
                              detail::JoinedStop joined(std::move(stop), run.cancellation);
                              RunContext r = run;

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <thread>
+#include "mayura/runtime.hpp"
 
 namespace mayura::netfilter {
 
@@ -23,7 +23,7 @@ class IoThread {
  private:
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
-  std::thread thread_;
+  OwnedThread thread_;
 };
 
 // Runs `work` on `io`'s thread and returns once it has run (here, if the

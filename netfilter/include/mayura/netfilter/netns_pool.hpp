@@ -11,9 +11,10 @@
 #include <cstddef>
 #include <deque>
 #include <mutex>
-#include <thread>
 
 #include "mayura/base/unique_fd.hpp"
+
+#include "mayura/runtime.hpp"
 
 namespace mayura::netfilter {
 
@@ -39,7 +40,7 @@ class NetnsPool {
   std::condition_variable changed_;
   std::deque<UniqueFd> ready_;
   bool stopping_ = false;
-  std::thread thread_;
+  OwnedThread thread_;
 };
 
 }  // namespace mayura::netfilter
