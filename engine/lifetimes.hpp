@@ -1,12 +1,11 @@
 #pragma once
-// Ends each sandbox when its lifetime is over: one thread per provider,
-// sleeping until the nearest deadline.
+// Ends each sandbox when its lifetime is over: one timer on the provider's
+// reactor, set for the nearest deadline. The ending itself (it waits for the
+// sandbox's processes to go and removes its cgroups) runs on one of the
+// runtime's blocking threads, never on the reactor.
 
 #include <chrono>
-#include <condition_variable>
-#include <map>
 #include <memory>
-#include <mutex>
 
 #include "mayura/runtime.hpp"
 
@@ -17,7 +16,8 @@ class SandboxCore;
 class LifetimeReaper {
  public:
   using Clock = std::chrono::steady_clock;
-  LifetimeReaper();
+  // `runtime` outlives the reaper (the provider holds both).
+  explicit LifetimeReaper(Runtime& runtime);
   ~LifetimeReaper();  // ends every sandbox still watched
   LifetimeReaper(const LifetimeReaper&) = delete;
   LifetimeReaper& operator=(const LifetimeReaper&) = delete;
@@ -25,12 +25,9 @@ class LifetimeReaper {
   void watch(Clock::time_point deadline, const std::shared_ptr<SandboxCore>& core);
 
  private:
-  void run();
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::multimap<Clock::time_point, std::weak_ptr<SandboxCore>> deadlines_;
-  bool stopping_ = false;
-  OwnedThread thread_;
+  struct Deadlines;
+  // Shared with the timer's pending wait, which may outlast the reaper.
+  std::shared_ptr<Deadlines> deadlines_;
 };
 
 }  // namespace mayura::native

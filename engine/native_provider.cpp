@@ -434,7 +434,7 @@ class NativeProvider final : public SandboxProvider {
   // Before the reaper: a sandbox the reaper ends at the provider's end may be
   // one a release left here to finish.
   std::shared_ptr<native::Cleaner> cleaner_ = std::make_shared<native::Cleaner>();
-  native::LifetimeReaper reaper_;
+  native::LifetimeReaper reaper_{*runtime()};
   // How the cpu is shared among tenants (held by every sandbox in one, as
   // a sandbox may outlive its provider).
   std::shared_ptr<native::TenantShares> tenants_ = std::make_shared<native::TenantShares>();

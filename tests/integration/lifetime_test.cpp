@@ -189,7 +189,6 @@ TEST_F(LifetimeTest, DestroyingTheProviderLeavesNoThreadOfIt) {
     EXPECT_GE(during["mayura-reactor"], 2);
     EXPECT_GE(during["mayura-blocking"], 1);
     EXPECT_EQ(during["mayura-cleaner"], 1);
-    EXPECT_EQ(during["mayura-lifetime"], 1);
     EXPECT_EQ(during["mayura-network"], 1);
   }
   shutdown();
