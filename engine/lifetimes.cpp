@@ -5,6 +5,7 @@
 #include <mutex>
 #include <vector>
 
+#include "mayura/errors.hpp"
 #include "native_sandbox.hpp"
 
 namespace mayura::native {
@@ -42,7 +43,15 @@ struct LifetimeReaper::Deadlines : std::enable_shared_from_this<Deadlines> {
       }
       arm_locked();
     }
-    for (auto& core : due) runtime.run_blocking([core] { core->end(); });
+    // An end never waits for a turn: the calls holding the threads may be
+    // waiting on it.
+    for (auto& core : due) {
+      try {
+        runtime.run_blocking([core] { core->end(); }, Runtime::Turn::now);
+      } catch (const SandboxError&) {
+        core->end();  // no thread to be had: here, on the reactor
+      }
+    }
   }
 };
 

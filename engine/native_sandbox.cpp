@@ -204,8 +204,11 @@ void NativeSandbox::async_exec(const std::vector<std::string>& argv, const ExecO
   core_->activity->mark();
   const std::string cgroup_name = "cmd-" + std::to_string(next_command_.fetch_add(1));
   const std::string cwd = options.cwd.empty() ? core_->workdir : absolute(options.cwd);
-  start_command(core_, cgroup_name, cwd, argv, options, runtime().executor(),
-                [activity = core_->activity, done = std::move(done)](std::exception_ptr error, ExecResult result) {
+  // The completion holds the runtime: a command in flight keeps its reactor
+  // running, whatever goes meanwhile (this sandbox, its provider).
+  auto on = runtime();
+  start_command(core_, cgroup_name, cwd, argv, options, on->executor(),
+                [on, activity = core_->activity, done = std::move(done)](std::exception_ptr error, ExecResult result) {
                   activity->mark();
                   done(std::move(error), std::move(result));
                 });
@@ -235,22 +238,26 @@ void NativeSandbox::remove(const std::string& path, const FileOptions& options) 
 // build that starts under one costs it little (it makes no cgroup).
 void NativeSandbox::async_read_file(const std::string& path, const ReadOptions& options, ReadCompletion done) {
   core_->activity->mark();
-  files::start_file_call(core_, files::read_op(absolute(path), path, options), options.cancellation,
-                         runtime().executor(), std::move(done));
+  auto on = runtime();  // held by the completion, as an exec's is
+  files::start_file_call(
+      core_, files::read_op(absolute(path), path, options), options.cancellation, on->executor(),
+      [on, done = std::move(done)](std::exception_ptr e, std::string data) { done(std::move(e), std::move(data)); });
 }
 
 void NativeSandbox::async_write_file(const std::string& path, std::string data, const FileOptions& options,
                                      DoneCompletion done) {
   core_->activity->mark();
-  files::start_file_call(core_, files::write_op(absolute(path), path, std::move(data)), options.cancellation,
-                         runtime().executor(),
-                         [done = std::move(done)](std::exception_ptr e, const std::string&) { done(std::move(e)); });
+  auto on = runtime();
+  files::start_file_call(
+      core_, files::write_op(absolute(path), path, std::move(data)), options.cancellation, on->executor(),
+      [on, done = std::move(done)](std::exception_ptr e, const std::string&) { done(std::move(e)); });
 }
 
 void NativeSandbox::async_list(const std::string& path, const FileOptions& options, ListCompletion done) {
   core_->activity->mark();
-  files::start_file_call(core_, files::list_op(absolute(path), path), options.cancellation, runtime().executor(),
-                         [done = std::move(done)](std::exception_ptr e, const std::string& bytes) {
+  auto on = runtime();
+  files::start_file_call(core_, files::list_op(absolute(path), path), options.cancellation, on->executor(),
+                         [on, done = std::move(done)](std::exception_ptr e, const std::string& bytes) {
                            std::vector<FileEntry> entries;
                            if (!e) {
                              try {
@@ -265,8 +272,10 @@ void NativeSandbox::async_list(const std::string& path, const FileOptions& optio
 
 void NativeSandbox::async_remove(const std::string& path, const FileOptions& options, DoneCompletion done) {
   core_->activity->mark();
-  files::start_file_call(core_, files::remove_op(absolute(path), path), options.cancellation, runtime().executor(),
-                         [done = std::move(done)](std::exception_ptr e, const std::string&) { done(std::move(e)); });
+  auto on = runtime();
+  files::start_file_call(
+      core_, files::remove_op(absolute(path), path), options.cancellation, on->executor(),
+      [on, done = std::move(done)](std::exception_ptr e, const std::string&) { done(std::move(e)); });
 }
 
 void NativeSandbox::release() noexcept {

@@ -44,37 +44,37 @@ void SandboxBackend::use_runtime(std::shared_ptr<Runtime> runtime) {
   runtime_ = std::move(runtime);
 }
 
-Runtime& SandboxBackend::runtime() {
+std::shared_ptr<Runtime> SandboxBackend::runtime() {
   std::lock_guard lock(runtime_mutex_);
   if (!runtime_) runtime_ = Runtime::make();
-  return *runtime_;
+  return runtime_;
 }
 
 void SandboxBackend::async_exec(const std::vector<std::string>& argv, const ExecOptions& options, ExecCompletion done) {
   on_blocking_thread(
-      runtime(), [this, argv, options = detail::without_pacing(options)] { return exec(argv, options); },
+      *runtime(), [this, argv, options = detail::without_pacing(options)] { return exec(argv, options); },
       std::move(done));
 }
 
 void SandboxBackend::async_read_file(const std::string& path, const ReadOptions& options, ReadCompletion done) {
   on_blocking_thread(
-      runtime(), [this, path, options] { return read_file(path, options); }, std::move(done));
+      *runtime(), [this, path, options] { return read_file(path, options); }, std::move(done));
 }
 
 void SandboxBackend::async_write_file(const std::string& path, std::string data, const FileOptions& options,
                                       DoneCompletion done) {
   on_blocking_thread(
-      runtime(), [this, path, data = std::move(data), options] { write_file(path, data, options); }, std::move(done));
+      *runtime(), [this, path, data = std::move(data), options] { write_file(path, data, options); }, std::move(done));
 }
 
 void SandboxBackend::async_list(const std::string& path, const FileOptions& options, ListCompletion done) {
   on_blocking_thread(
-      runtime(), [this, path, options] { return list(path, options); }, std::move(done));
+      *runtime(), [this, path, options] { return list(path, options); }, std::move(done));
 }
 
 void SandboxBackend::async_remove(const std::string& path, const FileOptions& options, DoneCompletion done) {
   on_blocking_thread(
-      runtime(), [this, path, options] { remove(path, options); }, std::move(done));
+      *runtime(), [this, path, options] { remove(path, options); }, std::move(done));
 }
 
 }  // namespace mayura

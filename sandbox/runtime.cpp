@@ -16,6 +16,8 @@
 #include <mutex>
 #include <vector>
 
+#include "mayura/errors.hpp"
+
 namespace mayura {
 namespace {
 
@@ -128,6 +130,7 @@ Runtime::~Runtime() {
     std::lock_guard lock(blocking_->mutex);
     blocking_->stopping = true;
     blocking.swap(blocking_->threads);
+    blocking_->ended.clear();
   }
   blocking_->wake.notify_all();
   blocking.clear();  // joins each, once the queue is drained
@@ -138,7 +141,8 @@ Runtime::~Runtime() {
 
 boost::asio::any_io_executor Runtime::executor() {
   std::call_once(reactor_->started, [this] {
-    for (std::size_t i = 0; i < reactor_threads_; ++i) {
+    // Only those still missing, should an earlier start have failed partway.
+    while (reactor_->threads.size() < reactor_threads_) {
       reactor_->threads.emplace_back("mayura-reactor", [this] {
         current_runtime = this;
         for (;;) {
@@ -155,20 +159,43 @@ boost::asio::any_io_executor Runtime::executor() {
   return reactor_->context.get_executor();
 }
 
-void Runtime::run_blocking(std::function<void()> call) {
+void Runtime::run_blocking(std::function<void()> call, Turn turn) {
   std::vector<OwnedThread> ended;
   {
     std::lock_guard lock(blocking_->mutex);
     Blocking& b = *blocking_;
-    b.queue.push_back(std::move(call));
-    if (b.queue.size() > b.idle && b.threads.size() - b.ended.size() < b.max) {
-      const std::uint64_t id = b.next_id++;
-      ++b.idle;
-      b.threads.emplace(id, OwnedThread("mayura-blocking", [this, id] { blocking_->serve(this, id); }));
-    } else {
-      b.wake.notify_one();
-    }
     ended = b.take_ended();
+    // A call that ends others goes first: the next free thread, or the one
+    // started for it past the bound, takes it before any that waits.
+    if (turn == Turn::now) {
+      b.queue.push_front(std::move(call));
+    } else {
+      b.queue.push_back(std::move(call));
+    }
+    const std::size_t alive = b.threads.size();
+    if (b.queue.size() <= b.idle || (turn == Turn::queue && alive >= b.max)) {
+      b.wake.notify_one();
+    } else {
+      try {
+        const std::uint64_t id = b.next_id++;
+        const auto it = b.threads.try_emplace(id).first;
+        try {
+          it->second = OwnedThread("mayura-blocking", [this, id] { blocking_->serve(this, id); });
+        } catch (...) {
+          b.threads.erase(it);
+          throw;
+        }
+        ++b.idle;  // counted once it exists, so that no call waits for a thread that never came
+      } catch (const std::exception& e) {
+        if (alive > 0) return;  // it waits for one of those that run
+        if (turn == Turn::now) {
+          b.queue.pop_front();
+        } else {
+          b.queue.pop_back();
+        }
+        throw SandboxError(Reason::LIMIT_REACHED, std::string("starting a blocking thread: ") + e.what());
+      }
+    }
   }
 }
 

@@ -109,7 +109,7 @@ std::string Sandbox::workdir() const { return state().workdir; }
 bool Sandbox::released() const { return !state().current(); }
 
 boost::asio::any_io_executor Sandbox::default_executor() const { return state().owner->executor; }
-Runtime& Sandbox::runtime() const { return *state().owner->provider->runtime(); }
+const std::shared_ptr<Runtime>& Sandbox::runtime() const { return state().owner->provider->runtime(); }
 
 namespace detail {
 namespace {
@@ -447,7 +447,7 @@ void Sandbox::release() const { state().end(); }
 // --- Sandboxes -----------------------------------------------------------
 
 boost::asio::any_io_executor Sandboxes::default_executor() const { return state_->executor; }
-Runtime& Sandboxes::runtime() const { return *state_->provider->runtime(); }
+const std::shared_ptr<Runtime>& Sandboxes::runtime() const { return state_->provider->runtime(); }
 Features Sandboxes::features() const { return state_->features; }
 void Sandboxes::check_exec(const std::vector<std::string>& argv, const ExecOptions& options) const {
   detail::check_exec(*state_, argv, options);

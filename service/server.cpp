@@ -484,8 +484,13 @@ void Server::run() {
   auto guard = asio::make_work_guard(s.ioc);
   std::size_t n = s.options.io_threads ? s.options.io_threads : 2 * std::max(1u, std::thread::hardware_concurrency());
   std::vector<OwnedThread> threads;
-  for (std::size_t i = 1; i < n; ++i) threads.emplace_back("mayurad-io", [&s] { s.ioc.run(); });
-  if (!s.stopped) s.ioc.run();
+  try {
+    for (std::size_t i = 1; i < n; ++i) threads.emplace_back("mayurad-io", [&s] { s.ioc.run(); });
+    if (!s.stopped) s.ioc.run();
+  } catch (...) {
+    s.ioc.stop();  // the threads started return, and are joined as they go
+    throw;
+  }
   for (auto& t : threads) t.join();
   guard.reset();
   // Every sandbox goes, and the execs' threads are let go of their clients.

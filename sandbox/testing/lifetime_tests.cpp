@@ -30,7 +30,7 @@ void gone_after_release(const Sandbox& s) {
   std::promise<std::optional<Reason>> ended;
   auto running = ended.get_future();
   auto promised = std::make_shared<std::promise<std::optional<Reason>>>(std::move(ended));
-  s.runtime().run_blocking([sandbox = s, promised, up, tagged]() mutable {
+  s.runtime()->run_blocking([sandbox = s, promised, up, tagged]() mutable {
     std::optional<Reason> how;
     {
       // The handle goes before the test hears of the end: a runner may check

@@ -130,7 +130,7 @@ struct Outcome {
 std::future<Outcome> exec_on_blocking_thread(const Sandbox& s, std::vector<std::string> argv, ExecOptions options) {
   auto promise = std::make_shared<std::promise<Outcome>>();
   auto future = promise->get_future();
-  s.runtime().run_blocking([sandbox = s, argv = std::move(argv), options = std::move(options), promise]() mutable {
+  s.runtime()->run_blocking([sandbox = s, argv = std::move(argv), options = std::move(options), promise]() mutable {
     Outcome outcome;
     try {
       outcome.result = sandbox.exec(argv, options);

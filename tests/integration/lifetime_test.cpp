@@ -185,9 +185,9 @@ TEST_F(LifetimeTest, DestroyingTheProviderLeavesNoThreadOfIt) {
     EXPECT_EQ(s.async_read_file("f", use_future).get(), "x");
     s.async_set_network(Network{}, use_future).get();
     s.async_release(use_future).get();
+    EXPECT_TRUE(wait_for_named("mayura-reactor", 2, std::chrono::seconds(10)));
+    EXPECT_TRUE(wait_for_named("mayura-blocking", 1, std::chrono::seconds(10)));
     auto during = threads_by_name();
-    EXPECT_GE(during["mayura-reactor"], 2);
-    EXPECT_GE(during["mayura-blocking"], 1);
     EXPECT_EQ(during["mayura-cleaner"], 1);
     EXPECT_EQ(during["mayura-network"], 1);
   }

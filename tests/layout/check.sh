@@ -26,14 +26,15 @@ if up=$(cd "$root" && git ls-files '*.c' '*.cpp' '*.h' '*.hpp' | xargs grep -n '
   status=1
 fi
 
-runtime_files='sandbox/include/mayura/runtime.hpp|sandbox/runtime.cpp'
-if detached=$(cd "$root" && git ls-files '*.cpp' '*.hpp' | xargs grep -n '\.detach()'); then
+detached=$(cd "$root" && git grep -nE '(\.|->)detach\(\)' -- '*.cpp' '*.cc' '*.hpp' '*.h' || true)
+if [[ -n $detached ]]; then
   echo "check.sh: a thread is detached (own it: an OwnedThread, or the runtime's threads):" >&2
   echo "$detached" >&2
   status=1
 fi
-if bare=$(cd "$root" && git ls-files '*.cpp' '*.hpp' | grep -v '^tests/' | grep -Ev "^($runtime_files)\$" |
-  xargs grep -nE 'std::(j?thread)\b[^:]' ); then
+bare=$(cd "$root" && git grep -nE 'std::j?thread([^:]|$)|std::async\(|pthread_create\(' -- '*.cpp' '*.cc' '*.hpp' '*.h' \
+  ':!tests/' ':!sandbox/runtime.cpp' ':!sandbox/include/mayura/runtime.hpp' || true)
+if [[ -n $bare ]]; then
   echo "check.sh: a thread started outside the runtime (use an OwnedThread, or the runtime's threads):" >&2
   echo "$bare" >&2
   status=1

@@ -32,4 +32,15 @@ inline bool wait_for_threads(const std::map<std::string, int>& expected, std::ch
   }
 }
 
+// Waits (up to `bound`) until at least `n` threads are named `name` (a new
+// thread names itself once it runs).
+inline bool wait_for_named(const std::string& name, int n, std::chrono::milliseconds bound) {
+  const auto give_up = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    if (threads_by_name()[name] >= n) return true;
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 }  // namespace mayura::testing

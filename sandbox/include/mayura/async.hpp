@@ -36,15 +36,18 @@ struct completion_signature<void> {
   using type = void(std::exception_ptr);
 };
 
-// Runs `fn(std::stop_token)` on one of `runtime`'s blocking threads and
-// completes `token` with its result or the exception it threw.
+// Runs `fn(std::stop_token)` on one of `runtime`'s blocking threads (taking
+// the `turn` given) and completes `token` with its result or the exception
+// it threw. The runtime is held until the call starts, for a token that
+// starts it later (asio::deferred).
 template <class Token, class Fn>
-auto async_run(Runtime& runtime, const boost::asio::any_io_executor& fallback, Token&& token, Fn fn) {
+auto async_run(std::shared_ptr<Runtime> runtime, const boost::asio::any_io_executor& fallback, Token&& token, Fn fn,
+               Runtime::Turn turn = Runtime::Turn::queue) {
   using R = std::invoke_result_t<Fn, std::stop_token>;
   using Sig = typename completion_signature<R>::type;
   namespace asio = boost::asio;
   return asio::async_initiate<Token, Sig>(
-      [&runtime, fallback](auto handler, Fn work) {
+      [runtime = std::move(runtime), fallback, turn](auto handler, Fn work) {
         auto stop = std::make_shared<std::stop_source>();
         auto slot = asio::get_associated_cancellation_slot(handler);
         if (slot.is_connected()) {
@@ -60,36 +63,38 @@ auto async_run(Runtime& runtime, const boost::asio::any_io_executor& fallback, T
         };
         auto call =
             std::make_shared<Call>(Call{std::move(handler), std::move(work), asio::make_work_guard(done_executor)});
-        runtime.run_blocking([call, stop] {
-          std::exception_ptr error;
-          std::optional<std::conditional_t<std::is_void_v<R>, char, R>> result;
-          try {
-            if constexpr (std::is_void_v<R>) {
-              (*call->work)(stop->get_token());
-            } else {
-              result.emplace((*call->work)(stop->get_token()));
-            }
-          } catch (...) {
-            error = std::current_exception();
-          }
-          // The work goes (with the Sandbox handle it holds, and through it
-          // the provider) before the caller hears of the end: a caller that
-          // then closes its Sandboxes and drops its handles must find the
-          // provider gone, not held by a call that is about to end.
-          call->work.reset();
-          auto ex = call->guard.get_executor();
-          // The slot is cleared on the handler's executor, where emit() runs.
-          asio::dispatch(ex, [handler = std::move(call->handler), error, result = std::move(result)]() mutable {
-            auto done = asio::get_associated_cancellation_slot(handler);
-            if (done.is_connected()) done.clear();
-            if constexpr (std::is_void_v<R>) {
-              std::move(handler)(error);
-            } else {
-              std::move(handler)(error, result ? std::move(*result) : R{});
-            }
-          });
-          call->guard.reset();
-        });
+        runtime->run_blocking(
+            [call, stop] {
+              std::exception_ptr error;
+              std::optional<std::conditional_t<std::is_void_v<R>, char, R>> result;
+              try {
+                if constexpr (std::is_void_v<R>) {
+                  (*call->work)(stop->get_token());
+                } else {
+                  result.emplace((*call->work)(stop->get_token()));
+                }
+              } catch (...) {
+                error = std::current_exception();
+              }
+              // The work goes (with the Sandbox handle it holds, and through it
+              // the provider) before the caller hears of the end: a caller that
+              // then closes its Sandboxes and drops its handles must find the
+              // provider gone, not held by a call that is about to end.
+              call->work.reset();
+              auto ex = call->guard.get_executor();
+              // The slot is cleared on the handler's executor, where emit() runs.
+              asio::dispatch(ex, [handler = std::move(call->handler), error, result = std::move(result)]() mutable {
+                auto done = asio::get_associated_cancellation_slot(handler);
+                if (done.is_connected()) done.clear();
+                if constexpr (std::is_void_v<R>) {
+                  std::move(handler)(error);
+                } else {
+                  std::move(handler)(error, result ? std::move(*result) : R{});
+                }
+              });
+              call->guard.reset();
+            },
+            turn);
       },
       token, std::move(fn));
 }

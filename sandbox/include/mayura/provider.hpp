@@ -64,7 +64,7 @@ class SandboxBackend {
   void use_runtime(std::shared_ptr<Runtime> runtime);
 
  protected:
-  Runtime& runtime();
+  std::shared_ptr<Runtime> runtime();
 
  private:
   std::mutex runtime_mutex_;

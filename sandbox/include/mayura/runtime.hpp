@@ -8,7 +8,9 @@
 // A provider owns one Runtime (SandboxProvider::runtime()). Its reactor runs
 // what waits without a thread (commands, file calls); its blocking threads
 // run the calls that can only block (a create, a release, a desktop action),
-// growing with the calls in flight up to a bound, past which calls queue.
+// growing with the calls in flight up to a bound, past which calls queue;
+// a call that ends others (a release, a lifetime's end) never waits for a
+// turn, so calls that wait on an end cannot hold it off.
 // The runtime lives as long as its provider and every sandbox of it, and
 // destroying it joins every one of its threads.
 
@@ -46,10 +48,17 @@ class Runtime {
   boost::asio::any_io_executor executor();
   std::size_t reactor_threads() const { return reactor_threads_; }
 
-  // Runs `call` on a blocking thread, now or once one is free. `call`
-  // reports its own failures: an exception that escapes it is written to
-  // standard error, naming the runtime.
-  void run_blocking(std::function<void()> call);
+  // Whether a blocking call may wait for a free thread past the bound.
+  enum class Turn {
+    queue,  // the usual: past the bound, wait for a thread to be free
+    now,    // a call that ends others: a thread at once, past the bound
+  };
+  // Runs `call` on a blocking thread. `call` reports its own failures: an
+  // exception that escapes it is written to standard error, naming the
+  // runtime. Throws SandboxError(LIMIT_REACHED) only when no thread could
+  // be started for it (the host's thread or memory limits), and then the
+  // call never runs.
+  void run_blocking(std::function<void()> call, Turn turn = Turn::queue);
   // Blocking threads alive now (for tests and metrics).
   std::size_t blocking_threads() const;
 

@@ -102,7 +102,7 @@ class Sandbox {
   void key(std::string_view combo) const;
 
   // The provider's threads, where every call runs (mayura/runtime.hpp).
-  Runtime& runtime() const;
+  const std::shared_ptr<Runtime>& runtime() const;
 
   // The native provider waits for the command on its runtime's reactor, not
   // a thread of its own; other providers run exec() on a blocking thread.
@@ -221,8 +221,10 @@ class Sandbox {
   }
   template <class Token>
   auto async_release(Token&& token) const {
-    return detail::async_run(runtime(), default_executor(), std::forward<Token>(token),
-                             [self = *this](const std::stop_token&) { self.release(); });
+    // Never waits for a turn behind calls that may wait on this end.
+    return detail::async_run(
+        runtime(), default_executor(), std::forward<Token>(token),
+        [self = *this](const std::stop_token&) { self.release(); }, Runtime::Turn::now);
   }
 
  private:
@@ -289,7 +291,7 @@ class Sandboxes {
   std::string workdir() const;
   boost::asio::any_io_executor executor() const { return default_executor(); }
   // The provider's threads, where every call runs (mayura/runtime.hpp).
-  Runtime& runtime() const;
+  const std::shared_ptr<Runtime>& runtime() const;
   // The checks an exec makes of its input before it reaches a sandbox, for
   // a caller that makes a sandbox only for this command (SandboxError, as
   // the exec would throw).
