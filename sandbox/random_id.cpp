@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "mayura/base/hex.hpp"
 #include "mayura/base/random_bytes.hpp"
 #include "mayura/errors.hpp"
 
@@ -20,10 +21,8 @@ void fill(void* bytes, std::size_t size) {
 std::string random_hex(std::size_t digits) {
   std::vector<unsigned char> bytes((digits + 1) / 2);
   fill(bytes.data(), bytes.size());
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(digits);
-  for (std::size_t i = 0; i < digits; ++i) out.push_back(kHex[(bytes[i / 2] >> (i % 2 ? 0 : 4)) & 0xf]);
+  std::string out = hex_of(bytes.data(), bytes.size());
+  out.resize(digits);  // an odd count drops the last byte's low digit
   return out;
 }
 

@@ -29,17 +29,6 @@ std::string Sha256::digest() {
   return "sha256:" + hex_of(out, len);
 }
 
-std::string hex_of(const unsigned char* bytes, std::size_t size) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string text;
-  text.reserve(size * 2);
-  for (std::size_t i = 0; i < size; ++i) {
-    text.push_back(kHex[bytes[i] >> 4]);
-    text.push_back(kHex[bytes[i] & 15]);
-  }
-  return text;
-}
-
 std::string sha256_digest(std::string_view bytes) {
   Sha256 h;
   h.update(bytes.data(), bytes.size());

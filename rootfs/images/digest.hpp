@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "mayura/base/hex.hpp"
+
 namespace mayura::rootfs {
 
 class Sha256 {
@@ -26,9 +28,6 @@ class Sha256 {
 };
 
 std::string sha256_digest(std::string_view bytes);
-
-// Lower-case hex of `size` bytes.
-std::string hex_of(const unsigned char* bytes, std::size_t size);
 
 // "sha256:<64 lower-case hex digits>" and nothing else.
 bool is_sha256_digest(std::string_view digest);
