@@ -51,6 +51,7 @@ netfilter::Egress::Options egress_options(const NativeOptions& o) {
     if (ec) throw SandboxError(Reason::INVALID_CONFIG, "dns_servers: '" + server + "' is not an IPv4 address");
     e.dns_servers.push_back(a);
   }
+  e.dns_wait = std::chrono::seconds(o.dns_wait_s);
   e.rules.allow_private = o.allow_private_addresses;
   for (const std::string& range : o.public_ranges) e.rules.also_public.push_back(netfilter::parse_prefix(range));
   e.rules.never.push_back(netfilter::parse_prefix(o.all_network_pool));  // the sandboxes of network all
@@ -83,6 +84,7 @@ void check_options(const NativeOptions& o) {
     invalid("total_memory_mib must be 0 (no bound) or between 64 and 2^30");
   if (o.total_pids != 0 && (o.total_pids < 64 || o.total_pids > kMaxPids))
     invalid("total_pids must be 0 (no bound) or between 64 and 2^22");
+  if (o.dns_wait_s < 1 || o.dns_wait_s > 30) invalid("dns_wait_s must be between 1 and 30 seconds");
   netfilter::check_pool(o.all_network_pool);
   egress_options(o);  // throws on a bad server or range
 }

@@ -51,7 +51,7 @@ struct Attempt : std::enable_shared_from_this<Attempt> {
 
 }  // namespace
 
-Egress::Egress(Options options) : options_(std::move(options)), upstream_(options_.dns_servers) {}
+Egress::Egress(Options options) : options_(std::move(options)), upstream_(options_.dns_servers, options_.dns_wait) {}
 
 Egress::~Egress() {
   {

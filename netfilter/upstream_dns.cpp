@@ -24,7 +24,7 @@ constexpr int kMaxAnswer = 65536;
 // `servers` when there are any.
 class Resolver {
  public:
-  explicit Resolver(const std::vector<boost::asio::ip::address_v4>& servers) {
+  Resolver(const std::vector<boost::asio::ip::address_v4>& servers, std::chrono::seconds wait_for_answer) {
     std::memset(&state_, 0, sizeof state_);
     ok_ = ::res_ninit(&state_) == 0;
     if (!ok_ || servers.empty()) return;
@@ -37,7 +37,7 @@ class Resolver {
       a.sin_port = htons(53);
       a.sin_addr.s_addr = htonl(s.to_uint());
     }
-    state_.retrans = static_cast<int>(UpstreamDns::kWaitForAnswer.count());
+    state_.retrans = static_cast<int>(wait_for_answer.count());
     state_.retry = UpstreamDns::kTries;
   }
   ~Resolver() {
@@ -76,7 +76,8 @@ void collect(const unsigned char* answer, int length, std::vector<address>& out)
 
 }  // namespace
 
-UpstreamDns::UpstreamDns(std::vector<boost::asio::ip::address_v4> servers) : servers_(std::move(servers)) {}
+UpstreamDns::UpstreamDns(std::vector<boost::asio::ip::address_v4> servers, std::chrono::seconds wait_for_answer)
+    : servers_(std::move(servers)), wait_for_answer_(wait_for_answer) {}
 
 std::optional<std::vector<address>> UpstreamDns::cached(const std::string& name) {
   std::lock_guard lock(mutex_);
@@ -96,7 +97,7 @@ std::vector<address> UpstreamDns::lookup(const std::string& name) {
 }
 
 std::vector<address> UpstreamDns::ask_servers(const std::string& name) const {
-  Resolver resolver(servers_);
+  Resolver resolver(servers_, wait_for_answer_);
   std::vector<address> found;
   if (!resolver.ok()) return found;
   auto answer = std::make_unique<unsigned char[]>(kMaxAnswer);
@@ -133,7 +134,7 @@ std::vector<address> UpstreamDns::ask_host(const std::string& name) const {
 }
 
 std::optional<std::string> UpstreamDns::forward(std::string_view query) const {
-  Resolver resolver(servers_);
+  Resolver resolver(servers_, wait_for_answer_);
   if (!resolver.ok() || query.size() > kMaxAnswer) return std::nullopt;
   auto answer = std::make_unique<unsigned char[]>(kMaxAnswer);
   const int n = ::res_nsend(resolver.get(), reinterpret_cast<const unsigned char*>(query.data()),

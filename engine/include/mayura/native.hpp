@@ -58,6 +58,10 @@ struct NativeOptions {
   // (the allowlist's lookups, network all's DNS), as IPv4 addresses; empty:
   // the host's own resolver (/etc/hosts, /etc/resolv.conf).
   std::vector<std::string> dns_servers;
+  // How long a lookup through dns_servers waits for the first answer, in
+  // seconds (1 to 30); the resolver waits twice as long on its second try,
+  // so one whose servers never answer fails after three times this.
+  int dns_wait_s = 2;
   // Whether an allowlist's proxy may connect to private ranges (RFC 1918,
   // CGNAT, IPv6 ULA) that an allowed name resolves to. Never loopback,
   // link-local, multicast, metadata or the host's own addresses.

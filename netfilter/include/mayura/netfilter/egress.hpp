@@ -27,6 +27,9 @@ class Egress {
  public:
   struct Options {
     std::vector<boost::asio::ip::address_v4> dns_servers;  // empty: the host's resolver
+    // How long a lookup waits for the servers' first answer (the second try
+    // waits twice as long).
+    std::chrono::seconds dns_wait{UpstreamDns::kWaitForAnswer};
     EgressRules rules;
   };
   // A connection made, or why not (for the client: a status text).

@@ -18,16 +18,18 @@ namespace mayura::netfilter {
 
 class UpstreamDns {
  public:
-  // With servers of its own, a lookup asks each this many times, waiting so
-  // long for each answer: one whose servers never answer fails after
-  // kUnansweredFailsAfter, and holds a lookup thread that long.
+  // With servers of its own, a lookup asks each this many times, waiting
+  // `wait_for_answer` (by default kWaitForAnswer) for the first answer and
+  // twice that for the second (the resolver's back-off): one whose servers
+  // never answer fails after three times that, and holds a lookup thread
+  // that long.
   static constexpr int kTries = 2;
   static constexpr std::chrono::seconds kWaitForAnswer{2};
-  static constexpr std::chrono::seconds kUnansweredFailsAfter = kTries * kWaitForAnswer;
 
   // `servers` empty: the host's resolver (getaddrinfo, so /etc/hosts and
   // nsswitch count; queries go to /etc/resolv.conf's servers).
-  explicit UpstreamDns(std::vector<boost::asio::ip::address_v4> servers = {});
+  explicit UpstreamDns(std::vector<boost::asio::ip::address_v4> servers = {},
+                       std::chrono::seconds wait_for_answer = kWaitForAnswer);
 
   // The addresses of `name` (IPv4 first), kept for a short while; empty if
   // it has none or the lookup failed.
@@ -48,6 +50,7 @@ class UpstreamDns {
     Clock::time_point until;
   };
   std::vector<boost::asio::ip::address_v4> servers_;
+  std::chrono::seconds wait_for_answer_;
   std::mutex mutex_;
   std::map<std::string, Cached> cache_;
 };
