@@ -3,54 +3,78 @@
 #include <boost/asio/steady_timer.hpp>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <vector>
 
-#include "mayura/errors.hpp"
 #include "native_sandbox.hpp"
 
 namespace mayura::native {
 
 struct LifetimeReaper::Deadlines : std::enable_shared_from_this<Deadlines> {
-  explicit Deadlines(Runtime& r) : runtime(r), timer(r.executor()) {}
+  explicit Deadlines(Runtime& r) : runtime(r) {}
 
   Runtime& runtime;
-  // Guards the map and every use of the timer, which the reactor's threads
-  // and the callers' share.
+  // Guards everything below, the timer's every use included (the reactor's
+  // threads and the callers' share it).
   std::mutex mutex;
   std::multimap<Clock::time_point, std::weak_ptr<SandboxCore>> entries;
-  boost::asio::steady_timer timer;
+  // Sandboxes whose end a blocking thread has been given and not finished:
+  // the reaper's own end waits for them.
+  std::set<std::shared_ptr<SandboxCore>> ending;
+  // Made at the first watch, so that a provider that never gives a sandbox
+  // a lifetime starts no reactor thread for it.
+  std::optional<boost::asio::steady_timer> timer;
   bool stopping = false;
 
   // Sets the timer for the nearest deadline (a wait already set is
   // cancelled: its handler sees operation_aborted and does nothing).
   void arm_locked() {
     if (entries.empty()) return;
-    timer.expires_at(entries.begin()->first);
-    timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (!timer) timer.emplace(runtime.executor());
+    timer->expires_at(entries.begin()->first);
+    timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (ec != boost::asio::error::operation_aborted) self->end_what_is_due();
     });
   }
 
   void end_what_is_due() {
-    std::vector<std::shared_ptr<SandboxCore>> due;
+    std::vector<std::shared_ptr<SandboxCore>> here;
     {
       std::lock_guard lock(mutex);
       if (stopping) return;
       const auto now = Clock::now();
       while (!entries.empty() && entries.begin()->first <= now) {
-        if (auto core = entries.begin()->second.lock()) due.push_back(std::move(core));
+        auto core = entries.begin()->second.lock();
         entries.erase(entries.begin());
+        if (core) hand_over_locked(std::move(core), here);
       }
-      arm_locked();
-    }
-    // An end never waits for a turn: the calls holding the threads may be
-    // waiting on it.
-    for (auto& core : due) {
       try {
-        runtime.run_blocking([core] { core->end(); }, Runtime::Turn::now);
-      } catch (const SandboxError&) {
-        core->end();  // no thread to be had: here, on the reactor
+        arm_locked();
+      } catch (...) {
+        // Out of memory for the wait: the next watch sets it again.
       }
+    }
+    for (auto& core : here) core->end();
+  }
+
+  // Gives the end to a blocking thread (ends never wait for a turn: the
+  // calls holding the threads may be waiting on one), under the lock so
+  // that the reaper's end knows of it; or, with no thread to be had, to
+  // `here`, the reactor's thread.
+  void hand_over_locked(std::shared_ptr<SandboxCore> core, std::vector<std::shared_ptr<SandboxCore>>& here) {
+    try {
+      ending.insert(core);
+      runtime.run_blocking(
+          [self = shared_from_this(), core] {
+            core->end();
+            std::lock_guard lock(self->mutex);
+            self->ending.erase(core);
+          },
+          Runtime::Turn::now);
+    } catch (...) {
+      ending.erase(core);
+      here.push_back(std::move(core));
     }
   }
 };
@@ -66,7 +90,9 @@ LifetimeReaper::~LifetimeReaper() {
       if (auto core = weak.lock()) left.push_back(std::move(core));
     }
     deadlines_->entries.clear();
-    deadlines_->timer.cancel();
+    // An end a blocking thread has under way: end() returns once it is done.
+    left.insert(left.end(), deadlines_->ending.begin(), deadlines_->ending.end());
+    if (deadlines_->timer) deadlines_->timer->cancel();
   }
   for (auto& core : left) core->end();
 }

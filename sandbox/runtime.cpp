@@ -92,6 +92,13 @@ struct Runtime::Blocking {
         // the runtime's last owner.
         call = nullptr;
         lock.lock();
+        // A thread started past the bound (for a call that ends others)
+        // takes no further call while the bound is passed: the bound holds
+        // for the calls that wait their turn.
+        if (threads.size() - ended.size() > max && !stopping) {
+          ended.push_back(id);
+          return;
+        }
         ++idle;
         continue;
       }
@@ -187,7 +194,9 @@ void Runtime::run_blocking(std::function<void()> call, Turn turn) {
         }
         ++b.idle;  // counted once it exists, so that no call waits for a thread that never came
       } catch (const std::exception& e) {
-        if (alive > 0) return;  // it waits for one of those that run
+        // A call that waits its turn waits for one of those that run; a
+        // call that ends others must not (they may be waiting on it).
+        if (turn == Turn::queue && alive > 0) return;
         if (turn == Turn::now) {
           b.queue.pop_front();
         } else {

@@ -527,10 +527,11 @@ TEST_F(NetworkTest, AllCannotReachAHostPortPublishedByDnat) {
 // first one's wait, is answered while they still wait, not after they fail.
 TEST_F(NetworkTest, ASandboxsStalledLookupsDoNotStallAnothersLookups) {
   options().dns_servers = {World::kStallingDnsAddress};
-  // An unanswered lookup fails only after 15 s (5, then 10 on the second
-  // try), far longer than the other sandbox's answer takes even on an
-  // emulated cpu: that answer came while every stalled lookup still waited
-  // (each stalled curl leaves a file when it ends), so it waited for none.
+  // An unanswered lookup fails only after 20 s (two tries of 5 s each for
+  // its A and its AAAA query), far longer than the other sandbox's answer
+  // takes even on an emulated cpu: that answer came while every stalled
+  // lookup still waited (each stalled curl leaves a file when it ends), so
+  // it waited for none of them.
   options().dns_wait_s = 5;
   const Sandbox stalled = allowing({"*.stall.test"});
   const Sandbox other = allowing({"allowed.test"});

@@ -58,9 +58,10 @@ struct NativeOptions {
   // (the allowlist's lookups, network all's DNS), as IPv4 addresses; empty:
   // the host's own resolver (/etc/hosts, /etc/resolv.conf).
   std::vector<std::string> dns_servers;
-  // How long a lookup through dns_servers waits for the first answer, in
-  // seconds (1 to 30); the resolver waits twice as long on its second try,
-  // so one whose servers never answer fails after three times this.
+  // How long a lookup through dns_servers waits for each answer, in seconds
+  // (1 to 30). It asks twice for the name's IPv4 addresses, then twice for
+  // its IPv6 ones: a name whose servers never answer fails after four times
+  // this.
   int dns_wait_s = 2;
   // Whether an allowlist's proxy may connect to private ranges (RFC 1918,
   // CGNAT, IPv6 ULA) that an allowed name resolves to. Never loopback,

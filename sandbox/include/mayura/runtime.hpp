@@ -55,9 +55,10 @@ class Runtime {
   };
   // Runs `call` on a blocking thread. `call` reports its own failures: an
   // exception that escapes it is written to standard error, naming the
-  // runtime. Throws SandboxError(LIMIT_REACHED) only when no thread could
-  // be started for it (the host's thread or memory limits), and then the
-  // call never runs.
+  // runtime. Throws SandboxError(LIMIT_REACHED) when no thread could be
+  // started for it (the host's thread or memory limits) and none is free to
+  // take it (for Turn::now: none free at once), and then the call never
+  // runs.
   void run_blocking(std::function<void()> call, Turn turn = Turn::queue);
   // Blocking threads alive now (for tests and metrics).
   std::size_t blocking_threads() const;

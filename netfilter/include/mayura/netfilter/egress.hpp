@@ -27,8 +27,7 @@ class Egress {
  public:
   struct Options {
     std::vector<boost::asio::ip::address_v4> dns_servers;  // empty: the host's resolver
-    // How long a lookup waits for the servers' first answer (the second try
-    // waits twice as long).
+    // How long a lookup waits for each of the servers' answers.
     std::chrono::seconds dns_wait{UpstreamDns::kWaitForAnswer};
     EgressRules rules;
   };

@@ -18,10 +18,10 @@ namespace mayura::netfilter {
 
 class UpstreamDns {
  public:
-  // With servers of its own, a lookup asks each this many times, waiting
-  // `wait_for_answer` (by default kWaitForAnswer) for the first answer and
-  // twice that for the second (the resolver's back-off): one whose servers
-  // never answer fails after three times that, and holds a lookup thread
+  // With servers of its own, a query goes to each this many times, waiting
+  // `wait_for_answer` (by default kWaitForAnswer) for each answer; a lookup
+  // asks for the name's A records, then its AAAA: one whose servers never
+  // answer fails after 2 × kTries times that, and holds a lookup thread
   // that long.
   static constexpr int kTries = 2;
   static constexpr std::chrono::seconds kWaitForAnswer{2};
