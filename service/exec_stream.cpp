@@ -110,8 +110,8 @@ awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsi
       const std::size_t sent = text.size();
       ok = co_await send_line(std::move(text));
       if (!ok) co_return false;
-      const auto wait = paced_as.empty() ? OutputPace::Clock::duration::zero() : s.output_pace.sent(paced_as, sent);
-      if (wait > OutputPace::Clock::duration::zero()) {
+      const auto wait = paced_as.empty() ? ClientPace::Clock::duration::zero() : s.output_pace.sent(paced_as, sent);
+      if (wait > ClientPace::Clock::duration::zero()) {
         asio::steady_timer pause(co_await asio::this_coro::executor, wait);
         co_await pause.async_wait(asio::as_tuple(use_awaitable));
       }

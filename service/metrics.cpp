@@ -49,6 +49,8 @@ std::string Metrics::text(std::size_t alive, std::size_t buffered_bytes) const {
   out += counter("mayura_budget_refusals_total", "Requests refused past the daemon's memory budget.", budget_refusals);
   out += counter("mayura_share_refusals_total", "Connections refused past their client's share of connections.",
                  share_refusals);
+  out += counter("mayura_paced_requests_total", "Requests that waited, past their client's rate of requests.",
+                 paced_requests);
   out += "# HELP mayura_failures_total Failed requests, by reason.\n# TYPE mayura_failures_total counter\n";
   for (std::size_t i = 0; i < failures.size(); ++i) {
     out += "mayura_failures_total{reason=\"" + std::string(reason_name(static_cast<Reason>(i))) + "\"} " +

@@ -29,6 +29,7 @@ struct Metrics {
   std::atomic<std::uint64_t> connections{0};             // open now
   std::atomic<std::uint64_t> budget_refusals{0};         // requests past the memory budget
   std::atomic<std::uint64_t> share_refusals{0};          // connections past their client's share
+  std::atomic<std::uint64_t> paced_requests{0};          // requests that waited past their client's rate
   std::atomic<std::uint64_t> blocking_running{0};        // calls on the blocking threads now
   std::atomic<std::uint64_t> blocking_waiting{0};        // calls waiting for their client's turn
   std::array<std::atomic<std::uint64_t>, 9> failures{};  // by Reason

@@ -200,6 +200,15 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::
       }
       token_client = client->name;
     }
+    // Past its rate, the request waits before anything is done for it.
+    if (!client->admin) {
+      const auto wait = s->request_pace.sent(client->name, 1);
+      if (wait > ClientPace::Clock::duration::zero()) {
+        ++s->metrics.paced_requests;
+        asio::steady_timer pause(co_await asio::this_coro::executor, wait);
+        co_await pause.async_wait(asio::as_tuple(use_awaitable));
+      }
+    }
     // The target matched once, from the head: it names the body's bound.
     const RouteMatch route = match_route(parser.get().method(), parser.get().target());
     const std::size_t limit = s->routes.body_limit(route);

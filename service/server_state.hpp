@@ -26,7 +26,7 @@
 
 #include "mayura/service/server.hpp"
 #include "memory_budget.hpp"
-#include "output_pace.hpp"
+#include "client_pace.hpp"
 #include "per_client.hpp"
 #include "routes.hpp"
 
@@ -62,6 +62,7 @@ struct Server::State {
         routes(std::move(s), std::move(info), registry, metrics, o.max_json_bytes, o.max_file_bytes,
                o.default_memory_mib, o.hidden_paths),
         output_pace(o.client_output_bytes_per_second),
+        request_pace(o.client_requests_per_second),
         blocking(o.blocking_threads) {}
 
   ServerOptions options;
@@ -85,7 +86,9 @@ struct Server::State {
   PerClient blocking_per_client;
   std::size_t blocking_cap() const { return std::max<std::size_t>(1, options.blocking_threads / 4); }
   // Each client's streamed output, root apart.
-  OutputPace output_pace;
+  ClientPace output_pace;
+  // Each client's requests, root apart.
+  ClientPace request_pace;
   std::size_t per_client_cap() const {
     return options.max_connections_per_client ? options.max_connections_per_client
                                               : std::max<std::size_t>(1, options.max_connections / 4);

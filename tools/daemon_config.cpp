@@ -237,6 +237,10 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
     c.server.client_output_bytes_per_second =
         static_cast<std::size_t>(integer(k, "clientOutputMiBPerSecond", *v, 0, 1 << 20)) << 20;
   }
+  if (const json* v = k.take("clientRequestsPerSecond")) {
+    c.server.client_requests_per_second =
+        static_cast<std::size_t>(integer(k, "clientRequestsPerSecond", *v, 0, 1'000'000));
+  }
   if (const json* v = k.take("headerTimeoutMs"))
     c.server.header_timeout = std::chrono::milliseconds(integer(k, "headerTimeoutMs", *v, 100, 3'600'000));
   if (const json* v = k.take("bodyTimeoutMs"))

@@ -201,6 +201,34 @@ TEST_F(HostileTenantTest, AClientRetryingPastItsShareIsAnsweredOnlyAfterAPause) 
   EXPECT_EQ(call(verb::get, "/v1/health").status, 200u);
 }
 
+// A client asking in a loop is served at its rate of requests, after a
+// second's burst: a loop of cheap requests (each costs the daemon a fifth of
+// a millisecond of cpu, and a client may loop on many connections) takes
+// no more of the daemon than the rate allows. Root is not paced.
+TEST_F(HostileTenantTest, AClientAskingInALoopIsServedAtItsRate) {
+  const group* nogroup = ::getgrgid(65534);
+  ASSERT_NE(nogroup, nullptr) << "this host has no group 65534, which the test gives the socket";
+  start({{"clientRequestsPerSecond", 20}, {"socketGroup", nogroup->gr_name}});
+  const std::optional<std::string> seen = output_as(65534, [this](int out) {
+    int ok = 0;
+    const auto started = std::chrono::steady_clock::now();
+    for (int i = 0; i < 60; ++i) ok += load::call(socket_, "GET", "/v1/health").rfind("HTTP/1.1 200", 0) == 0;
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    write_to(out, std::to_string(ok) + " " + std::to_string(took.count()));
+  });
+  ASSERT_TRUE(seen) << "the client as 65534 failed";
+  int ok = -1;
+  long took_ms = -1;
+  ASSERT_EQ(std::sscanf(seen->c_str(), "%d %ld", &ok, &took_ms), 2) << *seen;
+  EXPECT_EQ(ok, 60);
+  // 20 in the burst, the other 40 at 20 a second: two seconds at least.
+  EXPECT_GE(took_ms, 1800);
+  const long paced = metric("mayura_paced_requests_total");
+  EXPECT_GE(paced, 35);
+  for (int i = 0; i < 60; ++i) ASSERT_EQ(call(verb::get, "/v1/health").status, 200u);
+  EXPECT_EQ(metric("mayura_paced_requests_total"), paced);
+}
+
 // Each client is a tenant of the engine's: its sandboxes split one cpu
 // weight, so a client with three sandboxes weighs no more on a contended
 // cpu than one with a single sandbox.

@@ -125,6 +125,9 @@ TEST(DaemonConfigParse, ReadsTheCeilingsAndRefusesDefaultsOverThem) {
   EXPECT_EQ(
       parse_daemon_config(R"({"clientOutputMiBPerSecond": 0})", kSource, host).server.client_output_bytes_per_second,
       0u);
+  EXPECT_EQ(c.server.client_requests_per_second, 1000u);
+  EXPECT_EQ(parse_daemon_config(R"({"clientRequestsPerSecond": 50})", kSource, host).server.client_requests_per_second,
+            50u);
   for (const auto& [text, key] : std::vector<std::pair<std::string, std::string>>{
            {R"({"maxMemoryMiB": 1024, "defaultMemoryMiB": 2048})", "defaultMemoryMiB"},
            {R"({"maxPids": 100, "defaultPids": 200})", "defaultPids"},
@@ -134,7 +137,8 @@ TEST(DaemonConfigParse, ReadsTheCeilingsAndRefusesDefaultsOverThem) {
            {R"({"maxPorts": 0})", "maxPorts"},
            {R"({"totalPids": 10})", "totalPids"},
            {R"({"maxBufferedMiB": 8})", "maxBufferedMiB"},
-           {R"({"clientOutputMiBPerSecond": -1})", "clientOutputMiBPerSecond"}}) {
+           {R"({"clientOutputMiBPerSecond": -1})", "clientOutputMiBPerSecond"},
+           {R"({"clientRequestsPerSecond": -1})", "clientRequestsPerSecond"}}) {
     std::string message;
     const std::string& config = text;  // (a lambda may not capture a structured binding)
     EXPECT_EQ(reason_of([&] { parse_daemon_config(config, kSource, host); }, &message), Reason::INVALID_CONFIG)

@@ -1,6 +1,6 @@
 // What a client may hold of the daemon, each within its share: connections
 // and blocking-pool turns (PerClient), a streamed output's rate
-// (OutputPace) and buffered request bytes (MemoryBudget).
+// (ClientPace) and buffered request bytes (MemoryBudget).
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <variant>
 
 #include "service/memory_budget.hpp"
-#include "service/output_pace.hpp"
+#include "service/client_pace.hpp"
 #include "service/per_client.hpp"
 
 namespace mayura {
@@ -68,16 +68,16 @@ TEST(PerClient, WaitersAreWokenByTheirOwnClientsLeasesOnly) {
 // grows with what it sent past that; its execs share one clock; another
 // client's clock is its own; a client idle for a second owes nothing; no
 // rate, no wait.
-TEST(OutputPace, AClientsStreamsWaitPastItsBurstAndOthersDoNot) {
+TEST(ClientPace, AClientsStreamsWaitPastItsBurstAndOthersDoNot) {
   using namespace std::chrono_literals;
-  service::OutputPace pace(1000);  // bytes per second
-  const auto t0 = service::OutputPace::Clock::now();
+  service::ClientPace pace(1000);  // bytes per second
+  const auto t0 = service::ClientPace::Clock::now();
   EXPECT_EQ(pace.sent("uid:1000", 1000, t0), 0s);  // the burst
   EXPECT_EQ(pace.sent("uid:1000", 500, t0), 500ms);
   EXPECT_EQ(pace.sent("uid:1000", 500, t0), 1000ms);  // a second exec of the same client
   EXPECT_EQ(pace.sent("uid:1001", 1000, t0), 0s);
   EXPECT_EQ(pace.sent("uid:1000", 1000, t0 + 3s), 0s);  // idle: owes nothing
-  service::OutputPace unpaced(0);
+  service::ClientPace unpaced(0);
   EXPECT_EQ(unpaced.sent("uid:1000", std::size_t{1} << 40, t0), 0s);
 }
 

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "service/memory_budget.hpp"
-#include "service/output_pace.hpp"
+#include "service/client_pace.hpp"
 #include "service/per_client.hpp"
 #include "service/status.hpp"
 #include "service/wire.hpp"

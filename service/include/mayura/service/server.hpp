@@ -54,6 +54,11 @@ struct ServerOptions {
   // a second's burst; root is not paced; 0: no pacing). Past it the stream
   // waits, and so does the command, on its full pipe.
   std::size_t client_output_bytes_per_second = std::size_t{32} << 20;
+  // The requests a client makes, at most, per second (over a second's
+  // burst; root is not paced; 0: no pacing). Past it a request waits before
+  // it is served: a client asking in a loop costs the daemon a bounded share
+  // of its cpu, whatever it asks.
+  std::size_t client_requests_per_second = 1000;
   // A client that takes longer to send a request's head, or its body, or to
   // take what it is sent, is disconnected (an exec it runs is cancelled).
   std::chrono::milliseconds header_timeout{10'000};
