@@ -209,6 +209,8 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
     c.native.prepared = static_cast<std::size_t>(integer(k, "prepared", *v, 0, 64));
   if (const json* v = k.take("netnsPool"))
     c.native.netns_pool = static_cast<std::size_t>(integer(k, "netnsPool", *v, 0, 64));
+  if (const json* v = k.take("dnsWaitSeconds"))
+    c.native.dns_wait_s = static_cast<int>(integer(k, "dnsWaitSeconds", *v, 1, 30));
   if (const json* v = k.take("commandsAhead")) {
     if (!v->is_boolean()) bad(source, "commandsAhead", "must be true or false");
     c.native.commands_ahead = v->get<bool>();

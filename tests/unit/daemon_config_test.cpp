@@ -126,6 +126,8 @@ TEST(DaemonConfigParse, ReadsTheCeilingsAndRefusesDefaultsOverThem) {
       parse_daemon_config(R"({"clientOutputMiBPerSecond": 0})", kSource, host).server.client_output_bytes_per_second,
       0u);
   EXPECT_EQ(c.server.client_requests_per_second, 1000u);
+  EXPECT_EQ(c.native.dns_wait_s, 2);
+  EXPECT_EQ(parse_daemon_config(R"({"dnsWaitSeconds": 5})", kSource, host).native.dns_wait_s, 5);
   EXPECT_EQ(parse_daemon_config(R"({"clientRequestsPerSecond": 50})", kSource, host).server.client_requests_per_second,
             50u);
   for (const auto& [text, key] : std::vector<std::pair<std::string, std::string>>{
@@ -138,7 +140,9 @@ TEST(DaemonConfigParse, ReadsTheCeilingsAndRefusesDefaultsOverThem) {
            {R"({"totalPids": 10})", "totalPids"},
            {R"({"maxBufferedMiB": 8})", "maxBufferedMiB"},
            {R"({"clientOutputMiBPerSecond": -1})", "clientOutputMiBPerSecond"},
-           {R"({"clientRequestsPerSecond": -1})", "clientRequestsPerSecond"}}) {
+           {R"({"clientRequestsPerSecond": -1})", "clientRequestsPerSecond"},
+           {R"({"dnsWaitSeconds": 0})", "dnsWaitSeconds"},
+           {R"({"dnsWaitSeconds": 31})", "dnsWaitSeconds"}}) {
     std::string message;
     const std::string& config = text;  // (a lambda may not capture a structured binding)
     EXPECT_EQ(reason_of([&] { parse_daemon_config(config, kSource, host); }, &message), Reason::INVALID_CONFIG)
