@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <linux/magic.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/mount.h>
@@ -317,6 +318,30 @@ void SandboxCgroup::settle() {
 std::uint64_t SandboxCgroup::oom_kills() const {
   if (!host_.memory.v2) return v1_.oom_kills();
   return read_oom_kills(UniqueFd(::open((path_ + "/memory.events").c_str(), O_RDONLY | O_CLOEXEC)).get());
+}
+
+void SandboxCgroup::freeze(bool frozen, std::chrono::milliseconds bound) const {
+  const UniqueFd dir = open_dir("");
+  if (const int error = write_at(dir.get(), "cgroup.freeze", frozen ? "1" : "0")) {
+    if (error == ENOENT) throw SandboxError(Reason::GONE, "the sandbox has ended");
+    fail_step(frozen ? "freezing the sandbox's cgroup" : "thawing the sandbox's cgroup", error);
+  }
+  const UniqueFd events(::openat(dir.get(), "cgroup.events", O_RDONLY | O_CLOEXEC));
+  if (!events) fail_step("opening the sandbox's cgroup.events", errno);
+  // The kernel wakes a poll for POLLPRI on each change of cgroup.events.
+  const std::string want = frozen ? "frozen 1" : "frozen 0";
+  const auto give_up = std::chrono::steady_clock::now() + bound;
+  while (read_from(events.get()).find(want) == std::string::npos) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      if (frozen) write_at(dir.get(), "cgroup.freeze", "0");
+      throw SandboxError(Reason::INTERNAL, std::string("the sandbox's processes did not all ") +
+                                               (frozen ? "stop" : "go on") + " within " +
+                                               std::to_string(bound.count()) + " ms");
+    }
+    pollfd p{events.get(), POLLPRI, 0};
+    ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 100)));
+  }
 }
 
 bool SandboxCgroup::kill_all() const noexcept {

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -114,6 +115,14 @@ class SandboxCgroup {
   // The same kill, without the wait: for what joined the command's cgroup
   // after the first one.
   void kill_command_again(const std::string& name) const noexcept;
+
+  // Stops every process of the sandbox at once (`frozen`), or lets them all
+  // go on, with the cgroup2 freezer (cgroup.freeze, on every layout: a
+  // legacy host's sandboxes are on the engine's own cgroup2 too), and waits
+  // until the kernel says it is done (cgroup.events). A freeze not done
+  // within `bound` (a process in an uninterruptible wait) is undone and
+  // fails TIMEOUT; GONE if the sandbox has ended.
+  void freeze(bool frozen, std::chrono::milliseconds bound) const;
 
   // Kills everything in the sandbox and returns without waiting: every
   // process of the tree has SIGKILL pending (cgroup.kill). False where the

@@ -168,6 +168,7 @@ class NativeProvider final : public SandboxProvider {
     f.seccomp = true;
     f.ports = true;
     f.desktop = true;  // on an image that carries Xvfb
+    f.pause = true;    // the cgroup2 freezer, on every layout
     return f;
   }
 

@@ -156,6 +156,14 @@ std::map<std::string, std::string> SandboxCore::command_env() const {
   return env;
 }
 
+void SandboxCore::freeze(bool frozen) {
+  // A freeze waits for every process to stop: one in an uninterruptible
+  // wait (a slow disk) may hold it, never for long.
+  constexpr std::chrono::seconds kFreezeBound{5};
+  if (!alive()) gone_once_ended();
+  cgroup.freeze(frozen, kFreezeBound);
+}
+
 void SandboxCore::set_network(const Network& next) {
   if (ending_.load()) gone();  // as send()
   {

@@ -60,6 +60,10 @@ class SandboxCore {
   // Changes the network; GONE if the sandbox has ended.
   void set_network(const Network& next);
 
+  // Stops every process of the sandbox at once, or lets them go on (the
+  // cgroup2 freezer); GONE if the sandbox has ended.
+  void freeze(bool frozen);
+
   // The host URL of a published port; GONE if the sandbox has ended.
   std::string url(int port);
   // Sends one request to the init; GONE if the sandbox has ended.
@@ -126,6 +130,8 @@ class NativeSandbox final : public SandboxBackend {
   std::string desktop(const DesktopAction& action, std::stop_token cancellation) override;
   std::string workdir() const override { return core_->workdir; }
   void set_network(const Network& network) override { core_->set_network(network); }
+  void pause() override { core_->freeze(true); }
+  void resume() override { core_->freeze(false); }
   void release() noexcept override;
   bool alive() const noexcept override { return core_->alive(); }
 

@@ -55,6 +55,10 @@ void SandboxBackend::set_network(const Network&) {
   throw SandboxError(Reason::UNSUPPORTED, "the provider cannot change a running sandbox's network");
 }
 
+void SandboxBackend::pause() { throw SandboxError(Reason::UNSUPPORTED, "the provider cannot pause a sandbox"); }
+
+void SandboxBackend::resume() { throw SandboxError(Reason::UNSUPPORTED, "the provider cannot pause a sandbox"); }
+
 // The token by value, as every provider call takes it.
 // NOLINTNEXTLINE(performance-unnecessary-value-param)
 std::string SandboxBackend::desktop(const DesktopAction&, std::stop_token) {

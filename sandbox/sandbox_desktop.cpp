@@ -23,7 +23,7 @@ std::string Sandbox::desktop(const DesktopAction& action, std::stop_token cancel
   if (!state().desktop) throw SandboxError(Reason::INVALID_INPUT, "the sandbox was created without a desktop");
   check_desktop_action(action, *state().desktop);
   throw_if_cancelled(cancellation);
-  auto backend = state().use();
+  auto backend = state().use_running();
   return guarded("desktop", [&] { return backend->desktop(action, cancellation); });
 }
 

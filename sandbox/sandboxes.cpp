@@ -45,6 +45,26 @@ std::shared_ptr<SandboxBackend> SandboxState::use() {
   return b;
 }
 
+std::shared_ptr<SandboxBackend> SandboxState::use_running() {
+  auto b = use();
+  if (paused) set_paused(false);
+  return b;
+}
+
+void SandboxState::set_paused(bool pause) {
+  auto b = use();
+  std::lock_guard lock(pause_mutex);
+  if (paused == pause) return;
+  guarded(pause ? "pause" : "resume", [&] {
+    if (pause) {
+      b->pause();
+    } else {
+      b->resume();
+    }
+  });
+  paused = pause;
+}
+
 void SandboxState::end() noexcept {
   std::shared_ptr<SandboxBackend> b;
   {
@@ -142,7 +162,7 @@ std::shared_ptr<SandboxBackend> Sandbox::exec_backend(const std::vector<std::str
   limit = std::min(options.max_output_bytes.value_or(state().owner->options.max_output_bytes),
                    state().owner->options.max_output_bytes);
   throw_if_cancelled(options.cancellation);
-  return state().use();
+  return state().use_running();
 }
 
 std::shared_ptr<SandboxBackend> Sandbox::read_backend(std::string_view path, const ReadOptions& options,
@@ -151,7 +171,7 @@ std::shared_ptr<SandboxBackend> Sandbox::read_backend(std::string_view path, con
   limit = std::min(options.max_bytes.value_or(state().owner->options.max_read_bytes),
                    state().owner->options.max_read_bytes);
   throw_if_cancelled(options.cancellation);
-  return state().use();
+  return state().use_running();
 }
 
 std::shared_ptr<SandboxBackend> Sandbox::write_backend(std::string_view path, std::string_view data,
@@ -161,13 +181,13 @@ std::shared_ptr<SandboxBackend> Sandbox::write_backend(std::string_view path, st
     throw SandboxError(Reason::LIMIT_REACHED, "the data is larger than max_write_bytes");
   }
   throw_if_cancelled(options.cancellation);
-  return state().use();
+  return state().use_running();
 }
 
 std::shared_ptr<SandboxBackend> Sandbox::path_backend(std::string_view path, const FileOptions& options) const {
   check_path(path);
   throw_if_cancelled(options.cancellation);
-  return state().use();
+  return state().use_running();
 }
 
 namespace {
@@ -441,6 +461,18 @@ void Sandbox::set_network(const Network& network) const {
   auto backend = state().use();
   guarded("set_network", [&] { backend->set_network(network); });
 }
+
+void Sandbox::pause() const {
+  if (!state().owner->features.pause) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot pause a sandbox");
+  state().set_paused(true);
+}
+
+void Sandbox::resume() const {
+  if (!state().owner->features.pause) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot pause a sandbox");
+  state().set_paused(false);
+}
+
+bool Sandbox::paused() const { return state().paused; }
 
 void Sandbox::release() const { state().end(); }
 

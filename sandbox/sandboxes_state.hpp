@@ -4,6 +4,7 @@
 // its sandboxes, what each Sandbox holds, and how a provider's failures
 // reach the caller.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -72,6 +73,14 @@ struct SandboxState {
     return backend;
   }
   std::shared_ptr<SandboxBackend> use();
+  // use(), for a call that needs the sandbox's processes: a paused sandbox
+  // resumed first.
+  std::shared_ptr<SandboxBackend> use_running();
+  // Pauses or resumes, once (a pause of a paused sandbox does nothing).
+  void set_paused(bool paused);
+
+  mutable std::mutex pause_mutex;  // held while a pause or resume is under way
+  std::atomic<bool> paused{false};
   void end() noexcept;
   ~SandboxState() { end(); }
 };

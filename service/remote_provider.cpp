@@ -223,6 +223,9 @@ class RemoteSandbox final : public SandboxBackend {
                         service::dump(json{{"network", service::network_json(network)}})));
   }
 
+  void pause() override { checked(link_->call(http_verb::post, base_ + "/pause", "")); }
+  void resume() override { checked(link_->call(http_verb::post, base_ + "/resume", "")); }
+
   void release() noexcept override {
     if (ended_.exchange(true)) return;
     try {

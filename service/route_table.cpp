@@ -26,6 +26,8 @@ constexpr Route kRoutes[] = {
     {V::get, "/v1/sandboxes/{id}/list", R::list, S::file_call},
     {V::get, "/v1/sandboxes/{id}/url", R::url, S::blocking},
     {V::put, "/v1/sandboxes/{id}/network", R::network, S::blocking},
+    {V::post, "/v1/sandboxes/{id}/pause", R::pause, S::blocking},
+    {V::post, "/v1/sandboxes/{id}/resume", R::resume, S::blocking},
     {V::get, "/v1/sandboxes/{id}/desktop/screenshot", R::screenshot, S::blocking},
     {V::get, "/v1/sandboxes/{id}/desktop/cursor", R::cursor, S::blocking},
     {V::post, "/v1/sandboxes/{id}/desktop/input", R::desktop_input, S::blocking},

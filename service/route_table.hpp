@@ -38,6 +38,8 @@ enum class Resource {
   list,
   url,
   network,
+  pause,
+  resume,
   screenshot,
   cursor,
   desktop_input,

@@ -51,7 +51,8 @@ json sandbox_json(const Owned& o) {
             {"workdir", bytes_json(o.sandbox.workdir())},
             {"owner", o.owner},
             {"createdAt", o.created_at_ms},
-            {"expiresAt", o.expires_at_ms}};
+            {"expiresAt", o.expires_at_ms},
+            {"paused", o.sandbox.paused()}};
   if (const auto size = o.sandbox.desktop_size()) j["desktop"] = desktop_size_json(*size);
   return j;
 }
@@ -314,6 +315,16 @@ Reply Routes::dispatch(const RouteMatch& m, const std::string& body, const Clien
       Sandbox s = owned(id, client);
       s.release();
       registry_.forget(id);
+      return no_content();
+    }
+    case Resource::pause:
+    case Resource::resume: {
+      Sandbox s = owned(id, client);
+      if (m.route->resource == Resource::pause) {
+        s.pause();
+      } else {
+        s.resume();
+      }
       return no_content();
     }
     case Resource::url: {

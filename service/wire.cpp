@@ -199,8 +199,8 @@ Network network_from(const json& value) {
 json features_json(const Features& f) {
   json kinds = json::array();
   for (NetworkKind k : f.network) kinds.push_back(std::string(network_kind_name(k)));
-  return {{"stdin", f.stdin},   {"ports", f.ports}, {"desktop", f.desktop}, {"cpus", f.cpus},
-          {"memory", f.memory}, {"pids", f.pids},   {"seccomp", f.seccomp}, {"network", kinds}};
+  return {{"stdin", f.stdin}, {"ports", f.ports},     {"desktop", f.desktop}, {"cpus", f.cpus},  {"memory", f.memory},
+          {"pids", f.pids},   {"seccomp", f.seccomp}, {"pause", f.pause},     {"network", kinds}};
 }
 
 Features features_from(const json& value) {
@@ -216,6 +216,7 @@ Features features_from(const json& value) {
   flag("memory", out.memory);
   flag("pids", out.pids);
   flag("seccomp", out.seccomp);
+  flag("pause", out.pause);
   if (const json* kinds = f.take("network")) {
     if (!kinds->is_array()) bad("features.network", "must be an array");
     for (const auto& k : *kinds) {

@@ -88,11 +88,64 @@ void gone_after_release(const Sandbox& s) {
               [&] { s.async_read_file(name, boost::asio::use_future).get(); });
 }
 
+// A pause stops the sandbox's processes, and a resume lets them go on where
+// they were: a counter that ticks every 50 ms ticks at most a few times over
+// a second's pause, and ticks on after it. Its own sandbox (or last): a
+// pause would stall tests running beside it, and their calls would resume
+// it. A provider without the feature refuses both INVALID_INPUT.
+void pause_and_resume(const Sandbox& s) {
+  if (!s.features().pause) {
+    check_fails(Reason::INVALID_INPUT, "pause on a provider without the feature", [&] { s.pause(); });
+    check_fails(Reason::INVALID_INPUT, "resume on a provider without the feature", [&] { s.resume(); });
+    not_applicable("the provider does not claim pause (pause and resume failed INVALID_INPUT, as they must)");
+  }
+  Scratch dir(s, "pause");
+  const std::string count = dir.absolute("count");
+  s.exec({"/bin/sh", "-c",
+          "setsid sh -c 'i=0; while :; do i=$((i+1)); echo $i > " + count + ".new; mv " + count + ".new " + count +
+              "; sleep 0.05; done' >/dev/null 2>&1 </dev/null &"});
+  const auto ticks = [&] {
+    for (int i = 0; i < 200; ++i) {
+      try {
+        const std::string text = s.read_file(count);
+        if (!text.empty()) return std::stol(text);
+      } catch (const SandboxError& e) {
+        if (e.reason() != Reason::NOT_FOUND) throw;
+      }
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    fail("the counter never wrote " + show(count));
+  };
+  const long first = ticks();
+  check(!s.paused(), "paused() is true before any pause");
+  s.pause();
+  check(s.paused(), "paused() is false after pause()");
+  s.pause();  // again: nothing to do
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  s.resume();
+  check(!s.paused(), "paused() is true after resume()");
+  s.resume();  // again: nothing to do
+  const long after_pause = ticks();
+  // Running, the counter would have ticked about 20 times in that second.
+  check(after_pause - first <= 8, "a counter ticking every 50 ms ticked " + show(after_pause - first) +
+                                      " times across a pause of a second (a few at most expected)");
+  check(after_pause >= first, "the counter went back from " + show(first) + " to " + show(after_pause));
+  std::this_thread::sleep_for(milliseconds(300));
+  const long later = ticks();
+  check(later > after_pause, "the counter stopped ticking after resume()");
+  // Calls resume a paused sandbox first.
+  s.pause();
+  check(s.exec({"true"}).exit_code == 0, "exec on a paused sandbox did not run");
+  check(!s.paused(), "paused() is true after an exec on a paused sandbox");
+  s.release();
+}
+
 }  // namespace
 
 std::vector<ConformanceTest> lifetime_tests() {
   return {
       make_test("lifetime_gone_after_release", gone_after_release, /*ends_sandbox=*/true),
+      make_test("pause_stops_and_resume_goes_on", pause_and_resume, /*ends_sandbox=*/true),
   };
 }
 

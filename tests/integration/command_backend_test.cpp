@@ -280,7 +280,13 @@ TEST_P(CommandConformance, Passes) {
   const auto it = std::find_if(suite.begin(), suite.end(), [&](const ConformanceTest& t) { return t.name == name; });
   ASSERT_NE(it, suite.end());
   const Sandbox sandbox = command_.create(sandboxes(), variant);
-  EXPECT_EQ(it->run({sandbox}), kConformancePassed);
+  const std::string verdict = it->run({sandbox});
+  // A shell over a transport has no way to stop a sandbox's processes.
+  if (name == "pause_stops_and_resume_goes_on") {
+    EXPECT_TRUE(conformance_not_applicable(verdict)) << verdict;
+  } else {
+    EXPECT_EQ(verdict, kConformancePassed);
+  }
 }
 
 std::vector<std::string> conformance_names() {

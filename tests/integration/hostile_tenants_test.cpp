@@ -407,6 +407,30 @@ TEST_F(HostileTenantTest, FilesAnotherUserCouldWriteAreRefusedAtStart) {
   EXPECT_NE(check().find("the settings are good"), std::string::npos) << check();
 }
 
+// A sandbox is paused and resumed by its owner only: another client gets
+// 404, as for every call on a sandbox not its own, and the sandbox runs on.
+TEST_F(HostileTenantTest, AnotherClientsSandboxIsNeitherPausedNorResumed) {
+  start({{"tls", tls_settings()}});
+  const auto made = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 60000})");
+  ASSERT_EQ(made.status, 201u) << made.body;
+  const std::string sandbox = "/v1/sandboxes/" + json::parse(made.body).at("id").get<std::string>();
+  EXPECT_FALSE(json::parse(made.body).at("paused").get<bool>());
+  EXPECT_EQ(call(verb::post, sandbox + "/pause", "", kToken).status, 404u);
+  EXPECT_FALSE(json::parse(call(verb::get, sandbox).body).at("paused").get<bool>());
+  EXPECT_EQ(call(verb::post, sandbox + "/pause").status, 204u);
+  EXPECT_TRUE(json::parse(call(verb::get, sandbox).body).at("paused").get<bool>());
+  EXPECT_EQ(call(verb::post, sandbox + "/resume", "", kToken).status, 404u);
+  EXPECT_TRUE(json::parse(call(verb::get, sandbox).body).at("paused").get<bool>());
+  // The owner's exec resumes it.
+  EXPECT_EQ(call(verb::post, sandbox + "/exec", R"({"argv": ["true"]})").status, 200u);
+  EXPECT_FALSE(json::parse(call(verb::get, sandbox).body).at("paused").get<bool>());
+  EXPECT_EQ(call(verb::post, sandbox + "/pause").status, 204u);
+  EXPECT_EQ(call(verb::post, sandbox + "/resume").status, 204u);
+  EXPECT_FALSE(json::parse(call(verb::get, sandbox).body).at("paused").get<bool>());
+  EXPECT_EQ(call(verb::post, sandbox + "/pause").status, 204u);
+  EXPECT_EQ(call(verb::delete_, sandbox).status, 204u);
+}
+
 // A token's client is "token:NAME", never a local peer: a token named
 // "uid:0" is not root, and sees none of root's sandboxes.
 TEST_F(HostileTenantTest, ATokenNamedLikeALocalPeerIsNotThatPeer) {

@@ -53,7 +53,13 @@ class SandboxBackend {
   // cursor as "X Y", nothing for the input actions. A provider without a
   // desktop fails UNSUPPORTED.
   virtual std::string desktop(const DesktopAction& action, std::stop_token cancellation);
-  // Ends the sandbox and everything in it. Called once; must not throw.
+  // Stops every process of the sandbox at once, where it is, and lets them
+  // all go on as they were. Each returns once done. A provider that cannot
+  // fails UNSUPPORTED (Features::pause says which can).
+  virtual void pause();
+  virtual void resume();
+  // Ends the sandbox and everything in it (a paused one too). Called once;
+  // must not throw.
   virtual void release() noexcept = 0;
   // True while the sandbox is running (false once its lifetime ended).
   virtual bool alive() const noexcept = 0;

@@ -74,7 +74,18 @@ class Sandbox {
   // create's network (a kind not listed in create_sandboxes' network fails
   // PERMISSION_DENIED). Connections the new network does not allow are cut.
   void set_network(const Network& network) const;
-  // Ends the sandbox. Safe to call again; every other call then fails GONE.
+  // Stops every process of the sandbox at once, where it is (its memory,
+  // open files, sockets and timers kept as they are), and lets them go on
+  // as they were. A paused sandbox still holds its memory, and its lifetime
+  // runs on. exec, the file calls and the desktop's resume it first; a call
+  // under way as it is paused waits for the resume (its timeout running).
+  // Pausing a paused sandbox, or resuming a running one, does nothing.
+  // INVALID_INPUT where the provider cannot (Features::pause).
+  void pause() const;
+  void resume() const;
+  bool paused() const;
+  // Ends the sandbox (a paused one too). Safe to call again; every other
+  // call then fails GONE.
   void release() const;
   bool released() const;
 
@@ -180,6 +191,16 @@ class Sandbox {
     return detail::async_run(
         runtime(), default_executor(), std::forward<Token>(token),
         [self = *this, network = std::move(network)](const std::stop_token&) { self.set_network(network); });
+  }
+  template <class Token>
+  auto async_pause(Token&& token) const {
+    return detail::async_run(runtime(), default_executor(), std::forward<Token>(token),
+                             [self = *this](const std::stop_token&) { self.pause(); });
+  }
+  template <class Token>
+  auto async_resume(Token&& token) const {
+    return detail::async_run(runtime(), default_executor(), std::forward<Token>(token),
+                             [self = *this](const std::stop_token&) { self.resume(); });
   }
   // The desktop's actions; the operation's cancellation stops the one
   // under way.

@@ -36,6 +36,7 @@ struct Features {
   bool memory = false;               // honours CreateOptions::memory_mib
   bool pids = false;                 // honours CreateOptions::pids
   bool seccomp = false;              // honours CreateOptions::seccomp_profile
+  bool pause = false;                // Sandbox::pause and resume
   std::vector<NetworkKind> network;  // the kinds it can enforce
 };
 
