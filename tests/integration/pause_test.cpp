@@ -36,7 +36,9 @@ std::string only_cgroup(const std::string& root) {
   return found.size() == 1 ? found.front() : "";
 }
 
-bool frozen(const std::string& cgroup) { return text_of(cgroup + "/cgroup.events").find("frozen 1") != std::string::npos; }
+bool frozen(const std::string& cgroup) {
+  return text_of(cgroup + "/cgroup.events").find("frozen 1") != std::string::npos;
+}
 
 // Every process in a cgroup tree, by pid.
 std::vector<pid_t> processes_under(const std::string& cgroup) {
