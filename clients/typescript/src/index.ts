@@ -39,7 +39,7 @@ export interface NativeSandboxesOptions {
 
 // What mayurad's native engine supports; an operator's narrower settings
 // (network kinds, lifetimes) are refused by the daemon itself.
-const FEATURES: SandboxFeatures = { stdin: true, ports: true, desktop: false, network: ['none', 'all', 'allow'] };
+const FEATURES: SandboxFeatures = { stdin: true, ports: true, desktop: false, pause: true, network: ['none', 'all', 'allow'] };
 const WORKDIR = '/workspace';
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -54,6 +54,25 @@ const REASONS: Record<string, SandboxErrorReason> = {
   UNSUPPORTED: 'unsupported',
   INTERNAL: 'internal',
 };
+
+/** A sandbox of mayurad's: the contract's calls, and pause and resume. */
+export interface NativeSandboxBackend extends SandboxBackend {
+  /**
+   * Stops every process of the sandbox at once, where it is, until resume;
+   * exec and the file calls resume it first. Its lifetime runs on while it
+   * is paused. Pausing a paused sandbox does nothing.
+   */
+  pause(options?: CallOptions): Promise<void>;
+  /** Lets the processes of a paused sandbox go on as they were; on a running one it does nothing. */
+  resume(options?: CallOptions): Promise<void>;
+  /** Whether the sandbox is paused. */
+  paused(options?: CallOptions): Promise<boolean>;
+}
+
+/** The provider of mayurad's sandboxes, which can be paused. */
+export interface NativeSandboxProvider extends SandboxProvider {
+  create(options: CreateOptions, context?: CallOptions): Promise<NativeSandboxBackend>;
+}
 
 // Bytes cross the wire as a JSON string when they are UTF-8, else as
 // {"base64": ...}.
@@ -167,7 +186,7 @@ function failureFrom(event: Record<string, unknown>, status: number): SandboxErr
   return new SandboxError(reason, status === 200 ? `the command failed (${reason})` : `the provider answered HTTP ${status}`);
 }
 
-class NativeSandbox implements SandboxBackend {
+class NativeSandbox implements NativeSandboxBackend {
   private ended = false;
   private readonly base: string;
 
@@ -269,6 +288,24 @@ class NativeSandbox implements SandboxBackend {
     return url;
   }
 
+  async pause(options: CallOptions = {}): Promise<void> {
+    const answer = await this.link.call({ method: 'POST', path: `${this.base}/pause`, signal: options.signal });
+    this.check(answer);
+  }
+
+  async resume(options: CallOptions = {}): Promise<void> {
+    const answer = await this.link.call({ method: 'POST', path: `${this.base}/resume`, signal: options.signal });
+    this.check(answer);
+  }
+
+  async paused(options: CallOptions = {}): Promise<boolean> {
+    const answer = await this.link.call({ method: 'GET', path: this.base, signal: options.signal });
+    this.check(answer);
+    const paused = parseJson(answer.body, 'sandbox').paused;
+    if (typeof paused !== 'boolean') throw malformed('sandbox');
+    return paused;
+  }
+
   async release(): Promise<void> {
     if (this.ended) return;
     this.ended = true;
@@ -299,7 +336,7 @@ class Link {
   }
 }
 
-class NativeProvider implements SandboxProvider {
+class NativeProvider implements NativeSandboxProvider {
   readonly id: string;
   readonly features = FEATURES;
   readonly workdir = WORKDIR;
@@ -315,7 +352,7 @@ class NativeProvider implements SandboxProvider {
     this.image = options.image;
   }
 
-  async create(options: CreateOptions, context: CallOptions = {}): Promise<SandboxBackend> {
+  async create(options: CreateOptions, context: CallOptions = {}): Promise<NativeSandboxBackend> {
     if (context.signal?.aborted) throw cancelledError();
     // A cancellation while the daemon creates does not cut the call short:
     // the daemon would make the sandbox anyway, and only its answer has the
@@ -347,6 +384,6 @@ class NativeProvider implements SandboxProvider {
  *
  *   const sandboxes = createSandboxes(nativeSandboxes(), { maxSandboxes: 4, maxLifetimeMs: 600_000 });
  */
-export function nativeSandboxes(options: NativeSandboxesOptions = {}): SandboxProvider {
+export function nativeSandboxes(options: NativeSandboxesOptions = {}): NativeSandboxProvider {
   return new NativeProvider(options);
 }

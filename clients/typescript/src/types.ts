@@ -63,6 +63,8 @@ export interface SandboxFeatures {
   stdin: boolean;
   ports: boolean;
   desktop: boolean;
+  /** Whether its sandboxes can be paused and resumed (their pause, resume and paused). */
+  pause?: boolean;
   /** The network kinds it can enforce. */
   network: NetworkKind[];
 }
@@ -118,7 +120,17 @@ export interface SandboxBackend {
   list(path: string, options?: CallOptions): Promise<FileEntry[]>;
   remove(path: string, options?: CallOptions): Promise<void>;
   url(port: number): Promise<string>;
-  /** Ends the sandbox and everything in it; never rejects. */
+  /**
+   * Stops every process of the sandbox at once, where it is, until resume
+   * (exec and the file calls resume it first); its lifetime runs on. Pausing
+   * a paused sandbox does nothing. Where features.pause is true.
+   */
+  pause?(options?: CallOptions): Promise<void>;
+  /** Lets the processes of a paused sandbox go on as they were; on a running one it does nothing. */
+  resume?(options?: CallOptions): Promise<void>;
+  /** Whether the sandbox is paused. */
+  paused?(options?: CallOptions): Promise<boolean>;
+  /** Ends the sandbox and everything in it (a paused one too); never rejects. */
   release(): Promise<void>;
 }
 

@@ -28,6 +28,12 @@ export async function run(): Promise<number | null> {
     await backend.release();
   }
 }
+export async function pauseOne(): Promise<boolean> {
+  const backend = await nativeSandboxes().create({ lifetimeMs: 60_000 });
+  await backend.pause({ signal: new AbortController().signal });
+  await backend.resume();
+  return backend.paused();
+}
 `;
 
 describe('the npm package', () => {
