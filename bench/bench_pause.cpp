@@ -25,8 +25,6 @@
 #include "mayura/native.hpp"
 #include "mayura/sandboxes.hpp"
 
-extern char** environ;
-
 namespace {
 
 using mayura::bench::Stats;
