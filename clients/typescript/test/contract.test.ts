@@ -6,40 +6,24 @@ import assert from 'node:assert/strict';
 import * as http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 
-import { nativeSandboxes, type SandboxBackend, type SandboxProvider } from '../src/index.js';
-import { reasonOf, startDaemon, type Daemon } from './daemon.js';
+import { nativeSandboxes, type SandboxBackend } from '../src/index.js';
+import { reasonOf, startDaemon, suiteDaemon, type Daemon } from './daemon.js';
 
 const count = (pattern: string) =>
   `n=0; for c in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $c 2>/dev/null | grep -q '^${pattern}' && n=$((n+1)); done; echo $n`;
 
 describe('the contract through mayurad', () => {
-  let daemon: Daemon;
-  let provider: SandboxProvider;
-  const made: SandboxBackend[] = [];
-  const sandbox = async (lifetimeMs = 120_000) => {
-    const s = await provider.create({ lifetimeMs });
-    made.push(s);
-    return s;
-  };
-
-  before(async () => {
-    daemon = await startDaemon();
-    provider = nativeSandboxes({ socket: daemon.socket });
-  });
-  after(async () => {
-    await Promise.all(made.map((s) => s.release()));
-    await daemon.stop();
-  });
+  const suite = suiteDaemon();
 
   it('says what it is', () => {
-    assert.equal(provider.workdir, '/workspace');
-    assert.equal(provider.features.stdin, true);
-    assert.deepEqual(provider.features.network, ['none', 'all', 'allow']);
-    assert.ok(provider.maxLifetimeMs > 0);
+    assert.equal(suite.provider.workdir, '/workspace');
+    assert.equal(suite.provider.features.stdin, true);
+    assert.deepEqual(suite.provider.features.network, ['none', 'all', 'allow']);
+    assert.ok(suite.provider.maxLifetimeMs > 0);
   });
 
   it('runs commands: exit codes, output, env, cwd, stdin', async () => {
-    const s = await sandbox();
+    const s = await suite.sandbox();
     const r = await s.exec(['sh', '-c', 'echo out; echo err >&2; exit 3']);
     assert.equal(r.exitCode, 3);
     assert.equal(r.stdout, 'out\n');
@@ -64,7 +48,7 @@ describe('the contract through mayurad', () => {
 
   // What the stop tests' zero rests on: the counter counts processes that run.
   it('counts the processes a command started', async () => {
-    const s = await sandbox();
+    const s = await suite.sandbox();
     const r = await s.exec(['sh', '-c', `sleep 320 & sleep 321 & ${count('sleep 32')}`]);
     assert.equal(r.stdout, '2\n');
   });
@@ -81,7 +65,7 @@ describe('the contract through mayurad', () => {
 
   // (a command that was not stopped would hold the test past its own bound)
   it('stops a command at its timeout, with everything it started', { timeout: 60_000 }, async () => {
-    const s = await sandbox();
+    const s = await suite.sandbox();
     const running = s.exec(['sh', '-c', 'sleep 300 & sleep 301 & sleep 302'], { timeoutMs: 5000 });
     assert.equal(await countUntil(s, 'sleep 30', '3\n'), '3\n');  // all three ran before the timeout
     const r = await running;
@@ -91,7 +75,7 @@ describe('the contract through mayurad', () => {
   });
 
   it('cancels a command with its signal: cancelled, and everything it started is stopped', async () => {
-    const s = await sandbox();
+    const s = await suite.sandbox();
     const controller = new AbortController();
     const running = s.exec(['sh', '-c', 'sleep 310 & sleep 311 & echo started; wait'], { signal: controller.signal });
     // started once both are there
@@ -105,7 +89,7 @@ describe('the contract through mayurad', () => {
   });
 
   it('reads and writes files binary-safe, lists and removes them', async () => {
-    const s = await sandbox();
+    const s = await suite.sandbox();
     const bytes = new Uint8Array(256);
     for (let i = 0; i < 256; ++i) bytes[i] = i;
     await s.writeFile('dir/all.bin', bytes);
@@ -134,7 +118,7 @@ describe('the contract through mayurad', () => {
   });
 
   it('returns large output whole, and runs commands at once', async () => {
-    const s = await sandbox();
+    const s = await suite.sandbox();
     const r = await s.exec(['sh', '-c', "head -c 300000 /dev/zero | tr '\\0' a"]);
     assert.equal(r.stdout.length, 300000);
     assert.equal(r.truncated, false);
@@ -143,7 +127,7 @@ describe('the contract through mayurad', () => {
   });
 
   it('refuses bad paths before anything is done, and no path leaves the sandbox', async () => {
-    const s = await sandbox();
+    const s = await suite.sandbox();
     for (const bad of ['', 'a\0b', `${'x'.repeat(256)}/f`]) {
       assert.equal(await reasonOf(s.readFile(bad)), 'invalid_input', `read ${JSON.stringify(bad.slice(0, 8))}`);
       assert.equal(await reasonOf(s.writeFile(bad, 'x')), 'invalid_input', 'write');
@@ -152,8 +136,8 @@ describe('the contract through mayurad', () => {
     }
     assert.equal(await reasonOf(s.exec([])), 'invalid_input', 'exec');
     assert.equal(await reasonOf(s.exec(['true'], { env: { 'NOT-A-NAME': 'x' } })), 'invalid_input', 'env');
-    assert.equal(await reasonOf(provider.create({ lifetimeMs: 0 })), 'invalid_input', 'lifetime 0');
-    assert.equal(await reasonOf(provider.create({ lifetimeMs: 10 * 24 * 3600_000 })), 'invalid_input', 'lifetime');
+    assert.equal(await reasonOf(suite.provider.create({ lifetimeMs: 0 })), 'invalid_input', 'lifetime 0');
+    assert.equal(await reasonOf(suite.provider.create({ lifetimeMs: 10 * 24 * 3600_000 })), 'invalid_input', 'lifetime');
     // Up past the workdir is the sandbox's own root: its hostname, not the host's.
     const hostname = new TextDecoder().decode(await s.readFile('../../etc/hostname'));
     assert.match(hostname, /^mayura-[0-9a-f]{8}\n$/);
@@ -162,20 +146,20 @@ describe('the contract through mayurad', () => {
   });
 
   it('is gone after release, and after its lifetime', async () => {
-    const s = await provider.create({ lifetimeMs: 120_000 });
+    const s = await suite.provider.create({ lifetimeMs: 120_000 });
     await s.release();
     assert.equal(await reasonOf(s.exec(['true'])), 'gone');
     assert.equal(await reasonOf(s.readFile('x')), 'gone');
     await s.release();  // twice is fine
 
-    const short = await sandbox(1500);
+    const short = await suite.sandbox(1500);
     assert.equal((await short.exec(['echo', 'alive'])).stdout, 'alive\n');
     await new Promise((r) => setTimeout(r, 2500));
     assert.equal(await reasonOf(short.exec(['true'])), 'gone');
   });
 
   it('fails gone for a command running when the lifetime ends', async () => {
-    const s = await sandbox(2000);
+    const s = await suite.sandbox(2000);
     assert.equal(await reasonOf(s.exec(['sleep', '100'])), 'gone');
   });
 });

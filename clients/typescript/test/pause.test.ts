@@ -5,11 +5,10 @@
 // left nothing.
 
 import assert from 'node:assert/strict';
-import * as http from 'node:http';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 
-import { nativeSandboxes, type NativeSandboxBackend, type NativeSandboxProvider } from '../src/index.js';
-import { reasonOf, startDaemon, type Daemon } from './daemon.js';
+import { type NativeSandboxBackend } from '../src/index.js';
+import { daemonGet, reasonOf, suiteDaemon, type Daemon } from './daemon.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -39,48 +38,23 @@ async function counterAtLeast(s: NativeSandboxBackend, n: number): Promise<numbe
   return seen;
 }
 
-// The daemon's own GET /v1/features, over its socket.
-function daemonFeatures(daemon: Daemon): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    http
-      .get({ socketPath: daemon.socket, path: '/v1/features', headers: { host: 'mayurad' }, agent: false }, (res) => {
-        let text = '';
-        res.on('data', (d: Buffer) => (text += d.toString()));
-        res.on('end', () => {
-          if (res.statusCode !== 200) reject(new Error(`GET /v1/features: HTTP ${res.statusCode}`));
-          else resolve(JSON.parse(text).features);
-        });
-      })
-      .on('error', reject);
-  });
+// The daemon's own GET /v1/features.
+async function daemonFeatures(daemon: Daemon): Promise<Record<string, unknown>> {
+  const { status, text } = await daemonGet(daemon, '/v1/features');
+  if (status !== 200) throw new Error(`GET /v1/features: HTTP ${status}`);
+  return JSON.parse(text).features;
 }
 
 describe('pause and resume through mayurad', () => {
-  let daemon: Daemon;
-  let provider: NativeSandboxProvider;
-  const made: NativeSandboxBackend[] = [];
-  const sandbox = async (lifetimeMs = 120_000) => {
-    const s = await provider.create({ lifetimeMs });
-    made.push(s);
-    return s;
-  };
-
-  before(async () => {
-    daemon = await startDaemon();
-    provider = nativeSandboxes({ socket: daemon.socket });
-  });
-  after(async () => {
-    await Promise.all(made.map((s) => s.release()));
-    await daemon.stop();
-  });
+  const suite = suiteDaemon();
 
   it('says it can, as the daemon does', async () => {
-    assert.equal(provider.features.pause, true);
-    assert.equal((await daemonFeatures(daemon)).pause, true);
+    assert.equal(suite.provider.features.pause, true);
+    assert.equal((await daemonFeatures(suite.daemon)).pause, true);
   });
 
   it('stops every process while paused, and lets them go on where they were', async () => {
-    const s = await sandbox();
+    const s = await suite.sandbox();
     await startCounter(s);
     assert.ok((await counterAtLeast(s, 3)) >= 3, 'the counter counts');
     assert.equal(await s.paused(), false);
@@ -101,7 +75,7 @@ describe('pause and resume through mayurad', () => {
   });
 
   it('is resumed by exec and by the file calls; pausing twice or resuming a running one does nothing', async () => {
-    const s = await sandbox();
+    const s = await suite.sandbox();
     await s.pause();
     const r = await s.exec(['echo', 'ran']);
     assert.equal(r.exitCode, 0);
@@ -130,7 +104,7 @@ describe('pause and resume through mayurad', () => {
   });
 
   it('releases a paused sandbox, with everything in it', async () => {
-    const s = await provider.create({ lifetimeMs: 120_000 });
+    const s = await suite.provider.create({ lifetimeMs: 120_000 });
     await startCounter(s);
     await s.pause();
     await s.release();
@@ -142,7 +116,7 @@ describe('pause and resume through mayurad', () => {
   });
 
   it('ends a paused sandbox at its lifetime', async () => {
-    const s = await sandbox(1000);
+    const s = await suite.sandbox(1000);
     await startCounter(s);
     await s.pause();
     await sleep(2000);
