@@ -34,7 +34,7 @@ set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "xvfb")
 # What a C++ host building against the library needs (mayuraConfig.cmake's
 # find_dependency calls).
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS
-  "g++, cmake, pkg-config, libboost1.81-dev, nlohmann-json3-dev, libarchive-dev, libssl-dev, libseccomp-dev, libcap-dev, libnl-3-dev, libnl-route-3-dev, libnftables-dev")
+  "g++, cmake, pkg-config, libboost1.81-dev, nlohmann-json3-dev, libarchive-dev, libssl-dev, libseccomp-dev, libcap-dev, libnl-3-dev, libnl-route-3-dev, libnftables-dev, libext2fs-dev")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
   ${PROJECT_SOURCE_DIR}/tools/dist/debian/postinst
   ${PROJECT_SOURCE_DIR}/tools/dist/debian/prerm

@@ -20,4 +20,8 @@ namespace mayura {
 // id maps are written. Throws SandboxError naming the step.
 std::vector<UniqueFd> idmapped_layers(int proc, const rootfs::Plan& plan);
 
+// The sandbox's disk (a detached ext4 mount) idmapped the same way, so its
+// files keep the ids the sandbox gave them whichever id range it runs in.
+void idmap_disk(int proc, int mount);
+
 }  // namespace mayura

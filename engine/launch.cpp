@@ -307,8 +307,8 @@ void InitProcess::to_foreground() const noexcept {
 }
 
 InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t host_id_base,
-                        const protocol::Config& config, const std::function<void(pid_t)>& place, bool ahead,
-                        const std::stop_token& cancellation) {
+                        const protocol::Config& config, UniqueFd disk, const std::function<void(pid_t)>& place,
+                        bool ahead, const std::stop_token& cancellation) {
   StepTimer timer("launch");
   auto [engine_end, init_end] = seqpacket_pair("the control socket");
 
@@ -325,6 +325,10 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
     write_map(proc.get(), "uid_map", host_id_base);
     write_map(proc.get(), "gid_map", host_id_base);
     layers = idmapped_layers(proc.get(), config.plan);
+    if (disk) {
+      idmap_disk(proc.get(), disk.get());
+      layers.push_back(std::move(disk));  // the plan's handed op comes after the image's
+    }
   }
   timer.step("id maps");
   // A move into v1 cgroups; where the kernel makes it wait, the wait shows

@@ -74,6 +74,7 @@ void check_options(const NativeOptions& o) {
   if (o.workdir_mib == 0 || o.tmp_mib == 0 || o.shm_mib == 0 || o.tmpfs_inodes == 0)
     invalid("tmpfs sizes must be positive");
   if (o.state_dir.empty() || o.state_dir.front() != '/') invalid("state_dir must be an absolute path");
+  if (o.disk_dir.empty() || o.disk_dir.front() != '/') invalid("disk_dir must be an absolute path");
   if (!(o.default_cpus >= 0 && o.default_cpus <= kMaxCpus))
     invalid("default_cpus must be between 0 (every cpu) and 1024");
   if (o.default_memory_mib != 0 && (o.default_memory_mib < kMinMemoryMib || o.default_memory_mib > kMaxMemoryMib)) {
@@ -169,6 +170,7 @@ class NativeProvider final : public SandboxProvider {
     f.ports = true;
     f.desktop = true;  // on an image that carries Xvfb
     f.pause = true;    // the cgroup2 freezer, on every layout
+    f.disk = true;     // a loop device's ext4
     return f;
   }
 
@@ -188,7 +190,8 @@ class NativeProvider final : public SandboxProvider {
 
     std::shared_ptr<native::SandboxCore> core;
     // Sandboxes made ahead run the default filter (it is fixed at their start).
-    if (image.image.host && !options.seccomp_profile && !image.uid && image.workdir.empty()) core = prepared_.take();
+    if (image.image.host && !options.seccomp_profile && !image.uid && image.workdir.empty() && !options.disk_mib)
+      core = prepared_.take();
     if (core) {
       try {
         core->tenancy = tenants_->join(options.tenant, core->cgroup);
@@ -201,7 +204,8 @@ class NativeProvider final : public SandboxProvider {
     }
     timer.step(core ? "prepared sandbox taken" : "no prepared sandbox");
     if (!core) {
-      core = build(image, filters, cancellation, options.tenant);
+      core =
+          build(image, filters, cancellation, options.tenant, static_cast<std::uint64_t>(options.disk_mib.value_or(0)));
       timer.step("built");
     }
     // What is this create's own: its limits, its network, its ports, its env
@@ -247,11 +251,12 @@ class NativeProvider final : public SandboxProvider {
  private:
   // One sandbox, up to a running init: an id range, a record, a cgroup (in
   // `tenant`'s share of the cpu), a network namespace, the init and its
-  // root. `ahead`: for the pool, at the lowest priority (launch_init), in no
-  // tenant until one takes it.
+  // root; its workdir on a disk of `disk_mib` (0: a tmpfs). `ahead`: for
+  // the pool, at the lowest priority (launch_init), in no tenant until one
+  // takes it.
   std::shared_ptr<native::SandboxCore> build(const SandboxImage& image, const Filters& filters,
                                              const std::stop_token& cancellation, const std::string& tenant,
-                                             bool ahead = false) {
+                                             std::uint64_t disk_mib, bool ahead = false) {
     StepTimer timer("build");
     check_host_memory();
     auto core = std::make_shared<native::SandboxCore>();
@@ -267,6 +272,7 @@ class NativeProvider final : public SandboxProvider {
     root.uid = image.uid.value_or(options_.uid);
     root.gid = image.gid.value_or(options_.gid);
     root.workdir_bytes = options_.workdir_mib << 20;
+    root.workdir_on_disk = disk_mib > 0;
     root.tmp_bytes = options_.tmp_mib << 20;
     root.shm_bytes = options_.shm_mib << 20;
     root.inodes = options_.tmpfs_inodes;
@@ -317,10 +323,14 @@ class NativeProvider final : public SandboxProvider {
     UniqueFd netns(netns_pool_.take());
     if (!netns) fail_step("making the sandbox's network namespace", errno);
     timer.step("network namespace");
+    if (disk_mib > 0) {
+      core->disk = native::SandboxDisk(options_.disk_dir, name, disk_mib, root.uid, root.gid);
+      timer.step("disk");
+    }
     const cgroups::SandboxCgroup& cgroup = core->cgroup;
     core->init = launch_init(
-        zygote_, netns.get(), cgroup.fd(), id_base, config, [&cgroup](pid_t pid) { cgroup.place_init(pid); }, ahead,
-        cancellation);
+        zygote_, netns.get(), cgroup.fd(), id_base, config, core->disk.take_mount(),
+        [&cgroup](pid_t pid) { cgroup.place_init(pid); }, ahead, cancellation);
     core->netns = std::move(netns);
     timer.step("init ready");
     core->cgroup.settle();
@@ -448,7 +458,7 @@ class NativeProvider final : public SandboxProvider {
                                  [this](const std::stop_token& stop) {
                                    SandboxImage host;
                                    host.image = rootfs::Image{"host", "/", true, {}};
-                                   return build(host, default_seccomp_, stop, "", true);
+                                   return build(host, default_seccomp_, stop, "", 0, true);
                                  },
                                  *activity_};
 };

@@ -111,6 +111,8 @@ void SandboxCore::finish() noexcept {
     timer.step("init reaped");
     cgroup.destroy();
     timer.step("cgroups removed");
+    disk = {};  // the file goes now; the host frees it once its loop device lets go
+    timer.step("disk removed");
     lease.clear();
     timer.step("record cleared");
   }

@@ -17,6 +17,7 @@
 #include "mayura/provider.hpp"
 #include "protocol.hpp"
 #include "records.hpp"
+#include "sandbox_disk.hpp"
 #include "tenant_shares.hpp"
 
 namespace mayura::native {
@@ -41,6 +42,7 @@ class SandboxCore {
   std::string hostname;
   std::string workdir;
   UniqueFd image_hold;                          // a stored image's shared lock: its layers stay while the sandbox runs
+  SandboxDisk disk;                             // its workdir's disk, if it has one: removed as it ends
   std::map<std::string, std::string> base_env;  // every command's, before the exec's own
   // The desktop helper's memfd (the provider's, which outlives every
   // sandbox) for a sandbox created with a desktop; else -1.

@@ -83,7 +83,11 @@ constexpr std::array kProcReadOnly = {"sys", "bus", "fs", "irq", "tty", "sysvipc
 // What every sandbox gets, whatever its image: the writable places, a
 // minimal /dev, its own /proc.
 void add_common(Plan& plan, const RootOptions& o) {
-  plan.push_back(tmpfs(o.workdir, o.workdir_bytes, o.inodes, 0755, o.uid, o.gid, kKeepContents));
+  if (o.workdir_on_disk) {
+    plan.push_back(simple(OpKind::handed, o.workdir));
+  } else {
+    plan.push_back(tmpfs(o.workdir, o.workdir_bytes, o.inodes, 0755, o.uid, o.gid, kKeepContents));
+  }
   plan.push_back(tmpfs("/tmp", o.tmp_bytes, o.inodes, 01777, 0, 0));
 
   // A directory of the root's tmpfs, read-only with it: one file system

@@ -16,8 +16,10 @@
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -407,7 +409,8 @@ int run_op(int root, const Op& op, std::size_t index, Fd& source, EmptyMasks& em
       errno = saved;
       return attached;
     }
-    case OpKind::image_layers: break;  // build() runs it: it needs the layers
+    case OpKind::image_layers:
+    case OpKind::handed: break;  // build() runs them: they need what the engine handed over
   }
   errno = EINVAL;
   return -1;
@@ -450,7 +453,34 @@ BuildResult clone_sources(const Plan& plan, std::vector<UniqueFd>& trees) {
   return {};
 }
 
-BuildResult build(const Plan& plan, std::vector<UniqueFd>& sources, std::vector<UniqueFd>& layers) {
+namespace {
+
+// How many of the handed mounts an op takes.
+std::size_t handed_to(const Op& op) {
+  if (op.kind == OpKind::handed) return 1;
+  if (op.kind != OpKind::image_layers) return 0;
+  std::size_t n = 0;
+  for (std::size_t at = 0; at < op.data.size();) {
+    const std::size_t end = std::min(op.data.find('\n', at), op.data.size());
+    n += end > at ? 1 : 0;
+    at = end + 1;
+  }
+  return n;
+}
+
+// The handed op: the engine's mount attached on dst (made if missing).
+int attach_handed(int root, const Op& op, Fd& mount) {
+  if (!mount) return errno = EINVAL, -1;
+  Fd target = ensure_dir(root, op.dst, 0755);
+  if (!target) return -1;
+  const int done = attach(mount.get(), target.get());
+  mount.reset();
+  return done;
+}
+
+}  // namespace
+
+BuildResult build(const Plan& plan, std::vector<UniqueFd>& sources, std::vector<UniqueFd>& handed) {
   // Nothing we mount may propagate back to the host.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return {false, kStepPrivate, errno};
   sources.resize(plan.size());
@@ -463,9 +493,19 @@ BuildResult build(const Plan& plan, std::vector<UniqueFd>& sources, std::vector<
 
   EmptyMasks empty = empty_sources(root.get());
   if (!empty.dir.source || !empty.file.source) return {false, kStepRoot, errno};
+  std::size_t next_handed = 0;
   for (std::size_t i = 0; i < plan.size(); ++i) {
-    const int done = plan[i].kind == OpKind::image_layers ? mount_image(root.get(), plan[i], layers)
-                                                          : run_op(root.get(), plan[i], i, sources[i], empty);
+    const std::size_t takes = handed_to(plan[i]);
+    if (next_handed + takes > handed.size()) return {false, static_cast<std::uint32_t>(i), EINVAL};
+    std::vector<Fd> own(std::make_move_iterator(handed.begin() + static_cast<std::ptrdiff_t>(next_handed)),
+                        std::make_move_iterator(handed.begin() + static_cast<std::ptrdiff_t>(next_handed + takes)));
+    next_handed += takes;
+    int done = 0;
+    switch (plan[i].kind) {
+      case OpKind::image_layers: done = mount_image(root.get(), plan[i], own); break;
+      case OpKind::handed: done = attach_handed(root.get(), plan[i], own.front()); break;
+      default: done = run_op(root.get(), plan[i], i, sources[i], empty);
+    }
     if (done != 0) return {false, static_cast<std::uint32_t>(i), errno};
     sources[i].reset();
   }

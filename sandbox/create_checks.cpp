@@ -94,6 +94,9 @@ void check_ceilings(const SandboxesOptions& limits, const CreateOptions& o) {
   if (limits.max_pids > 0 && o.pids && *o.pids > limits.max_pids) {
     over("pids", std::to_string(*o.pids), std::to_string(limits.max_pids), "max_pids", "maxPids");
   }
+  if (limits.max_disk_mib > 0 && o.disk_mib && *o.disk_mib > limits.max_disk_mib) {
+    over("disk_mib", std::to_string(*o.disk_mib), std::to_string(limits.max_disk_mib), "max_disk_mib", "maxDiskMiB");
+  }
   if (limits.max_ports > 0 && o.ports.size() > limits.max_ports) {
     over("the number of ports", std::to_string(o.ports.size()), std::to_string(limits.max_ports), "max_ports",
          "maxPorts");
@@ -132,6 +135,13 @@ void check_create(const SandboxesOptions& limits, const Features& features, std:
   if (o.memory_mib && !features.memory) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound memory");
   if (o.pids && !features.pids) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound processes");
   check_resources(o.cpus, o.memory_mib, o.pids);
+  if (o.disk_mib) {
+    if (!features.disk) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot give a sandbox a disk");
+    // A ext4 smaller than 16 MiB holds little but its journal; 2^24 MiB is 16 TiB.
+    if (*o.disk_mib < 16 || *o.disk_mib > (std::int64_t{1} << 24)) {
+      throw SandboxError(Reason::INVALID_INPUT, "disk_mib must be from 16 to 2^24");
+    }
+  }
   if (o.seccomp_profile) {
     if (!features.seccomp) throw SandboxError(Reason::INVALID_INPUT, "the provider does not take seccomp profiles");
     if (o.seccomp_profile->size() > kMaxSeccompProfileBytes) {

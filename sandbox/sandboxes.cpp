@@ -581,7 +581,8 @@ Sandboxes create_sandboxes(std::shared_ptr<SandboxProvider> provider, SandboxesO
   if (options.max_output_bytes == 0 || options.max_read_bytes == 0 || options.max_write_bytes == 0) {
     throw SandboxError(Reason::INVALID_INPUT, "size limits must be positive");
   }
-  if (!std::isfinite(options.max_cpus) || options.max_cpus < 0 || options.max_memory_mib < 0 || options.max_pids < 0) {
+  if (!std::isfinite(options.max_cpus) || options.max_cpus < 0 || options.max_memory_mib < 0 || options.max_pids < 0 ||
+      options.max_disk_mib < 0) {
     throw SandboxError(Reason::INVALID_INPUT, "ceilings must be 0 (none) or positive");
   }
   auto state = std::make_shared<detail::SandboxesState>();

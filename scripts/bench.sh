@@ -4,7 +4,8 @@
 # command backend beside a native one, mayurad with 1, 100 and 500 execs at
 # once (threads, memory, latency), two tenants' cycles beside a hostile
 # one and alone, pause and resume of a sandbox of 100 processes beside a
-# cgroup frozen by hand, a round trip through mayurad from C++ and
+# cgroup frozen by hand, a workdir on a disk beside one on a tmpfs (create,
+# and a write beside the host's), a round trip through mayurad from C++ and
 # from Node (the TypeScript provider), importing
 # and first running a 100 MiB image beside GNU tar and bubblewrap, the costs
 # as idle sandboxes pile up (1 to DENSITY alive) and churn, the desktop
@@ -32,6 +33,8 @@ echo
 "$here/../build/bench/bench_tenants" "${1:-200}" "$here/../build/tools/mayurad"
 echo
 "$here/../build/bench/bench_pause" "${1:-200}"
+echo
+"$here/../build/bench/bench_disk" "${1:-200}"
 echo
 # The TypeScript provider, built, for its round trip beside C++'s.
 (cd "$here/../clients/typescript" && npm ci --no-audit --no-fund --silent && npm run --silent build)

@@ -17,6 +17,9 @@ packages=(
   libboost1.81-dev nlohmann-json3-dev libgtest-dev
   # the image store (and the tests' image archives): archives and their compression, and the digests
   libarchive-dev libssl-dev
+  # a sandbox's disk: an ext4 file system made in a file (and e2fsck, which
+  # the tests check it with)
+  libext2fs-dev e2fsprogs
   # mayurad under systemd: socket activation and readiness
   libsystemd-dev
   # the Debian package: cpack's dependency scan (dpkg-shlibdeps), and the

@@ -18,6 +18,7 @@ std::int64_t now_ms() {
 Owned Registry::create(const Sandboxes& sandboxes, const CreateOptions& options, const Client& client,
                        std::stop_token stop) {
   const std::int64_t memory = options.memory_mib.value_or(0);
+  const std::int64_t disk = options.disk_mib.value_or(0);
   {
     std::lock_guard lock(mutex_);
     const std::int64_t now = now_ms();
@@ -33,24 +34,33 @@ Owned Registry::create(const Sandboxes& sandboxes, const CreateOptions& options,
                              std::to_string(held.memory_mib) + " is over the operator's ceiling of " +
                              std::to_string(quota_.memory_mib) + " (mayurad's maxMemoryMiBPerClient)");
     }
+    if (quota_.disk_mib > 0 && held.disk_mib + disk > quota_.disk_mib) {
+      throw SandboxError(Reason::INVALID_INPUT,
+                         "disk_mib " + std::to_string(disk) + " with this client's disks' " +
+                             std::to_string(held.disk_mib) + " is over the operator's ceiling of " +
+                             std::to_string(quota_.disk_mib) + " (mayurad's maxDiskMiBPerClient)");
+    }
     Held& reserved = creating_[client.name];
     ++reserved.sandboxes;
     reserved.memory_mib += memory;
+    reserved.disk_mib += disk;
   }
   struct Unreserve {
     Registry* self;
     std::string owner;
     std::int64_t memory;
+    std::int64_t disk;
     ~Unreserve() {
       std::lock_guard lock(self->mutex_);
       Held& reserved = self->creating_[owner];
       reserved.memory_mib -= memory;
+      reserved.disk_mib -= disk;
       if (--reserved.sandboxes == 0) self->creating_.erase(owner);
     }
-  } unreserve{this, client.name, memory};
+  } unreserve{this, client.name, memory, disk};
   const std::int64_t created = now_ms();
   Sandbox sandbox = sandboxes.create(options, std::move(stop));
-  Owned owned{sandbox, client.name, created, created + options.lifetime_ms, memory};
+  Owned owned{sandbox, client.name, created, created + options.lifetime_ms, memory, disk};
   std::lock_guard lock(mutex_);
   by_id_[sandbox.id()] = owned;
   return owned;
@@ -94,6 +104,7 @@ Registry::Held Registry::held_by_locked(const std::string& owner, std::int64_t n
     if (o.owner != owner || ended(o, now)) continue;
     ++held.sandboxes;
     held.memory_mib += o.memory_mib;
+    held.disk_mib += o.disk_mib;
   }
   return held;
 }

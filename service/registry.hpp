@@ -31,6 +31,7 @@ struct Owned {
   std::int64_t created_at_ms = 0;  // since the epoch
   std::int64_t expires_at_ms = 0;
   std::int64_t memory_mib = 0;  // its bound, counted against its owner's
+  std::int64_t disk_mib = 0;    // its disk's size, the same way
 };
 
 // What one client may hold at once.
@@ -38,6 +39,8 @@ struct ClientQuota {
   std::size_t sandboxes = 16;
   // The sum of its sandboxes' memory bounds; 0: none.
   std::int64_t memory_mib = 0;
+  // The sum of its sandboxes' disks; 0: none.
+  std::int64_t disk_mib = 0;
 };
 
 class Registry {
@@ -45,8 +48,9 @@ class Registry {
   explicit Registry(ClientQuota quota) : quota_(quota) {}
 
   // Creates a sandbox for `client`, within its quota: LIMIT_REACHED past its
-  // count of sandboxes, INVALID_INPUT past its memory (naming the setting),
-  // before anything is made. The create's memory_mib is what is counted.
+  // count of sandboxes, INVALID_INPUT past its memory or its disks (naming
+  // the setting), before anything is made. The create's memory_mib and
+  // disk_mib are what is counted.
   Owned create(const Sandboxes& sandboxes, const CreateOptions& options, const Client& client, std::stop_token stop);
   // The client's sandbox `id`, or none when it has none of that id.
   std::optional<Owned> find(const std::string& id, const Client& client);
@@ -63,6 +67,7 @@ class Registry {
   struct Held {
     std::size_t sandboxes = 0;
     std::int64_t memory_mib = 0;
+    std::int64_t disk_mib = 0;
   };
   Held held_by_locked(const std::string& owner, std::int64_t now_ms) const;
 

@@ -199,8 +199,8 @@ Network network_from(const json& value) {
 json features_json(const Features& f) {
   json kinds = json::array();
   for (NetworkKind k : f.network) kinds.push_back(std::string(network_kind_name(k)));
-  return {{"stdin", f.stdin}, {"ports", f.ports},     {"desktop", f.desktop}, {"cpus", f.cpus},  {"memory", f.memory},
-          {"pids", f.pids},   {"seccomp", f.seccomp}, {"pause", f.pause},     {"network", kinds}};
+  return {{"stdin", f.stdin}, {"ports", f.ports},     {"desktop", f.desktop}, {"cpus", f.cpus}, {"memory", f.memory},
+          {"pids", f.pids},   {"seccomp", f.seccomp}, {"pause", f.pause},     {"disk", f.disk}, {"network", kinds}};
 }
 
 Features features_from(const json& value) {
@@ -217,6 +217,7 @@ Features features_from(const json& value) {
   flag("pids", out.pids);
   flag("seccomp", out.seccomp);
   flag("pause", out.pause);
+  flag("disk", out.disk);
   if (const json* kinds = f.take("network")) {
     if (!kinds->is_array()) bad("features.network", "must be an array");
     for (const auto& k : *kinds) {
@@ -237,6 +238,7 @@ json create_json(const CreateOptions& o) {
   if (!o.ports.empty()) j["ports"] = o.ports;
   if (o.cpus) j["cpus"] = *o.cpus;
   if (o.memory_mib) j["memoryMiB"] = *o.memory_mib;
+  if (o.disk_mib) j["diskMiB"] = *o.disk_mib;
   if (o.pids) j["pids"] = *o.pids;
   if (o.seccomp_profile) j["seccompProfile"] = bytes_json(*o.seccomp_profile);
   if (!o.image.empty()) j["image"] = o.image;
@@ -393,6 +395,7 @@ CreateOptions create_from(const json& value) {
     o.cpus = v->get<double>();
   }
   if (const json* v = f.take("memoryMiB")) o.memory_mib = integer(*v, "memoryMiB", kMinMemoryMib, kMaxMemoryMib);
+  if (const json* v = f.take("diskMiB")) o.disk_mib = integer(*v, "diskMiB", 16, std::int64_t{1} << 24);
   if (const json* v = f.take("pids")) o.pids = integer(*v, "pids", 1, kMaxPids);
   if (const json* v = f.take("seccompProfile")) o.seccomp_profile = bytes_from(*v, "seccompProfile");
   if (const json* v = f.take("image")) o.image = text(*v, "image");

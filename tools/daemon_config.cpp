@@ -84,6 +84,13 @@ void parse_ceilings(Keys& k, const HostShape& host, DaemonConfig& c) {
   if (const json* v = k.take("maxMemoryMiB"))
     c.limits.max_memory_mib = integer(k, "maxMemoryMiB", *v, 1, kMaxMemoryMib);
   if (const json* v = k.take("maxPids")) c.limits.max_pids = integer(k, "maxPids", *v, 1, kMaxPids);
+  // Disks are reserved on the host's disk whole: bounded per sandbox and
+  // per client by default.
+  c.limits.max_disk_mib = 4096;
+  c.server.max_disk_mib_per_client = 16384;
+  if (const json* v = k.take("maxDiskMiB")) c.limits.max_disk_mib = integer(k, "maxDiskMiB", *v, 16, 1 << 24);
+  if (const json* v = k.take("maxDiskMiBPerClient"))
+    c.server.max_disk_mib_per_client = integer(k, "maxDiskMiBPerClient", *v, 16, std::int64_t{1} << 30);
   if (const json* v = k.take("maxPorts"))
     c.limits.max_ports = static_cast<std::size_t>(integer(k, "maxPorts", *v, 1, 1024));
   if (const json* v = k.take("maxCpus")) {
@@ -217,6 +224,7 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
   }
   if (const json* v = k.take("stateDir")) c.native.state_dir = text(k, "stateDir", *v);
   if (const json* v = k.take("imageStore")) c.native.image_store = text(k, "imageStore", *v);
+  if (const json* v = k.take("diskDir")) c.native.disk_dir = text(k, "diskDir", *v);
   if (const json* v = k.take("imageDir")) c.native.image_dir = text(k, "imageDir", *v);
   if (const json* v = k.take("cgroupRoot")) c.native.cgroup_root = text(k, "cgroupRoot", *v);
   if (const json* v = k.take("idBase"))

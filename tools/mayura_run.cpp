@@ -85,6 +85,9 @@ Options:
   --memory MIB           bound its memory to MIB mebibytes, no swap; a command
                          the kernel kills for it exits 137
   --pids N               bound its commands to N processes and threads
+  --disk MIB             put the working directory on a disk of its own of MIB
+                         mebibytes (16 or more) instead of memory; past it a
+                         write fails "No space left on device"
   --port N               publish the sandbox's port N (a server on its
                          127.0.0.1) on this host's 127.0.0.1; the URL is
                          printed on stderr (repeatable)
@@ -116,6 +119,7 @@ most hosts):
   MAYURA_IMAGE_DIR       where directory images are found by name
                          (/var/lib/mayura/images)
   MAYURA_STATE_DIR       the engine's records (/run/mayura)
+  MAYURA_DISK_DIR        where sandboxes' disks are made (/var/lib/mayura/disks)
   MAYURA_CGROUP_ROOT     the cgroup2 directory for sandboxes (see doctor)
   MAYURA_ID_BASE, MAYURA_ID_SLOTS   the host id ranges sandboxes map to
   MAYURA_DNS_SERVERS     IPv4 servers (comma-separated) that resolve names for
@@ -174,6 +178,7 @@ struct Args {
   bool lifetime_given = false;
   std::optional<double> cpus;
   std::optional<std::int64_t> memory_mib;
+  std::optional<std::int64_t> disk_mib;
   std::optional<std::int64_t> pids;
   std::optional<std::string> seccomp_file;
   std::vector<int> ports;
@@ -232,6 +237,8 @@ Args parse(int argc, char** argv) {
       a.cpus = parse_number(arg, value(arg), 1024, "a positive number of cpus");
     } else if (arg == "--memory") {
       a.memory_mib = parse_count(arg, value(arg), std::int64_t{1} << 30, "a whole number of MiB");
+    } else if (arg == "--disk") {
+      a.disk_mib = parse_count(arg, value(arg), std::int64_t{1} << 24, "a whole number of MiB");
     } else if (arg == "--pids") {
       a.pids = parse_count(arg, value(arg), std::int64_t{1} << 22, "a whole number of processes");
     } else if (arg == "--port") {
@@ -493,6 +500,7 @@ int main(int argc, char** argv) {
     create.workdir = args.workdir;
     create.cpus = args.cpus;
     create.memory_mib = args.memory_mib;
+    create.disk_mib = args.disk_mib;
     create.pids = args.pids;
     create.seccomp_profile = profile;
     create.ports = args.ports;

@@ -166,6 +166,8 @@ NativeOptions isolated_options() {
   const char* store_dir = std::getenv("MAYURA_TEST_STORE_DIR");
   o.image_store =
       std::string(store_dir && *store_dir ? store_dir : "/run") + "/mayura-test-" + std::to_string(pid) + "-store";
+  o.disk_dir =
+      std::string(store_dir && *store_dir ? store_dir : "/run") + "/mayura-test-" + std::to_string(pid) + "-disks";
   return o;
 }
 
@@ -223,6 +225,18 @@ OwnDefaultSocketDir::~OwnDefaultSocketDir() {
   // an engine uses it meanwhile: it is then not empty.)
   if (::flock(users_, LOCK_EX | LOCK_NB) == 0) ::rmdir("/run/mayura");
   ::close(users_);
+}
+
+std::vector<std::string> loop_devices_bound_under(const std::string& dir) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/sys/block", ec)) {
+    const std::string name = e.path().filename();
+    if (name.rfind("loop", 0) != 0) continue;
+    const std::string backing = read_host(e.path().string() + "/loop/backing_file");
+    if (backing.rfind(dir + "/", 0) == 0) found.push_back(name + " " + backing);
+  }
+  return found;
 }
 
 HostSnapshot HostSnapshot::take() {
@@ -449,6 +463,15 @@ void expect_nothing_leaked(const NativeOptions& o, const HostSnapshot& before) {
   }
   fs::remove_all(o.image_dir);
   fs::remove_all(o.image_store);
+  // Disks: no file left, and no loop device still bound to one (a loop
+  // device lets go of its file a moment after the last mount goes).
+  if (fs::exists(o.disk_dir)) {
+    for (const auto& e : fs::directory_iterator(o.disk_dir)) ADD_FAILURE() << "a disk was left: " << e.path();
+    fs::remove_all(o.disk_dir);
+  }
+  std::vector<std::string> bound;
+  eventually([&] { return (bound = loop_devices_bound_under(o.disk_dir)).empty(); }, std::chrono::seconds(10));
+  for (const std::string& device : bound) ADD_FAILURE() << "a loop device still holds a disk: " << device;
   const HostSnapshot after = HostSnapshot::take();
   EXPECT_EQ(after.mounts, before.mounts) << "the host's mounts changed";
   EXPECT_EQ(after.network_namespaces, before.network_namespaces) << "a network namespace is still held open";
@@ -612,9 +635,10 @@ bool wait_until_served(const std::string& path, std::chrono::milliseconds bound)
 }
 
 nlohmann::json daemon_config(const NativeOptions& o, const std::string& socket, const nlohmann::json& extra) {
-  nlohmann::json config = {{"socket", socket},    {"stateDir", o.state_dir}, {"cgroupRoot", o.cgroup_root},
-                           {"idBase", o.id_base}, {"idSlots", o.id_slots},   {"prepared", 0},
-                           {"netnsPool", 0},      {"imageDir", o.image_dir}, {"imageStore", o.image_store}};
+  nlohmann::json config = {{"socket", socket},     {"stateDir", o.state_dir}, {"cgroupRoot", o.cgroup_root},
+                           {"idBase", o.id_base},  {"idSlots", o.id_slots},   {"prepared", 0},
+                           {"netnsPool", 0},       {"imageDir", o.image_dir}, {"imageStore", o.image_store},
+                           {"diskDir", o.disk_dir}};
   config.update(extra);
   return config;
 }

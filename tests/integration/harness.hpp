@@ -34,6 +34,9 @@ struct HostSnapshot {
   static HostSnapshot take();
 };
 
+// The loop devices bound to a file under `dir` ("loopN FILE" each).
+std::vector<std::string> loop_devices_bound_under(const std::string& dir);
+
 // Every way a test can leak: processes in the id range, cgroups, records,
 // host mounts. Adds a test failure for each.
 void expect_nothing_leaked(const NativeOptions& options, const HostSnapshot& before);

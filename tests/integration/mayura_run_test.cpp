@@ -91,8 +91,8 @@ class MayuraRunTest : public NativeTest, public ::testing::WithParamInterface<Vi
     }
     // The engine settings are there both ways: a daemon must ignore them.
     const std::string command =
-        env + engine + " MAYURA_STATE_DIR=" + options().state_dir + " MAYURA_CGROUP_ROOT=" + options().cgroup_root +
-        " MAYURA_ID_BASE=" + std::to_string(options().id_base) +
+        env + engine + " MAYURA_STATE_DIR=" + options().state_dir + " MAYURA_DISK_DIR=" + options().disk_dir +
+        " MAYURA_CGROUP_ROOT=" + options().cgroup_root + " MAYURA_ID_BASE=" + std::to_string(options().id_base) +
         " MAYURA_ID_SLOTS=" + std::to_string(options().id_slots) + " MAYURA_IMAGE_DIR=" + options().image_dir +
         " MAYURA_IMAGE_STORE=" + options().image_store + " " + MAYURA_RUN_PATH + " " + tool_args + " <" + in + " 2>" +
         err + (reader.empty() ? " >" + out : " | " + reader + " >" + out);
@@ -366,6 +366,10 @@ TEST_P(MayuraRunTest, LimitsReachTheCommand) {
   r = run("--cpus 0.5 --pids 64 --memory 256 -- sh -c 'echo fine'");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "fine\n");
+  r = run("--disk 32 -- sh -c 'stat -f -c %T .; head -c 40M /dev/zero > big'");
+  EXPECT_EQ(r.out, "ext2/ext3\n");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
 }
 
 TEST_P(MayuraRunTest, SeccompTakesAnOciProfileFile) {

@@ -87,6 +87,7 @@ TEST(OpenApi, TheCreateBodyIsTheWiresOwn) {
                      {"ports", {8080}},
                      {"cpus", 1.5},
                      {"memoryMiB", 256},
+                     {"diskMiB", 64},
                      {"pids", 64},
                      {"seccompProfile", "{}"},
                      {"image", "host"},

@@ -39,7 +39,7 @@ export interface NativeSandboxesOptions {
 
 // What mayurad's native engine supports; an operator's narrower settings
 // (network kinds, lifetimes) are refused by the daemon itself.
-const FEATURES: SandboxFeatures = { stdin: true, ports: true, desktop: false, pause: true, network: ['none', 'all', 'allow'] };
+const FEATURES: SandboxFeatures = { stdin: true, ports: true, desktop: false, pause: true, disk: true, network: ['none', 'all', 'allow'] };
 const WORKDIR = '/workspace';
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -131,6 +131,7 @@ function createBody(options: CreateOptions, image: string | undefined): string {
   if (options.ports?.length) body.ports = options.ports;
   if (options.cpus !== undefined) body.cpus = options.cpus;
   if (options.memoryMiB !== undefined) body.memoryMiB = options.memoryMiB;
+  if (options.diskMiB !== undefined) body.diskMiB = options.diskMiB;
   const chosen = options.image ?? image;
   if (chosen) body.image = chosen;
   if (options.labels) body.labels = wireMap(options.labels);

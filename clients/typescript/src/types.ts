@@ -65,6 +65,8 @@ export interface SandboxFeatures {
   desktop: boolean;
   /** Whether its sandboxes can be paused and resumed (their pause, resume and paused). */
   pause?: boolean;
+  /** Whether a create may put its working directory on a disk (diskMiB). */
+  disk?: boolean;
   /** The network kinds it can enforce. */
   network: NetworkKind[];
 }
@@ -77,6 +79,11 @@ export interface CreateOptions {
   ports?: number[];
   cpus?: number;
   memoryMiB?: number;
+  /**
+   * The working directory on a disk of its own of this many MiB (16 or more)
+   * instead of memory: past it a write fails ENOSPC; it goes with the sandbox.
+   */
+  diskMiB?: number;
   /** The provider's image or template. */
   image?: string;
   labels?: Record<string, string>;

@@ -13,7 +13,9 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { SandboxError } from '../src/index.js';
+import { after, before } from 'node:test';
+
+import { nativeSandboxes, SandboxError, type NativeSandboxBackend, type NativeSandboxProvider } from '../src/index.js';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 // build-test/test -> clients/typescript -> the repository
@@ -90,6 +92,7 @@ export async function startDaemon(settings: Record<string, unknown> = {}): Promi
     socket,
     socketMode: '0600',
     stateDir: path.join(dir, 'state'),
+    diskDir: path.join(dir, 'disks'),
     cgroupRoot: cgroupRootFor(name),
     idBase: ID_BASE,
     idSlots: ID_SLOTS,
@@ -169,18 +172,53 @@ export async function reasonOf(promise: Promise<unknown>): Promise<string> {
   return 'no failure';
 }
 
-export function metric(daemon: Daemon, name: string): Promise<number> {
+// A GET of the daemon's own, over its socket: the status and the body.
+export function daemonGet(daemon: Daemon, path: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     http
-      .get({ socketPath: daemon.socket, path: '/metrics', headers: { host: 'mayurad' }, agent: false }, (res) => {
+      .get({ socketPath: daemon.socket, path, headers: { host: 'mayurad' }, agent: false }, (res) => {
         let text = '';
         res.on('data', (d: Buffer) => (text += d.toString()));
-        res.on('end', () => {
-          const found = new RegExp(`^${name} (\\d+)$`, 'm').exec(text);
-          if (res.statusCode !== 200 || !found) reject(new Error(`no ${name} in mayurad's /metrics (HTTP ${res.statusCode})`));
-          else resolve(Number(found[1]));
-        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
       })
       .on('error', reject);
   });
+}
+
+export async function metric(daemon: Daemon, name: string): Promise<number> {
+  const { status, text } = await daemonGet(daemon, '/metrics');
+  const found = new RegExp(`^${name} (\\d+)$`, 'm').exec(text);
+  if (status !== 200 || !found) throw new Error(`no ${name} in mayurad's /metrics (HTTP ${status})`);
+  return Number(found[1]);
+}
+
+// A daemon for the tests of one describe(), and the sandboxes they make:
+// started before them; after them, the sandboxes released and the daemon
+// stopped (which checks that it left nothing).
+export interface SuiteDaemon {
+  daemon: Daemon;
+  provider: NativeSandboxProvider;
+  sandbox(lifetimeMs?: number): Promise<NativeSandboxBackend>;
+}
+
+export function suiteDaemon(): SuiteDaemon {
+  const made: NativeSandboxBackend[] = [];
+  const suite: SuiteDaemon = {
+    daemon: undefined as unknown as Daemon,
+    provider: undefined as unknown as NativeSandboxProvider,
+    async sandbox(lifetimeMs = 120_000) {
+      const s = await suite.provider.create({ lifetimeMs });
+      made.push(s);
+      return s;
+    },
+  };
+  before(async () => {
+    suite.daemon = await startDaemon();
+    suite.provider = nativeSandboxes({ socket: suite.daemon.socket });
+  });
+  after(async () => {
+    await Promise.all(made.map((s) => s.release()));
+    await suite.daemon.stop();
+  });
+  return suite;
 }

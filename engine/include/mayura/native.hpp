@@ -25,6 +25,10 @@ struct NativeOptions {
   // (mayura::ImageStore, `mayura-run image import`), used as NAME[:TAG].
   std::string image_store = "/var/lib/mayura/store";
   std::string state_dir = "/run/mayura";
+  // Where sandboxes' disks are made (CreateOptions::disk_mib): a directory
+  // on the host's disk, made if missing; each disk's file is removed as its
+  // sandbox ends.
+  std::string disk_dir = "/var/lib/mayura/disks";
   // The cgroup2 directory the engine makes its sandboxes' cgroups under.
   // Empty: <delegated subtree>/mayura when the engine runs in a delegated
   // cgroup (systemd's Delegate=yes), else <cgroup2 mount>/mayura. A root

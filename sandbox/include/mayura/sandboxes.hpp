@@ -36,6 +36,7 @@ struct SandboxesOptions {
   std::int64_t max_memory_mib = 0;
   std::int64_t max_pids = 0;
   std::size_t max_ports = 0;
+  std::int64_t max_disk_mib = 0;
   std::size_t max_output_bytes = 16u << 20;  // of each stream of one exec
   std::size_t max_read_bytes = 64u << 20;
   std::size_t max_write_bytes = 64u << 20;

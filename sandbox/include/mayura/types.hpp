@@ -37,6 +37,7 @@ struct Features {
   bool pids = false;                 // honours CreateOptions::pids
   bool seccomp = false;              // honours CreateOptions::seccomp_profile
   bool pause = false;                // Sandbox::pause and resume
+  bool disk = false;                 // honours CreateOptions::disk_mib
   std::vector<NetworkKind> network;  // the kinds it can enforce
 };
 
@@ -56,6 +57,11 @@ struct CreateOptions {
   // How many processes and threads its commands may have at once; none: the
   // provider's default.
   std::optional<std::int64_t> pids;
+  // The working directory on a disk of its own of this many MiB (16 or
+  // more) instead of a tmpfs in memory: the disk's size is its quota (past
+  // it, writes fail ENOSPC), and it is removed as the sandbox ends. None: a
+  // tmpfs. It starts empty, over whatever the image has there.
+  std::optional<std::int64_t> disk_mib;
   // An OCI/Docker JSON seccomp profile (the text); none: the provider's
   // default profile. Unknown syscall names in it are skipped.
   std::optional<std::string> seccomp_profile;

@@ -29,9 +29,11 @@ constexpr std::uint32_t kStepReadOnly = 100003;
 // namespace, so an image under a directory only host root may enter works.
 BuildResult clone_sources(const Plan& plan, std::vector<UniqueFd>& trees);
 
-// Builds the root from the plan, the cloned trees and, for an image_layers
-// op, the layers' detached (idmapped) mounts, bottom first; and enters it.
-BuildResult build(const Plan& plan, std::vector<UniqueFd>& sources, std::vector<UniqueFd>& layers);
+// Builds the root from the plan, the cloned trees and the detached mounts
+// the engine handed over (`handed`: an image_layers op's layers, bottom
+// first, one per line of its data; then one for each handed op, in plan
+// order); and enters it.
+BuildResult build(const Plan& plan, std::vector<UniqueFd>& sources, std::vector<UniqueFd>& handed);
 
 // The mount attributes (MOUNT_ATTR_*) a bind op's clone gets.
 std::uint64_t bind_attributes(std::uint32_t op_flags);

@@ -25,6 +25,10 @@ enum class OpKind : std::uint32_t {
   // overlay, whose top-level entries are bound into the root like a
   // directory image's, except the names in src ('/'-separated).
   image_layers = 11,
+  // A file system the engine mounted and hands over (a sandbox's disk, made
+  // and idmapped on the host: the sandbox's root could not), attached on
+  // dst. It comes after any image's layers, in plan order.
+  handed = 12,
 };
 
 enum OpFlags : std::uint32_t {
@@ -59,6 +63,9 @@ struct RootOptions {
   std::uint32_t uid = 1000;
   std::uint32_t gid = 1000;
   std::uint64_t workdir_bytes = 1024ull << 20;
+  // The workdir on a disk the engine hands over (a handed op) instead of a
+  // tmpfs; it starts empty, over whatever the image has there.
+  bool workdir_on_disk = false;
   std::uint64_t tmp_bytes = 512ull << 20;
   std::uint64_t shm_bytes = 64ull << 20;
   std::uint64_t inodes = 262144;  // per writable tmpfs

@@ -1,0 +1,28 @@
+// A working directory on a disk of its own (diskMiB) through
+// @mayurajs/sandbox-native against a real mayurad: writes past its size fail
+// ENOSPC inside, and /tmp stays in memory.
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+
+import { suiteDaemon } from './daemon.js';
+
+describe('a disk through mayurad', () => {
+  const suite = suiteDaemon();
+
+  it('says it can, and holds writes up to its size and no more', async () => {
+    assert.equal(suite.provider.features.disk, true);
+    const s = await suite.provider.create({ lifetimeMs: 120_000, diskMiB: 32 });
+    try {
+      const kind = await s.exec(['stat', '-f', '-c', '%T', '/workspace']);
+      assert.equal(kind.stdout, 'ext2/ext3\n');
+      const fits = await s.exec(['sh', '-c', 'head -c 8M /dev/zero > eight']);
+      assert.equal(fits.exitCode, 0, fits.stderr);
+      const over = await s.exec(['sh', '-c', 'head -c 40M /dev/zero > forty']);
+      assert.notEqual(over.exitCode, 0);
+      assert.match(over.stderr, /No space left on device/);
+    } finally {
+      await s.release();
+    }
+  });
+});

@@ -1,0 +1,85 @@
+// A sandbox's working directory on a disk of its own: its size a quota the
+// kernel enforces, its files the sandbox's, the disk gone with the sandbox.
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <string>
+
+#include "harness.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mayura::testing {
+namespace {
+
+using DiskTest = NativeTest;
+
+CreateOptions with_disk(std::int64_t mib) {
+  CreateOptions c;
+  c.disk_mib = mib;
+  return c;
+}
+
+// The one disk file in the engine's disk directory ("" if not exactly one).
+std::string only_disk(const std::string& dir) {
+  std::vector<std::string> found;
+  if (fs::exists(dir)) {
+    for (const auto& e : fs::directory_iterator(dir)) found.push_back(e.path().string());
+  }
+  return found.size() == 1 ? found.front() : "";
+}
+
+TEST_F(DiskTest, AWorkdirOnADiskHoldsWritesUpToItsSizeAndNoMore) {
+  auto s = create(with_disk(32));
+  ASSERT_TRUE(s.features().disk);
+  // The workdir is an ext4 of its own, owned by the sandbox's user.
+  EXPECT_EQ(sh(s, "stat -f -c %T /workspace"), "ext2/ext3\n");
+  EXPECT_EQ(sh(s, "stat -c %u:%g /workspace"), "1000:1000\n");
+  sh(s, "head -c 8M /dev/zero > /workspace/eight && sync");
+  EXPECT_EQ(sh(s, "stat -c %u /workspace/eight"), "1000\n");
+  // On the host: one file, its 32 MiB reserved whole.
+  const std::string file = only_disk(options().disk_dir);
+  ASSERT_FALSE(file.empty());
+  struct stat st {};
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 32 << 20);
+  EXPECT_GE(static_cast<std::int64_t>(st.st_blocks) * 512, std::int64_t{32} << 20);
+  // Past its size, a write fails ENOSPC inside; the host's file stays 32 MiB.
+  const ExecResult full = s.exec({"sh", "-c", "head -c 40M /dev/zero > /workspace/forty; echo $? >&2; sync"});
+  EXPECT_NE(full.stderr.find("No space left on device"), std::string::npos) << full.stderr;
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 32 << 20);
+  // Another sandbox (a tmpfs workdir) writes as ever.
+  auto other = create();
+  EXPECT_EQ(sh(other, "head -c 8M /dev/zero > /workspace/eight && stat -c %s /workspace/eight"), "8388608\n");
+  // /tmp stays a tmpfs: the disk is the workdir's only.
+  EXPECT_EQ(sh(s, "stat -f -c %T /tmp"), "tmpfs\n");
+  // Removed with the rest of the sandbox, off the release's path.
+  s.release();
+  EXPECT_TRUE(eventually([&] { return !fs::exists(file); })) << "the disk outlived its sandbox";
+}
+
+TEST_F(DiskTest, TwoSandboxesDisksAreTheirsAlone) {
+  auto a = create(with_disk(16));
+  auto b = create(with_disk(16));
+  sh(a, "echo a > /workspace/mine");
+  EXPECT_EQ(sh(b, "ls -A /workspace | grep -v lost+found | wc -l"), "0\n");
+  EXPECT_EQ(sh(a, "cat /workspace/mine"), "a\n");
+}
+
+TEST_F(DiskTest, ABadSizeIsRefusedBeforeAnythingIsMade) {
+  for (const std::int64_t mib : {std::int64_t{0}, std::int64_t{8}, std::int64_t{1} << 25}) {
+    try {
+      create(with_disk(mib));
+      ADD_FAILURE() << "a disk of " << mib << " MiB was made";
+    } catch (const SandboxError& e) {
+      EXPECT_EQ(e.reason(), Reason::INVALID_INPUT) << e.what();
+      EXPECT_NE(std::string(e.what()).find("disk_mib"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_TRUE(only_disk(options().disk_dir).empty());
+}
+
+}  // namespace
+}  // namespace mayura::testing
