@@ -149,6 +149,7 @@ class NativeProvider final : public SandboxProvider {
     places_.state_dir = options_.state_dir;
     places_.engine = std::make_unique<records::EngineLock>(options_.state_dir, options_.id_slots);
     records::clean_orphans(options_.state_dir, cg);
+    native::remove_orphan_disks(options_.disk_dir);
     default_seccomp_ = {seccomp::default_program()};
     default_limits_ = limits_for(CreateOptions{});
     desktop_memfd_ = native::make_desktop_helper_memfd();

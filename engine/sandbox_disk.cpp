@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <set>
 #include <utility>
 
 #include "disk_format.hpp"
@@ -59,7 +62,37 @@ UniqueFd mount_ext4(const std::string& device) {
   return mount;
 }
 
+// The files loop devices are bound to now.
+std::set<std::string> bound_files() {
+  std::set<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/block", ec)) {
+    if (e.path().filename().string().rfind("loop", 0) != 0) continue;
+    std::ifstream in(e.path() / "loop" / "backing_file");
+    std::string file;
+    if (std::getline(in, file)) files.insert(file);
+  }
+  return files;
+}
+
 }  // namespace
+
+void remove_orphan_disks(const std::string& dir, std::chrono::seconds grace) noexcept {
+  try {
+    const std::set<std::string> bound = bound_files();
+    const auto before = std::filesystem::file_time_type::clock::now() - grace;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string path = e.path().string();
+      if (e.path().extension() != ".ext4" || bound.contains(path)) continue;
+      std::error_code time_ec;
+      const auto made = std::filesystem::last_write_time(e.path(), time_ec);
+      if (!time_ec && made < before) ::unlink(path.c_str());
+    }
+  } catch (...) {
+    // What cannot be looked at stays, for the next engine to try.
+  }
+}
 
 SandboxDisk::SandboxDisk(const std::string& dir, const std::string& name, std::uint64_t mib, std::uint32_t uid,
                          std::uint32_t gid)

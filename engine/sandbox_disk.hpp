@@ -8,6 +8,7 @@
 // when the disk goes; the loop device lets go of it when the last mount of
 // the file system goes with the sandbox's mount namespace.
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -15,6 +16,12 @@
 #include "mayura/base/unique_fd.hpp"
 
 namespace mayura::native {
+
+// Removes the disks in `dir` that no sandbox uses: those no loop device is
+// bound to, made more than `grace` ago (a disk being made has no loop
+// device yet). An engine that died left them; a live engine's disks are
+// bound. Never throws.
+void remove_orphan_disks(const std::string& dir, std::chrono::seconds grace = std::chrono::seconds(60)) noexcept;
 
 class SandboxDisk {
  public:

@@ -3,7 +3,9 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "harness.hpp"
@@ -79,6 +81,38 @@ TEST_F(DiskTest, ABadSizeIsRefusedBeforeAnythingIsMade) {
     }
   }
   EXPECT_TRUE(only_disk(options().disk_dir).empty());
+}
+
+// Disks an engine that died left (no loop device bound to them) are removed
+// when an engine starts; a disk being made (new) or in use (bound) stays.
+TEST_F(DiskTest, DisksNoSandboxUsesAreRemovedWhenAnEngineStarts) {
+  fs::create_directories(options().disk_dir);
+  const std::string orphan = options().disk_dir + "/0123456789abcdef.ext4";
+  const std::string fresh = options().disk_dir + "/fedcba9876543210.ext4";
+  for (const std::string& path : {orphan, fresh}) std::ofstream(path) << "a disk";
+  const auto long_ago = fs::file_time_type::clock::now() - std::chrono::minutes(5);
+  fs::last_write_time(orphan, long_ago);
+  auto s = create(with_disk(16));  // this engine starts here
+  EXPECT_FALSE(fs::exists(orphan)) << "a disk no sandbox uses was kept";
+  EXPECT_TRUE(fs::exists(fresh)) << "a disk that may be being made was removed";
+  // Another engine starting on the same directory: the live sandbox's disk,
+  // bound to its loop device, stays however old it looks.
+  std::string live;
+  for (const auto& e : fs::directory_iterator(options().disk_dir)) {
+    if (e.path() != fresh) live = e.path().string();
+  }
+  ASSERT_FALSE(live.empty());
+  fs::last_write_time(live, long_ago);
+  {
+    Sandboxes second = create_sandboxes(native_sandboxes(options()), limits_);
+    CreateOptions brief;
+    brief.lifetime_ms = 60'000;
+    second.create(brief).release();
+    second.close();
+  }
+  EXPECT_TRUE(fs::exists(live)) << "another engine removed a disk in use";
+  EXPECT_EQ(sh(s, "echo still"), "still\n");
+  fs::remove(fresh);
 }
 
 }  // namespace
