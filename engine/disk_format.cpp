@@ -80,9 +80,20 @@ void check_options(const FormatOptions& options) {
     throw SandboxError(Reason::INVALID_INPUT, kWhat + "a disk of " + std::to_string(options.bytes) +
                                                   " bytes is under the 16 MiB a disk needs at least");
   }
-  if ((options.root_mode & ~07777U) != 0) {
-    throw SandboxError(Reason::INVALID_INPUT, kWhat + "the top directory's mode " + std::to_string(options.root_mode) +
-                                                  " has more than permission bits");
+  const auto check_mode = [](std::uint32_t mode, const std::string& whose) {
+    if ((mode & ~07777U) != 0) {
+      throw SandboxError(Reason::INVALID_INPUT,
+                         kWhat + whose + " mode " + std::to_string(mode) + " has more than permission bits");
+    }
+  };
+  check_mode(options.root_mode, "the top directory's");
+  for (const Directory& dir : options.directories) {
+    if (dir.name.empty() || dir.name == "." || dir.name == ".." || dir.name == "lost+found" ||
+        dir.name.size() > EXT2_NAME_LEN || dir.name.find('/') != std::string::npos ||
+        dir.name.find('\0') != std::string::npos) {
+      throw SandboxError(Reason::INVALID_INPUT, kWhat + "\"" + dir.name + "\" is not a directory's name");
+    }
+    check_mode(dir.mode, "the directory " + dir.name + "'s");
   }
 }
 
@@ -177,17 +188,32 @@ void mark_inode_tables_zeroed(ext2_filsys fs) {
   }
 }
 
+void set_owner_and_mode(ext2_filsys fs, ext2_ino_t ino, const Directory& dir) {
+  const std::string what = dir.name.empty() ? std::string("its top directory") : "the directory " + dir.name;
+  ext2_inode inode{};
+  check(ext2fs_read_inode(fs, ino, &inode), "reading " + what);
+  // Ids are 32 bits, kept in two 16-bit halves.
+  inode.i_uid = static_cast<std::uint16_t>(dir.uid);
+  inode.osd2.linux2.l_i_uid_high = static_cast<std::uint16_t>(dir.uid >> 16);
+  inode.i_gid = static_cast<std::uint16_t>(dir.gid);
+  inode.osd2.linux2.l_i_gid_high = static_cast<std::uint16_t>(dir.gid >> 16);
+  inode.i_mode = static_cast<std::uint16_t>(LINUX_S_IFDIR | dir.mode);
+  check(ext2fs_write_inode(fs, ino, &inode), "setting " + what + "'s owner and mode");
+}
+
 void make_root(ext2_filsys fs, const FormatOptions& options) {
   check(ext2fs_mkdir(fs, EXT2_ROOT_INO, EXT2_ROOT_INO, nullptr), "making its top directory");
-  ext2_inode inode{};
-  check(ext2fs_read_inode(fs, EXT2_ROOT_INO, &inode), "reading its top directory");
-  // Ids are 32 bits, kept in two 16-bit halves.
-  inode.i_uid = static_cast<std::uint16_t>(options.root_uid);
-  inode.osd2.linux2.l_i_uid_high = static_cast<std::uint16_t>(options.root_uid >> 16);
-  inode.i_gid = static_cast<std::uint16_t>(options.root_gid);
-  inode.osd2.linux2.l_i_gid_high = static_cast<std::uint16_t>(options.root_gid >> 16);
-  inode.i_mode = static_cast<std::uint16_t>(LINUX_S_IFDIR | options.root_mode);
-  check(ext2fs_write_inode(fs, EXT2_ROOT_INO, &inode), "setting its top directory's owner and mode");
+  set_owner_and_mode(fs, EXT2_ROOT_INO, {"", options.root_uid, options.root_gid, options.root_mode});
+}
+
+void make_directories(ext2_filsys fs, const std::vector<Directory>& directories) {
+  for (const Directory& dir : directories) {
+    check(ext2fs_mkdir(fs, EXT2_ROOT_INO, 0, dir.name.c_str()), "making the directory " + dir.name);
+    ext2_ino_t ino = 0;
+    check(ext2fs_lookup(fs, EXT2_ROOT_INO, dir.name.c_str(), static_cast<int>(dir.name.size()), nullptr, &ino),
+          "finding the directory " + dir.name);
+    set_owner_and_mode(fs, ino, dir);
+  }
 }
 
 void make_lost_and_found(ext2_filsys fs) {
@@ -244,6 +270,7 @@ void format_ext4(const std::string& path, const FormatOptions& options) {
   mark_inode_tables_zeroed(fs.get());
   make_root(fs.get(), options);
   make_lost_and_found(fs.get());
+  make_directories(fs.get(), options.directories);
   reserve_special_inodes(fs.get());
   add_journal(fs.get());
   finish(std::move(fs));

@@ -307,7 +307,7 @@ void InitProcess::to_foreground() const noexcept {
 }
 
 InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t host_id_base,
-                        const protocol::Config& config, UniqueFd disk, const std::function<void(pid_t)>& place,
+                        const protocol::Config& config, std::vector<UniqueFd> disk, const std::function<void(pid_t)>& place,
                         bool ahead, const std::stop_token& cancellation) {
   StepTimer timer("launch");
   auto [engine_end, init_end] = seqpacket_pair("the control socket");
@@ -325,9 +325,9 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
     write_map(proc.get(), "uid_map", host_id_base);
     write_map(proc.get(), "gid_map", host_id_base);
     layers = idmapped_layers(proc.get(), config.plan);
-    if (disk) {
-      idmap_disk(proc.get(), disk.get());
-      layers.push_back(std::move(disk));  // the plan's handed op comes after the image's
+    for (UniqueFd& mount : disk) {
+      idmap_disk(proc.get(), mount.get());
+      layers.push_back(std::move(mount));  // the plan's handed ops come after the image's
     }
   }
   timer.step("id maps");

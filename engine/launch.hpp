@@ -17,6 +17,7 @@
 #include <mutex>
 #include <stop_token>
 #include <string>
+#include <vector>
 #include <utility>
 
 #include "mayura/base/unique_fd.hpp"
@@ -86,7 +87,7 @@ class InitProcess {
   void to_foreground() const noexcept;
 
  private:
-  friend InitProcess launch_init(Zygote&, int, int, std::uint32_t, const protocol::Config&, UniqueFd,
+  friend InitProcess launch_init(Zygote&, int, int, std::uint32_t, const protocol::Config&, std::vector<UniqueFd>,
                                  const std::function<void(pid_t)>&, bool, const std::stop_token&);
   pid_t pid_ = -1;
   UniqueFd control_;
@@ -99,14 +100,14 @@ class InitProcess {
 // sandbox made before anyone asked, whose setup (building its root) runs as
 // nice 19, so that it takes next to no cpu a caller's command or create
 // could use (SCHED_IDLE would starve it five times longer on a busy host).
-// `disk`: the sandbox's disk (SandboxDisk's mount), for the plan's handed
-// op; none if it has none.
+// `disk`: the sandbox's disk (SandboxDisk's mounts), for the plan's handed
+// ops in order; none if it has none.
 inline constexpr int kAheadNice = 19;
 // How long an init may take to set up its sandbox (and to start a first
 // command's process ahead).
 inline constexpr int kSetupTimeoutMs = 20000;
 InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t host_id_base,
-                        const protocol::Config& config, UniqueFd disk, const std::function<void(pid_t)>& place,
+                        const protocol::Config& config, std::vector<UniqueFd> disk, const std::function<void(pid_t)>& place,
                         bool ahead, const std::stop_token& cancellation);
 
 // Waits (bounded, cancellable: CANCELLED) until `fd` is readable; false at

@@ -3,6 +3,7 @@
 // privileges), and a deadline.
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -75,6 +76,7 @@ void check_options(const NativeOptions& o) {
     invalid("tmpfs sizes must be positive");
   if (o.state_dir.empty() || o.state_dir.front() != '/') invalid("state_dir must be an absolute path");
   if (o.disk_dir.empty() || o.disk_dir.front() != '/') invalid("disk_dir must be an absolute path");
+  if (o.snapshot_dir.empty() || o.snapshot_dir.front() != '/') invalid("snapshot_dir must be an absolute path");
   if (!(o.default_cpus >= 0 && o.default_cpus <= kMaxCpus))
     invalid("default_cpus must be between 0 (every cpu) and 1024");
   if (o.default_memory_mib != 0 && (o.default_memory_mib < kMinMemoryMib || o.default_memory_mib > kMaxMemoryMib)) {
@@ -150,6 +152,7 @@ class NativeProvider final : public SandboxProvider {
     places_.engine = std::make_unique<records::EngineLock>(options_.state_dir, options_.id_slots);
     records::clean_orphans(options_.state_dir, cg);
     native::remove_orphan_disks(options_.disk_dir);
+    snapshots_->remove_orphans();
     default_seccomp_ = {seccomp::default_program()};
     default_limits_ = limits_for(CreateOptions{});
     desktop_memfd_ = native::make_desktop_helper_memfd();
@@ -172,11 +175,16 @@ class NativeProvider final : public SandboxProvider {
     f.desktop = true;  // on an image that carries Xvfb
     f.pause = true;    // the cgroup2 freezer, on every layout
     f.disk = true;     // a loop device's ext4
+    f.snapshot = true;  // a copy of that disk's file
     return f;
   }
 
   std::string workdir() const override { return options_.workdir; }
   std::int64_t max_lifetime_ms() const override { return options_.max_lifetime_ms; }
+  std::vector<Snapshot> snapshots(const std::string& owner) override { return snapshots_->list(owner); }
+  void delete_snapshot(const std::string& owner, const std::string& name) override {
+    snapshots_->remove(owner, name);
+  }
 
   std::unique_ptr<SandboxBackend> create(const CreateOptions& options, std::stop_token cancellation) override {
     StepTimer timer("create");
@@ -187,11 +195,13 @@ class NativeProvider final : public SandboxProvider {
     const cgroups::Limits limits = limits_for(options);
     const Filters filters = seccomp_for(options);
     SandboxImage image = resolve_sandbox_image(options, options_);
+    native::DiskSource disk = disk_for(options);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.lifetime_ms);
 
     std::shared_ptr<native::SandboxCore> core;
     // Sandboxes made ahead run the default filter (it is fixed at their start).
-    if (image.image.host && !options.seccomp_profile && !image.uid && image.workdir.empty() && !options.disk_mib)
+    if (image.image.host && !options.seccomp_profile && !image.uid && image.workdir.empty() && !disk.mib &&
+        !disk.snapshot)
       core = prepared_.take();
     if (core) {
       try {
@@ -205,8 +215,7 @@ class NativeProvider final : public SandboxProvider {
     }
     timer.step(core ? "prepared sandbox taken" : "no prepared sandbox");
     if (!core) {
-      core =
-          build(image, filters, cancellation, options.tenant, static_cast<std::uint64_t>(options.disk_mib.value_or(0)));
+      core = build(image, filters, cancellation, options.tenant, std::move(disk));
       timer.step("built");
     }
     // What is this create's own: its limits, its network, its ports, its env
@@ -250,14 +259,33 @@ class NativeProvider final : public SandboxProvider {
   }
 
  private:
+  // The disk a create asks for: a new one, or a copy of a snapshot (opened
+  // now: one that is not there fails before anything is made).
+  native::DiskSource disk_for(const CreateOptions& options) const {
+    native::DiskSource disk;
+    if (options.snapshot) {
+      disk.snapshot = snapshots_->open(options.tenant, *options.snapshot);
+      struct stat st {};
+      check_sys(::fstat(disk.snapshot.get(), &st), "reading the snapshot " + *options.snapshot);
+      if (options.disk_mib && *options.disk_mib != (st.st_size >> 20)) {
+        throw SandboxError(Reason::INVALID_INPUT, "a disk made from the snapshot " + *options.snapshot + " is " +
+                                                      std::to_string(st.st_size >> 20) + " MiB, not the " +
+                                                      std::to_string(*options.disk_mib) + " asked for");
+      }
+    } else if (options.disk_mib) {
+      disk.mib = static_cast<std::uint64_t>(*options.disk_mib);
+    }
+    return disk;
+  }
+
   // One sandbox, up to a running init: an id range, a record, a cgroup (in
   // `tenant`'s share of the cpu), a network namespace, the init and its
-  // root; its workdir on a disk of `disk_mib` (0: a tmpfs). `ahead`: for
+  // root; its workdir and /tmp on `disk` (none: tmpfs). `ahead`: for
   // the pool, at the lowest priority (launch_init), in no tenant until one
   // takes it.
   std::shared_ptr<native::SandboxCore> build(const SandboxImage& image, const Filters& filters,
                                              const std::stop_token& cancellation, const std::string& tenant,
-                                             std::uint64_t disk_mib, bool ahead = false) {
+                                             native::DiskSource disk, bool ahead = false) {
     StepTimer timer("build");
     check_host_memory();
     auto core = std::make_shared<native::SandboxCore>();
@@ -266,6 +294,8 @@ class NativeProvider final : public SandboxProvider {
     core->workdir = image.workdir.empty() ? options_.workdir : image.workdir;
     core->commands_ahead = options_.commands_ahead;
     core->activity = activity_;
+    core->snapshots = snapshots_;
+    const bool on_disk = disk.mib > 0 || disk.snapshot;
 
     rootfs::RootOptions root;
     root.workdir = core->workdir;
@@ -273,7 +303,7 @@ class NativeProvider final : public SandboxProvider {
     root.uid = image.uid.value_or(options_.uid);
     root.gid = image.gid.value_or(options_.gid);
     root.workdir_bytes = options_.workdir_mib << 20;
-    root.workdir_on_disk = disk_mib > 0;
+    root.workdir_on_disk = on_disk;
     root.tmp_bytes = options_.tmp_mib << 20;
     root.shm_bytes = options_.shm_mib << 20;
     root.inodes = options_.tmpfs_inodes;
@@ -324,13 +354,15 @@ class NativeProvider final : public SandboxProvider {
     UniqueFd netns(netns_pool_.take());
     if (!netns) fail_step("making the sandbox's network namespace", errno);
     timer.step("network namespace");
-    if (disk_mib > 0) {
-      core->disk = native::SandboxDisk(options_.disk_dir, name, disk_mib, root.uid, root.gid);
+    if (on_disk) {
+      disk.uid = root.uid;
+      disk.gid = root.gid;
+      core->disk = native::SandboxDisk(options_.disk_dir, name, std::move(disk));
       timer.step("disk");
     }
     const cgroups::SandboxCgroup& cgroup = core->cgroup;
     core->init = launch_init(
-        zygote_, netns.get(), cgroup.fd(), id_base, config, core->disk.take_mount(),
+        zygote_, netns.get(), cgroup.fd(), id_base, config, core->disk ? core->disk.take_mounts() : std::vector<UniqueFd>{},
         [&cgroup](pid_t pid) { cgroup.place_init(pid); }, ahead, cancellation);
     core->netns = std::move(netns);
     timer.step("init ready");
@@ -454,12 +486,14 @@ class NativeProvider final : public SandboxProvider {
   std::shared_ptr<native::TenantShares> tenants_ = std::make_shared<native::TenantShares>();
   // When callers last called; every sandbox marks its calls here.
   std::shared_ptr<native::Activity> activity_ = std::make_shared<native::Activity>();
+  std::shared_ptr<const native::SnapshotStore> snapshots_ =
+      std::make_shared<const native::SnapshotStore>(options_.snapshot_dir);
   // Last: its thread uses everything above, and stops first.
   native::PreparedPool prepared_{options_.prepared,
                                  [this](const std::stop_token& stop) {
                                    SandboxImage host;
                                    host.image = rootfs::Image{"host", "/", true, {}};
-                                   return build(host, default_seccomp_, stop, "", 0, true);
+                                   return build(host, default_seccomp_, stop, "", {}, true);
                                  },
                                  *activity_};
 };

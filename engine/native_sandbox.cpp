@@ -111,7 +111,10 @@ void SandboxCore::finish() noexcept {
     timer.step("init reaped");
     cgroup.destroy();
     timer.step("cgroups removed");
-    disk = {};  // the file goes now; the host frees it once its loop device lets go
+    {
+      std::lock_guard disk_lock(disk_mutex_);  // after a snapshot reading it
+      disk = {};  // the file goes now; the host frees it once its loop device lets go
+    }
     timer.step("disk removed");
     lease.clear();
     timer.step("record cleared");
@@ -158,12 +161,52 @@ std::map<std::string, std::string> SandboxCore::command_env() const {
   return env;
 }
 
+namespace {
+// A freeze waits for every process to stop: one in an uninterruptible wait
+// (a slow disk) may hold it, never for long.
+constexpr std::chrono::seconds kFreezeBound{5};
+}  // namespace
+
 void SandboxCore::freeze(bool frozen) {
-  // A freeze waits for every process to stop: one in an uninterruptible
-  // wait (a slow disk) may hold it, never for long.
-  constexpr std::chrono::seconds kFreezeBound{5};
   if (!alive()) gone_once_ended();
+  std::lock_guard lock(freeze_mutex_);
   cgroup.freeze(frozen, kFreezeBound);
+  frozen_ = frozen;
+}
+
+Snapshot SandboxCore::snapshot(const std::string& owner, const std::string& name) {
+  if (!alive()) gone_once_ended();
+  std::lock_guard disk_lock(disk_mutex_);
+  if (!disk) {
+    if (ending_.load()) gone();
+    throw SandboxError(Reason::INVALID_INPUT, "the sandbox has no disk to snapshot (create it with a disk size)");
+  }
+  std::lock_guard lock(freeze_mutex_);
+  return snapshots->write(owner, name, [&](int file) {
+    StepTimer timer("snapshot");
+    const UniqueFd from(::open(disk.path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!from) fail_step("opening the sandbox's disk", errno);
+    // Stopped, so that nothing writes while the file is read; thawed on
+    // every way out, unless it was paused before.
+    struct Frozen {
+      const cgroups::SandboxCgroup& cgroup;
+      bool was_frozen;
+      ~Frozen() {
+        if (was_frozen) return;
+        try {
+          cgroup.freeze(false, kFreezeBound);
+        } catch (const SandboxError&) {
+          // A sandbox ended meanwhile has nothing left to thaw.
+        }
+      }
+    } frozen{cgroup, frozen_};
+    if (!frozen.was_frozen) cgroup.freeze(true, kFreezeBound);
+    timer.step("frozen");
+    disk.sync();
+    timer.step("written out");
+    copy_disk_file(from.get(), file, disk.bytes());
+    timer.step("copied");
+  });
 }
 
 void SandboxCore::set_network(const Network& next) {

@@ -18,6 +18,7 @@
 #include "protocol.hpp"
 #include "records.hpp"
 #include "sandbox_disk.hpp"
+#include "snapshot_store.hpp"
 #include "tenant_shares.hpp"
 
 namespace mayura::native {
@@ -42,7 +43,9 @@ class SandboxCore {
   std::string hostname;
   std::string workdir;
   UniqueFd image_hold;                          // a stored image's shared lock: its layers stay while the sandbox runs
-  SandboxDisk disk;                             // its workdir's disk, if it has one: removed as it ends
+  SandboxDisk disk;  // its workdir's and /tmp's disk, if it has one: removed as it ends (under disk_mutex_)
+  // Where its snapshots go (the provider's store, which it may outlive).
+  std::shared_ptr<const SnapshotStore> snapshots;
   std::map<std::string, std::string> base_env;  // every command's, before the exec's own
   // The desktop helper's memfd (the provider's, which outlives every
   // sandbox) for a sandbox created with a desktop; else -1.
@@ -65,6 +68,10 @@ class SandboxCore {
   // Stops every process of the sandbox at once, or lets them go on (the
   // cgroup2 freezer); GONE if the sandbox has ended.
   void freeze(bool frozen);
+  // Copies its disk into `owner`'s snapshot `name`, its processes stopped
+  // only while the disk is written out and read (and left as they were if
+  // paused). INVALID_INPUT without a disk; GONE if the sandbox has ended.
+  Snapshot snapshot(const std::string& owner, const std::string& name);
 
   // The host URL of a published port; GONE if the sandbox has ended.
   std::string url(int port);
@@ -104,6 +111,9 @@ class SandboxCore {
   static std::vector<int> standby_fds(int dir, int v1_procs);
   mutable std::mutex mutex_;          // held by a send, and by end() while it removes
   mutable std::mutex network_mutex_;  // held while the network changes or goes
+  std::mutex freeze_mutex_;           // held while a freeze, a thaw or a snapshot is under way
+  bool frozen_ = false;               // under freeze_mutex_
+  std::mutex disk_mutex_;             // held while a snapshot reads the disk, and as it goes
   std::atomic<bool> ending_{false};   // set as an end() starts
   std::atomic<bool> finished_{false};
 };
@@ -134,6 +144,9 @@ class NativeSandbox final : public SandboxBackend {
   void set_network(const Network& network) override { core_->set_network(network); }
   void pause() override { core_->freeze(true); }
   void resume() override { core_->freeze(false); }
+  Snapshot snapshot(const std::string& owner, const std::string& name) override {
+    return core_->snapshot(owner, name);
+  }
   void release() noexcept override;
   bool alive() const noexcept override { return core_->alive(); }
 

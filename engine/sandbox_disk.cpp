@@ -15,11 +15,15 @@
 #include <utility>
 
 #include "disk_format.hpp"
+#include "snapshot_store.hpp"
 #include "sys_error.hpp"
 #include "trace.hpp"
 
 namespace mayura::native {
 namespace {
+
+constexpr char kWorkspace[] = "workspace";
+constexpr char kTmp[] = "tmp";
 
 // A free loop device bound to `file` (a device another engine takes between
 // the ask and the bind is asked for again). It lets go of the file by itself
@@ -52,11 +56,13 @@ UniqueFd attach_loop(int file) {
 
 // The ext4 on `device`, mounted and detached: no path reaches it until the
 // init attaches it in the sandbox.
-UniqueFd mount_ext4(const std::string& device) {
+// `unusable`: the reason when the kernel finds no ext4 there.
+UniqueFd mount_ext4(const std::string& device, Reason unusable) {
   const UniqueFd fs(::fsopen("ext4", FSOPEN_CLOEXEC));
   if (!fs) fail_step("opening an ext4 context for the sandbox's disk", errno, Reason::UNSUPPORTED);
   check_sys(::fsconfig(fs.get(), FSCONFIG_SET_STRING, "source", device.c_str(), 0), "naming the sandbox's disk");
-  check_sys(::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0), "mounting the sandbox's disk");
+  if (::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0)
+    fail_step("mounting the sandbox's disk", errno, errno == EINVAL || errno == EUCLEAN ? unusable : Reason::INTERNAL);
   UniqueFd mount(::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
   if (!mount) fail_step("mounting the sandbox's disk", errno);
   return mount;
@@ -73,6 +79,25 @@ std::set<std::string> bound_files() {
     if (std::getline(in, file)) files.insert(file);
   }
   return files;
+}
+
+// A snapshot's copy at `path` (a new file), its whole size reserved on the
+// host as a new disk's is.
+void copy_snapshot(int snapshot, const std::string& path) {
+  struct stat st {};
+  check_sys(::fstat(snapshot, &st), "reading the snapshot");
+  if (!S_ISREG(st.st_mode) || st.st_size < (off_t{16} << 20))
+    throw SandboxError(Reason::INVALID_INPUT, "the snapshot is not a sandbox's disk");
+  const UniqueFd copy(::open(path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600));
+  if (!copy) fail_step("making the sandbox's disk " + path, errno);
+  copy_disk_file(snapshot, copy.get(), static_cast<std::uint64_t>(st.st_size));
+  int error = 0;
+  do {
+    error = ::posix_fallocate(copy.get(), 0, st.st_size);
+  } while (error == EINTR);
+  if (error != 0)
+    fail_step("reserving the sandbox's disk on the host", error,
+              error == ENOSPC || error == EDQUOT ? Reason::LIMIT_REACHED : Reason::INTERNAL);
 }
 
 }  // namespace
@@ -94,21 +119,33 @@ void remove_orphan_disks(const std::string& dir, std::chrono::seconds grace) noe
   }
 }
 
-SandboxDisk::SandboxDisk(const std::string& dir, const std::string& name, std::uint64_t mib, std::uint32_t uid,
-                         std::uint32_t gid)
+SandboxDisk::SandboxDisk(const std::string& dir, const std::string& name, DiskSource source)
     : path_(dir + "/" + name + ".ext4") {
   StepTimer timer("disk");
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) fail_step("making the disk directory " + dir, errno);
   try {
-    disk::format_ext4(path_, {.bytes = mib << 20, .root_uid = uid, .root_gid = gid, .root_mode = 0755});
-    timer.step("formatted");
+    if (source.snapshot) {
+      copy_snapshot(source.snapshot.get(), path_);
+      timer.step("copied");
+    } else {
+      // The top directory is nobody's to write: the sandbox sees only its
+      // two directories.
+      disk::format_ext4(path_, {.bytes = source.mib << 20,
+                                .directories = {{kWorkspace, source.uid, source.gid, 0755}, {kTmp, 0, 0, 01777}}});
+      timer.step("formatted");
+    }
     const UniqueFd file(::open(path_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
     if (!file) fail_step("opening the sandbox's disk", errno);
+    struct stat st {};
+    check_sys(::fstat(file.get(), &st), "reading the sandbox's disk");
+    bytes_ = static_cast<std::uint64_t>(st.st_size);
     const UniqueFd loop = attach_loop(file.get());
     loop_info64 info{};
     check_sys(::ioctl(loop.get(), LOOP_GET_STATUS64, &info), "reading the sandbox's loop device");
     timer.step("loop device bound");
-    mount_ = mount_ext4("/dev/loop" + std::to_string(info.lo_number));
+    mount_ = mount_ext4("/dev/loop" + std::to_string(info.lo_number), source.snapshot ? Reason::INVALID_INPUT : Reason::INTERNAL);
+    top_.reset(::openat(mount_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!top_) fail_step("opening the sandbox's disk", errno);
     timer.step("mounted");
   } catch (...) {
     remove();
@@ -116,17 +153,36 @@ SandboxDisk::SandboxDisk(const std::string& dir, const std::string& name, std::u
   }
 }
 
+std::vector<UniqueFd> SandboxDisk::take_mounts() {
+  std::vector<UniqueFd> mounts;
+  for (const char* dir : {kWorkspace, kTmp}) {
+    UniqueFd tree(::open_tree(mount_.get(), dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
+    // A snapshot's disk that lacks one was not a sandbox's.
+    if (!tree) fail_step(std::string("opening the disk's ") + dir + " directory", errno, errno == ENOENT ? Reason::INVALID_INPUT : Reason::INTERNAL);
+    mounts.push_back(std::move(tree));
+  }
+  mount_.reset();
+  return mounts;
+}
+
+void SandboxDisk::sync() const {
+  if (::syncfs(top_.get()) != 0) fail_step("writing the sandbox's disk out", errno);
+}
+
 SandboxDisk& SandboxDisk::operator=(SandboxDisk&& other) noexcept {
   if (this != &other) {
     remove();
     path_ = std::exchange(other.path_, {});
+    bytes_ = std::exchange(other.bytes_, 0);
     mount_ = std::move(other.mount_);
+    top_ = std::move(other.top_);
   }
   return *this;
 }
 
 void SandboxDisk::remove() noexcept {
   mount_.reset();
+  top_.reset();
   // Unlinked now, freed by the host once the loop device lets go of it.
   if (!path_.empty()) ::unlink(path_.c_str());
   path_.clear();

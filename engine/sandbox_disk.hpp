@@ -1,7 +1,9 @@
 #pragma once
-// A sandbox's disk: its working directory on a file system of its own, an
-// ext4 made in a file under the engine's disk directory, attached to a loop
-// device and mounted by the engine (the sandbox's root could do neither).
+// A sandbox's disk: its working directory and /tmp on a file system of its
+// own (the directories "workspace" and "tmp" of its top one), an ext4 made
+// in a file under the engine's disk directory, or copied from a snapshot,
+// attached to a loop device and mounted by the engine (the sandbox's root
+// could do neither).
 // Its size is its quota, which the kernel enforces: past it, a write inside
 // fails ENOSPC, and the file's blocks were reserved on the host beforehand,
 // so nothing the sandbox writes can fill the host's disk. The file is removed
@@ -12,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "mayura/base/unique_fd.hpp"
 
@@ -23,15 +26,27 @@ namespace mayura::native {
 // bound. Never throws.
 void remove_orphan_disks(const std::string& dir, std::chrono::seconds grace = std::chrono::seconds(60)) noexcept;
 
+struct DiskSource {
+  std::uint64_t mib = 0;  // a new disk's size
+  // The owner of a new disk's workspace, as the sandbox sees ids.
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  UniqueFd snapshot;  // a snapshot's file to copy instead (its size is the disk's)
+};
+
 class SandboxDisk {
  public:
   SandboxDisk() = default;
-  // Makes `dir`/`name`.ext4 of `mib` MiB (its top directory owned by `uid`
-  // and `gid` as the sandbox sees them), attaches it and mounts it. Throws
-  // SandboxError naming the step: LIMIT_REACHED when the host has no room
-  // for it, UNSUPPORTED when the host has no loop devices.
-  SandboxDisk(const std::string& dir, const std::string& name, std::uint64_t mib, std::uint32_t uid, std::uint32_t gid);
-  SandboxDisk(SandboxDisk&& other) noexcept : path_(std::exchange(other.path_, {})), mount_(std::move(other.mount_)) {}
+  // Makes `dir`/`name`.ext4 from `source`, attaches it and mounts it.
+  // Throws SandboxError naming the step: LIMIT_REACHED when the host has no
+  // room for it, UNSUPPORTED when the host has no loop devices,
+  // INVALID_INPUT when a snapshot is not a sandbox's disk.
+  SandboxDisk(const std::string& dir, const std::string& name, DiskSource source);
+  SandboxDisk(SandboxDisk&& other) noexcept
+      : path_(std::exchange(other.path_, {})),
+        bytes_(std::exchange(other.bytes_, 0)),
+        mount_(std::move(other.mount_)),
+        top_(std::move(other.top_)) {}
   SandboxDisk& operator=(SandboxDisk&& other) noexcept;
   SandboxDisk(const SandboxDisk&) = delete;
   SandboxDisk& operator=(const SandboxDisk&) = delete;
@@ -39,14 +54,22 @@ class SandboxDisk {
 
   explicit operator bool() const { return !path_.empty(); }
   const std::string& path() const { return path_; }
-  // The file system's detached mount, once: the launch idmaps it with the
-  // sandbox's user namespace and hands it to the init.
-  UniqueFd take_mount() { return std::move(mount_); }
+  std::uint64_t bytes() const { return bytes_; }
+  // Detached mounts of its workspace and its tmp, in that order, once: the
+  // launch idmaps them with the sandbox's user namespace and hands them to
+  // the init.
+  std::vector<UniqueFd> take_mounts();
+  // Writes everything the sandbox wrote to its file (the sandbox stopped
+  // first, so that nothing is written meanwhile): the file is then a
+  // consistent file system, its journal at worst replayed when mounted.
+  void sync() const;
 
  private:
   void remove() noexcept;
   std::string path_;
+  std::uint64_t bytes_ = 0;
   UniqueFd mount_;
+  UniqueFd top_;  // its top directory, kept open to sync it
 };
 
 }  // namespace mayura::native

@@ -84,11 +84,13 @@ constexpr std::array kProcReadOnly = {"sys", "bus", "fs", "irq", "tty", "sysvipc
 // minimal /dev, its own /proc.
 void add_common(Plan& plan, const RootOptions& o) {
   if (o.workdir_on_disk) {
+    // Both on the engine's disk, in its quota: a snapshot holds both.
     plan.push_back(simple(OpKind::handed, o.workdir));
+    plan.push_back(simple(OpKind::handed, "/tmp"));
   } else {
     plan.push_back(tmpfs(o.workdir, o.workdir_bytes, o.inodes, 0755, o.uid, o.gid, kKeepContents));
+    plan.push_back(tmpfs("/tmp", o.tmp_bytes, o.inodes, 01777, 0, 0));
   }
-  plan.push_back(tmpfs("/tmp", o.tmp_bytes, o.inodes, 01777, 0, 0));
 
   // A directory of the root's tmpfs, read-only with it: one file system
   // fewer per sandbox (the kernel's shrinker tables grow with every one, see

@@ -59,6 +59,16 @@ void SandboxBackend::pause() { throw SandboxError(Reason::UNSUPPORTED, "the prov
 
 void SandboxBackend::resume() { throw SandboxError(Reason::UNSUPPORTED, "the provider cannot pause a sandbox"); }
 
+Snapshot SandboxBackend::snapshot(const std::string&, const std::string&) {
+  throw SandboxError(Reason::UNSUPPORTED, "the provider cannot snapshot a sandbox");
+}
+
+std::vector<Snapshot> SandboxProvider::snapshots(const std::string&) { return {}; }
+
+void SandboxProvider::delete_snapshot(const std::string&, const std::string& name) {
+  throw SandboxError(Reason::NOT_FOUND, "there is no snapshot named " + name);
+}
+
 // The token by value, as every provider call takes it.
 // NOLINTNEXTLINE(performance-unnecessary-value-param)
 std::string SandboxBackend::desktop(const DesktopAction&, std::stop_token) {

@@ -120,6 +120,7 @@ most hosts):
                          (/var/lib/mayura/images)
   MAYURA_STATE_DIR       the engine's records (/run/mayura)
   MAYURA_DISK_DIR        where sandboxes' disks are made (/var/lib/mayura/disks)
+  MAYURA_SNAPSHOT_DIR    where snapshots are kept (/var/lib/mayura/snapshots)
   MAYURA_CGROUP_ROOT     the cgroup2 directory for sandboxes (see doctor)
   MAYURA_ID_BASE, MAYURA_ID_SLOTS   the host id ranges sandboxes map to
   MAYURA_DNS_SERVERS     IPv4 servers (comma-separated) that resolve names for

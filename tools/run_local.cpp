@@ -35,6 +35,7 @@ NativeOptions engine_options_from_env() {
   text("MAYURA_IMAGE_STORE", o.image_store);
   text("MAYURA_STATE_DIR", o.state_dir);
   text("MAYURA_DISK_DIR", o.disk_dir);
+  text("MAYURA_SNAPSHOT_DIR", o.snapshot_dir);
   text("MAYURA_CGROUP_ROOT", o.cgroup_root);
   number("MAYURA_ID_BASE", o.id_base);
   number("MAYURA_ID_SLOTS", o.id_slots);

@@ -168,6 +168,8 @@ NativeOptions isolated_options() {
       std::string(store_dir && *store_dir ? store_dir : "/run") + "/mayura-test-" + std::to_string(pid) + "-store";
   o.disk_dir =
       std::string(store_dir && *store_dir ? store_dir : "/run") + "/mayura-test-" + std::to_string(pid) + "-disks";
+  o.snapshot_dir =
+      std::string(store_dir && *store_dir ? store_dir : "/run") + "/mayura-test-" + std::to_string(pid) + "-snapshots";
   return o;
 }
 
@@ -638,7 +640,7 @@ nlohmann::json daemon_config(const NativeOptions& o, const std::string& socket, 
   nlohmann::json config = {{"socket", socket},     {"stateDir", o.state_dir}, {"cgroupRoot", o.cgroup_root},
                            {"idBase", o.id_base},  {"idSlots", o.id_slots},   {"prepared", 0},
                            {"netnsPool", 0},       {"imageDir", o.image_dir}, {"imageStore", o.image_store},
-                           {"diskDir", o.disk_dir}};
+                           {"diskDir", o.disk_dir},  {"snapshotDir", o.snapshot_dir}};
   config.update(extra);
   return config;
 }

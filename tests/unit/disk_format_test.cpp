@@ -137,6 +137,28 @@ TEST_F(DiskFormat, RefusesModeBeyondPermissions) {
   EXPECT_FALSE(fs::exists(disk));
 }
 
+TEST_F(DiskFormat, MakesDirectoriesWithTheirOwnersAndModes) {
+  const fs::path disk = dir_.path / "disk.ext4";
+  format_ext4(disk, {.bytes = 16 * kMiB, .directories = {{"workspace", 1000, 1001, 0750}, {"tmp", 0, 0, 01777}}});
+  expect_clean(disk);
+  expect_root(disk, 0, 0, 0755);
+  const Ran listed = run(tool("debugfs") + " -R 'stat /workspace' " + quoted(disk));
+  EXPECT_NE(listed.output.find("User:  1000   Group:  1001"), std::string::npos) << listed.output;
+  EXPECT_NE(listed.output.find("Mode:  0750"), std::string::npos) << listed.output;
+  const Ran tmp = run(tool("debugfs") + " -R 'stat /tmp' " + quoted(disk));
+  EXPECT_NE(tmp.output.find("Mode:  01777"), std::string::npos) << tmp.output;
+}
+
+TEST_F(DiskFormat, RefusesADirectoryNameThatIsAPath) {
+  for (const char* name : {"", ".", "..", "a/b", "lost+found"}) {
+    const fs::path disk = dir_.path / "disk.ext4";
+    EXPECT_EQ(reason_of([&] { format_ext4(disk, {.bytes = 16 * kMiB, .directories = {{name}}}); }),
+              Reason::INVALID_INPUT)
+        << name;
+    EXPECT_FALSE(fs::exists(disk)) << name;
+  }
+}
+
 TEST_F(DiskFormat, LeavesAnExistingFileAlone) {
   const fs::path disk = dir_.path / "disk.ext4";
   std::ofstream(disk) << "not a disk";

@@ -29,6 +29,10 @@ struct NativeOptions {
   // on the host's disk, made if missing; each disk's file is removed as its
   // sandbox ends.
   std::string disk_dir = "/var/lib/mayura/disks";
+  // Where snapshots are kept (Sandbox::snapshot): a directory on the host's
+  // disk, made if missing, one directory in it per tenant. They stay until
+  // deleted, across the engine's restarts.
+  std::string snapshot_dir = "/var/lib/mayura/snapshots";
   // The cgroup2 directory the engine makes its sandboxes' cgroups under.
   // Empty: <delegated subtree>/mayura when the engine runs in a delegated
   // cgroup (systemd's Delegate=yes), else <cgroup2 mount>/mayura. A root

@@ -58,6 +58,12 @@ class SandboxBackend {
   // fails UNSUPPORTED (Features::pause says which can).
   virtual void pause();
   virtual void resume();
+  // Copies the sandbox's disk, consistently (its processes stopped while it
+  // is read), into the snapshot `name` of `owner`, replacing one of that
+  // name atomically: a failure or a crash leaves the old one or the new. A
+  // provider that cannot fails UNSUPPORTED; a sandbox with no disk,
+  // INVALID_INPUT.
+  virtual Snapshot snapshot(const std::string& owner, const std::string& name);
   // Ends the sandbox and everything in it (a paused one too). Called once;
   // must not throw.
   virtual void release() noexcept = 0;
@@ -86,6 +92,10 @@ class SandboxProvider {
   virtual std::string workdir() const = 0;
   virtual std::int64_t max_lifetime_ms() const = 0;
   virtual std::unique_ptr<SandboxBackend> create(const CreateOptions& options, std::stop_token cancellation) = 0;
+  // The snapshots `owner` (a create's tenant) has, and the removal of one
+  // (NOT_FOUND if it has none of that name). By default none.
+  virtual std::vector<Snapshot> snapshots(const std::string& owner);
+  virtual void delete_snapshot(const std::string& owner, const std::string& name);
 
   // The threads this provider's calls run on (mayura/runtime.hpp): its own,
   // shared with every sandbox it made, which may outlive it.

@@ -38,6 +38,7 @@ struct Features {
   bool seccomp = false;              // honours CreateOptions::seccomp_profile
   bool pause = false;                // Sandbox::pause and resume
   bool disk = false;                 // honours CreateOptions::disk_mib
+  bool snapshot = false;             // Sandbox::snapshot and fork, CreateOptions::snapshot
   std::vector<NetworkKind> network;  // the kinds it can enforce
 };
 
@@ -60,8 +61,14 @@ struct CreateOptions {
   // The working directory on a disk of its own of this many MiB (16 or
   // more) instead of a tmpfs in memory: the disk's size is its quota (past
   // it, writes fail ENOSPC), and it is removed as the sandbox ends. None: a
-  // tmpfs. It starts empty, over whatever the image has there.
+  // tmpfs. It starts empty, over whatever the image has there. /tmp is on
+  // the same disk then (sharing its quota), so a snapshot holds both.
   std::optional<std::int64_t> disk_mib;
+  // A snapshot of the caller's (Sandbox::snapshot) to start from: the
+  // sandbox's disk is a copy of it, its size the snapshot's (disk_mib, if
+  // set, must be the same). Commands start afresh: a snapshot holds files,
+  // not processes. None: a new, empty disk if disk_mib is set.
+  std::optional<std::string> snapshot;
   // An OCI/Docker JSON seccomp profile (the text); none: the provider's
   // default profile. Unknown syscall names in it are skipped.
   std::optional<std::string> seccomp_profile;
@@ -88,6 +95,15 @@ struct CreateOptions {
   // the same share, split among its sandboxes. Empty: a tenant of its own.
   // Like ports_owner, a host's choice: mayurad sets it to the client's name.
   std::string tenant;
+};
+
+// A snapshot of a sandbox's disk (its working directory and /tmp), kept by
+// the provider under a name of its owner's (the create's tenant).
+struct Snapshot {
+  std::string name;
+  std::int64_t disk_mib = 0;      // the size of a disk made from it
+  std::int64_t stored_bytes = 0;  // what it takes on the host's disk
+  std::int64_t created_ms = 0;    // when it was taken, in ms since the Unix epoch
 };
 
 using OutputCallback = std::function<void(std::string_view chunk)>;

@@ -63,8 +63,8 @@ struct RootOptions {
   std::uint32_t uid = 1000;
   std::uint32_t gid = 1000;
   std::uint64_t workdir_bytes = 1024ull << 20;
-  // The workdir on a disk the engine hands over (a handed op) instead of a
-  // tmpfs; it starts empty, over whatever the image has there.
+  // The workdir and /tmp on a disk the engine hands over (two handed ops)
+  // instead of tmpfs; it starts empty, over whatever the image has there.
   bool workdir_on_disk = false;
   std::uint64_t tmp_bytes = 512ull << 20;
   std::uint64_t shm_bytes = 64ull << 20;

@@ -1,0 +1,199 @@
+#include "snapshot_store.hpp"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+
+#include "mayura/errors.hpp"
+#include "mayura/random_id.hpp"
+#include "sys_error.hpp"
+
+namespace mayura::native {
+namespace {
+
+constexpr char kTemporaryPrefix[] = ".tmp-";
+constexpr char kSuffix[] = ".ext4";
+// A fork's snapshot lives only while the fork runs: one older than this was
+// left by an engine that died in the middle of one.
+constexpr std::chrono::minutes kForkSnapshotAge{10};
+
+void check_name(const std::string& name) {
+  const bool plain = !name.empty() && name.size() <= 128 && name.front() != '.' &&
+                     std::all_of(name.begin(), name.end(), [](char c) {
+                       return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                              c == '.' || c == '_' || c == '-' || c == '~';
+                     });
+  if (!plain) throw SandboxError(Reason::INVALID_INPUT, "\"" + name + "\" is not a snapshot's name");
+}
+
+std::string hex(const std::string& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (const unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+
+void make_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) fail_step("making the snapshot directory " + dir, errno);
+}
+
+void sync_dir(const std::string& dir) {
+  const UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd || ::fsync(fd.get()) != 0) fail_step("syncing the snapshot directory " + dir, errno);
+}
+
+Snapshot describe(const std::string& name, const struct stat& st) {
+  Snapshot s;
+  s.name = name;
+  s.disk_mib = static_cast<std::int64_t>(st.st_size >> 20);
+  s.stored_bytes = static_cast<std::int64_t>(st.st_blocks) * 512;
+  s.created_ms = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
+  return s;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Copies [offset, end) of `from` into `to` at the same place.
+void copy_range(int from, int to, off_t offset, off_t end) {
+  while (offset < end) {
+    off_t in = offset;
+    off_t out = offset;
+    const ssize_t n = ::copy_file_range(from, &in, to, &out, static_cast<std::size_t>(end - offset), 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_step("copying the sandbox's disk", errno, errno == ENOSPC ? Reason::LIMIT_REACHED : Reason::INTERNAL);
+    }
+    if (n == 0) fail_step("copying the sandbox's disk (it ended early)", EIO);
+    offset += n;
+  }
+}
+
+}  // namespace
+
+void copy_disk_file(int from, int to, std::uint64_t size) {
+  if (::ioctl(to, FICLONE, from) == 0) return;
+  // Where SEEK_DATA finds nothing, the rest is a hole; ENXIO says so.
+  off_t offset = 0;
+  const auto end = static_cast<off_t>(size);
+  while (offset < end) {
+    const off_t data = ::lseek(from, offset, SEEK_DATA);
+    if (data < 0) {
+      if (errno == ENXIO) break;
+      fail_step("finding the data of the sandbox's disk", errno);
+    }
+    off_t hole = ::lseek(from, data, SEEK_HOLE);
+    if (hole < 0) fail_step("finding the holes of the sandbox's disk", errno);
+    hole = std::min(hole, end);
+    copy_range(from, to, data, hole);
+    offset = hole;
+  }
+  if (::ftruncate(to, end) != 0) fail_step("sizing the copy of the sandbox's disk", errno);
+}
+
+std::string SnapshotStore::owner_dir(const std::string& owner) const {
+  return dir_ + "/" + (owner.empty() ? std::string("local") : "t-" + hex(owner));
+}
+
+std::string SnapshotStore::path(const std::string& owner, const std::string& name) const {
+  check_name(name);
+  return owner_dir(owner) + "/" + name + kSuffix;
+}
+
+UniqueFd SnapshotStore::open(const std::string& owner, const std::string& name) const {
+  UniqueFd fd(::open(path(owner, name).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) {
+    if (errno == ENOENT) throw SandboxError(Reason::NOT_FOUND, "there is no snapshot named " + name);
+    fail_step("opening the snapshot " + name, errno);
+  }
+  return fd;
+}
+
+std::vector<Snapshot> SnapshotStore::list(const std::string& owner) const {
+  std::vector<Snapshot> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(owner_dir(owner), ec)) {
+    const std::string file = e.path().filename().string();
+    // Neither a snapshot being written nor a fork's own.
+    if (file.front() == '.' || file.front() == '~' || !ends_with(file, kSuffix)) continue;
+    struct stat st {};
+    if (::stat(e.path().c_str(), &st) != 0) continue;  // removed meanwhile
+    out.push_back(describe(file.substr(0, file.size() - (sizeof kSuffix - 1)), st));
+  }
+  std::sort(out.begin(), out.end(), [](const Snapshot& a, const Snapshot& b) { return a.name < b.name; });
+  return out;
+}
+
+void SnapshotStore::remove(const std::string& owner, const std::string& name) const {
+  if (::unlink(path(owner, name).c_str()) != 0) {
+    if (errno == ENOENT) throw SandboxError(Reason::NOT_FOUND, "there is no snapshot named " + name);
+    fail_step("removing the snapshot " + name, errno);
+  }
+}
+
+Snapshot SnapshotStore::write(const std::string& owner, const std::string& name,
+                              const std::function<void(int file)>& fill) const {
+  const std::string final_path = path(owner, name);
+  const std::string dir = owner_dir(owner);
+  make_dir(dir_);
+  make_dir(dir);
+  const std::string temporary = dir + "/" + kTemporaryPrefix + random_hex(16) + kSuffix;
+  UniqueFd file(::open(temporary.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600));
+  if (!file) fail_step("making the snapshot " + name, errno, errno == ENOSPC ? Reason::LIMIT_REACHED : Reason::INTERNAL);
+  // Held until the file is renamed or removed: an engine that finds it
+  // unlocked knows its writer died.
+  if (::flock(file.get(), LOCK_EX) != 0) {
+    ::unlink(temporary.c_str());
+    fail_step("locking the snapshot being written", errno);
+  }
+  try {
+    fill(file.get());
+    if (::fsync(file.get()) != 0) fail_step("syncing the snapshot " + name, errno);
+    if (::rename(temporary.c_str(), final_path.c_str()) != 0) fail_step("naming the snapshot " + name, errno);
+  } catch (...) {
+    ::unlink(temporary.c_str());
+    throw;
+  }
+  sync_dir(dir);
+  struct stat st {};
+  check_sys(::fstat(file.get(), &st), "reading the snapshot " + name);
+  return describe(name, st);
+}
+
+void SnapshotStore::remove_orphans() const noexcept {
+  try {
+    const auto old = std::filesystem::file_time_type::clock::now() - kForkSnapshotAge;
+    std::error_code ec;
+    for (const auto& owner : std::filesystem::directory_iterator(dir_, ec)) {
+      std::error_code inner;
+      for (const auto& e : std::filesystem::directory_iterator(owner.path(), inner)) {
+        const std::string file = e.path().filename().string();
+        if (file.rfind(kTemporaryPrefix, 0) == 0) {
+          const UniqueFd fd(::open(e.path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+          if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) ::unlink(e.path().c_str());
+        } else if (file.front() == '~') {
+          std::error_code time_ec;
+          const auto made = std::filesystem::last_write_time(e.path(), time_ec);
+          if (!time_ec && made < old) ::unlink(e.path().c_str());
+        }
+      }
+    }
+  } catch (...) {
+    // What cannot be looked at stays, for the next engine to try.
+  }
+}
+
+}  // namespace mayura::native
