@@ -22,7 +22,7 @@ struct FormatOptions {
   std::uint64_t bytes = 0;     // its size: at least 16 MiB
   std::uint32_t root_uid = 0;  // the owner of its top directory, as the sandbox sees ids
   std::uint32_t root_gid = 0;
-  std::uint32_t root_mode = 0755;  // permission bits only (07777)
+  std::uint32_t root_mode = 0755;           // permission bits only (07777)
   std::vector<Directory> directories = {};  // made in the top directory
 };
 
@@ -30,8 +30,8 @@ struct FormatOptions {
 // `options.bytes`. Throws SandboxError (mayura/errors.hpp) naming the step that
 // failed: LIMIT_REACHED when the host has no room for it (ENOSPC/EDQUOT),
 // INVALID_INPUT for a size under 16 MiB, a mode with more than permission
-// bits or a directory's name that is not one plain component, INTERNAL otherwise. On failure the file is removed (a path that was
-// already there is left as it was).
+// bits or a directory's name that is not one plain component, INTERNAL otherwise. On failure the file is removed (a
+// path that was already there is left as it was).
 void format_ext4(const std::string& path, const FormatOptions& options);
 
 }  // namespace mayura::disk

@@ -307,8 +307,8 @@ void InitProcess::to_foreground() const noexcept {
 }
 
 InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t host_id_base,
-                        const protocol::Config& config, std::vector<UniqueFd> disk, const std::function<void(pid_t)>& place,
-                        bool ahead, const std::stop_token& cancellation) {
+                        const protocol::Config& config, std::vector<UniqueFd> disk,
+                        const std::function<void(pid_t)>& place, bool ahead, const std::stop_token& cancellation) {
   StepTimer timer("launch");
   auto [engine_end, init_end] = seqpacket_pair("the control socket");
 

@@ -107,8 +107,8 @@ inline constexpr int kAheadNice = 19;
 // command's process ahead).
 inline constexpr int kSetupTimeoutMs = 20000;
 InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t host_id_base,
-                        const protocol::Config& config, std::vector<UniqueFd> disk, const std::function<void(pid_t)>& place,
-                        bool ahead, const std::stop_token& cancellation);
+                        const protocol::Config& config, std::vector<UniqueFd> disk,
+                        const std::function<void(pid_t)>& place, bool ahead, const std::stop_token& cancellation);
 
 // Waits (bounded, cancellable: CANCELLED) until `fd` is readable; false at
 // the bound.

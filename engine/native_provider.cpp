@@ -172,9 +172,9 @@ class NativeProvider final : public SandboxProvider {
     f.pids = places_.cgroups.host.pids.available();
     f.seccomp = true;
     f.ports = true;
-    f.desktop = true;  // on an image that carries Xvfb
-    f.pause = true;    // the cgroup2 freezer, on every layout
-    f.disk = true;     // a loop device's ext4
+    f.desktop = true;   // on an image that carries Xvfb
+    f.pause = true;     // the cgroup2 freezer, on every layout
+    f.disk = true;      // a loop device's ext4
     f.snapshot = true;  // a copy of that disk's file
     return f;
   }
@@ -182,9 +182,7 @@ class NativeProvider final : public SandboxProvider {
   std::string workdir() const override { return options_.workdir; }
   std::int64_t max_lifetime_ms() const override { return options_.max_lifetime_ms; }
   std::vector<Snapshot> snapshots(const std::string& owner) override { return snapshots_->list(owner); }
-  void delete_snapshot(const std::string& owner, const std::string& name) override {
-    snapshots_->remove(owner, name);
-  }
+  void delete_snapshot(const std::string& owner, const std::string& name) override { snapshots_->remove(owner, name); }
 
   std::unique_ptr<SandboxBackend> create(const CreateOptions& options, std::stop_token cancellation) override {
     StepTimer timer("create");
@@ -362,7 +360,8 @@ class NativeProvider final : public SandboxProvider {
     }
     const cgroups::SandboxCgroup& cgroup = core->cgroup;
     core->init = launch_init(
-        zygote_, netns.get(), cgroup.fd(), id_base, config, core->disk ? core->disk.take_mounts() : std::vector<UniqueFd>{},
+        zygote_, netns.get(), cgroup.fd(), id_base, config,
+        core->disk ? core->disk.take_mounts() : std::vector<UniqueFd>{},
         [&cgroup](pid_t pid) { cgroup.place_init(pid); }, ahead, cancellation);
     core->netns = std::move(netns);
     timer.step("init ready");

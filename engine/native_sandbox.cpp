@@ -113,7 +113,7 @@ void SandboxCore::finish() noexcept {
     timer.step("cgroups removed");
     {
       std::lock_guard disk_lock(disk_mutex_);  // after a snapshot reading it
-      disk = {};  // the file goes now; the host frees it once its loop device lets go
+      disk = {};                               // the file goes now; the host frees it once its loop device lets go
     }
     timer.step("disk removed");
     lease.clear();

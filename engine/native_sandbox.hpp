@@ -42,8 +42,8 @@ class SandboxCore {
   std::map<int, std::unique_ptr<netfilter::PortForwarder>> ports;
   std::string hostname;
   std::string workdir;
-  UniqueFd image_hold;                          // a stored image's shared lock: its layers stay while the sandbox runs
-  SandboxDisk disk;  // its workdir's and /tmp's disk, if it has one: removed as it ends (under disk_mutex_)
+  UniqueFd image_hold;  // a stored image's shared lock: its layers stay while the sandbox runs
+  SandboxDisk disk;     // its workdir's and /tmp's disk, if it has one: removed as it ends (under disk_mutex_)
   // Where its snapshots go (the provider's store, which it may outlive).
   std::shared_ptr<const SnapshotStore> snapshots;
   std::map<std::string, std::string> base_env;  // every command's, before the exec's own
@@ -144,9 +144,7 @@ class NativeSandbox final : public SandboxBackend {
   void set_network(const Network& network) override { core_->set_network(network); }
   void pause() override { core_->freeze(true); }
   void resume() override { core_->freeze(false); }
-  Snapshot snapshot(const std::string& owner, const std::string& name) override {
-    return core_->snapshot(owner, name);
-  }
+  Snapshot snapshot(const std::string& owner, const std::string& name) override { return core_->snapshot(owner, name); }
   void release() noexcept override;
   bool alive() const noexcept override { return core_->alive(); }
 

@@ -143,7 +143,8 @@ SandboxDisk::SandboxDisk(const std::string& dir, const std::string& name, DiskSo
     loop_info64 info{};
     check_sys(::ioctl(loop.get(), LOOP_GET_STATUS64, &info), "reading the sandbox's loop device");
     timer.step("loop device bound");
-    mount_ = mount_ext4("/dev/loop" + std::to_string(info.lo_number), source.snapshot ? Reason::INVALID_INPUT : Reason::INTERNAL);
+    mount_ = mount_ext4("/dev/loop" + std::to_string(info.lo_number),
+                        source.snapshot ? Reason::INVALID_INPUT : Reason::INTERNAL);
     top_.reset(::openat(mount_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!top_) fail_step("opening the sandbox's disk", errno);
     timer.step("mounted");
@@ -158,7 +159,9 @@ std::vector<UniqueFd> SandboxDisk::take_mounts() {
   for (const char* dir : {kWorkspace, kTmp}) {
     UniqueFd tree(::open_tree(mount_.get(), dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
     // A snapshot's disk that lacks one was not a sandbox's.
-    if (!tree) fail_step(std::string("opening the disk's ") + dir + " directory", errno, errno == ENOENT ? Reason::INVALID_INPUT : Reason::INTERNAL);
+    if (!tree)
+      fail_step(std::string("opening the disk's ") + dir + " directory", errno,
+                errno == ENOENT ? Reason::INVALID_INPUT : Reason::INTERNAL);
     mounts.push_back(std::move(tree));
   }
   mount_.reset();

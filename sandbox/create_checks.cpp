@@ -142,6 +142,10 @@ void check_create(const SandboxesOptions& limits, const Features& features, std:
       throw SandboxError(Reason::INVALID_INPUT, "disk_mib must be from 16 to 2^24");
     }
   }
+  if (o.snapshot) {
+    if (!features.snapshot) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot start from a snapshot");
+    check_snapshot_name(*o.snapshot);
+  }
   if (o.seccomp_profile) {
     if (!features.seccomp) throw SandboxError(Reason::INVALID_INPUT, "the provider does not take seccomp profiles");
     if (o.seccomp_profile->size() > kMaxSeccompProfileBytes) {

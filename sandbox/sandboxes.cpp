@@ -474,6 +474,57 @@ void Sandbox::resume() const {
 
 bool Sandbox::paused() const { return state().paused; }
 
+Snapshot Sandbox::snapshot(const std::string& name) const {
+  if (!state().owner->features.snapshot)
+    throw SandboxError(Reason::INVALID_INPUT, "the provider cannot snapshot a sandbox");
+  check_snapshot_name(name);
+  auto backend = state().use();
+  Snapshot taken = guarded("snapshot", [&] { return backend->snapshot(state().created.tenant, name); });
+  if (taken.name != name) throw SandboxError(Reason::INTERNAL, "the provider answered for another snapshot");
+  return taken;
+}
+
+std::vector<Sandbox> Sandbox::fork(int count, std::optional<std::int64_t> lifetime_ms) const {
+  if (!state().owner->features.snapshot)
+    throw SandboxError(Reason::INVALID_INPUT, "the provider cannot fork a sandbox");
+  if (count < 1 || count > 64) throw SandboxError(Reason::INVALID_INPUT, "a fork makes 1 to 64 sandboxes");
+  CreateOptions options = state().created;
+  if (!options.disk_mib && !options.snapshot)
+    throw SandboxError(Reason::INVALID_INPUT, "the sandbox has no disk to fork (create it with disk_mib)");
+  if (lifetime_ms) options.lifetime_ms = *lifetime_ms;
+  const Sandboxes sandboxes(state().owner);
+  // Checked before anything is copied.
+  detail::check_create(sandboxes.state_->options, sandboxes.state_->features,
+                       sandboxes.state_->provider->max_lifetime_ms(), options);
+  // A name no caller can give (check_snapshot_name): the fork's own, gone
+  // once its sandboxes are made.
+  const std::string name = "~fork-" + random_hex(16);
+  auto backend = state().use();
+  const Snapshot copy = guarded("fork", [&] { return backend->snapshot(options.tenant, name); });
+  struct Delete {
+    SandboxProvider& provider;
+    const std::string& tenant;
+    const std::string& name;
+    ~Delete() {
+      try {
+        provider.delete_snapshot(tenant, name);
+      } catch (...) {
+        // The provider removes what a fork left at its next start.
+      }
+    }
+  } remove{*sandboxes.state_->provider, options.tenant, name};
+  options.snapshot = name;
+  options.disk_mib = copy.disk_mib;
+  std::vector<Sandbox> made;
+  try {
+    for (int i = 0; i < count; ++i) made.push_back(sandboxes.create_from(options));
+  } catch (...) {
+    for (const Sandbox& s : made) s.release();
+    throw;
+  }
+  return made;
+}
+
 void Sandbox::release() const { state().end(); }
 
 // --- Sandboxes -----------------------------------------------------------
@@ -496,9 +547,40 @@ std::size_t Sandboxes::size() const {
   return state_->count_live_locked();
 }
 
+std::vector<Snapshot> Sandboxes::snapshots(const std::string& tenant) const {
+  auto& s = *state_;
+  if (!s.features.snapshot) return {};
+  return guarded("snapshots", [&] { return s.provider->snapshots(tenant); });
+}
+
+void Sandboxes::delete_snapshot(const std::string& name, const std::string& tenant) const {
+  check_snapshot_name(name);
+  guarded("delete_snapshot", [&] { state_->provider->delete_snapshot(tenant, name); });
+}
+
 Sandbox Sandboxes::create(const CreateOptions& options, std::stop_token cancellation) const {
   auto& s = *state_;
   check_create(s.options, s.features, s.provider->max_lifetime_ms(), options);
+  if (options.snapshot && !options.disk_mib) {
+    // The disk's size is the snapshot's: it is held to the same ceilings as
+    // a disk asked for.
+    CreateOptions sized = options;
+    sized.disk_mib = snapshot_named(*options.snapshot, options.tenant).disk_mib;
+    check_create(s.options, s.features, s.provider->max_lifetime_ms(), sized);
+    return create_from(sized, std::move(cancellation));
+  }
+  return create_from(options, std::move(cancellation));
+}
+
+Snapshot Sandboxes::snapshot_named(const std::string& name, const std::string& tenant) const {
+  for (Snapshot& found : snapshots(tenant)) {
+    if (found.name == name) return found;
+  }
+  throw SandboxError(Reason::NOT_FOUND, "there is no snapshot named " + name);
+}
+
+Sandbox Sandboxes::create_from(const CreateOptions& options, std::stop_token cancellation) const {
+  auto& s = *state_;
   throw_if_cancelled(cancellation);
   {
     std::lock_guard lock(s.mutex);
@@ -533,6 +615,7 @@ Sandbox Sandboxes::create(const CreateOptions& options, std::stop_token cancella
   state->owner = state_;
   state->id = new_id();
   state->labels = options.labels;
+  state->created = options;
   state->ports = options.ports;
   state->desktop = options.desktop;
   try {

@@ -64,6 +64,7 @@ struct SandboxState {
   std::string workdir;
   std::optional<DesktopSize> desktop;
   Clock::time_point deadline;
+  CreateOptions created;  // as it was created: what a fork makes again
 
   mutable std::mutex mutex;                 // guards backend against release while a call starts
   std::shared_ptr<SandboxBackend> backend;  // null once released

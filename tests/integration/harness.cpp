@@ -471,6 +471,14 @@ void expect_nothing_leaked(const NativeOptions& o, const HostSnapshot& before) {
     for (const auto& e : fs::directory_iterator(o.disk_dir)) ADD_FAILURE() << "a disk was left: " << e.path();
     fs::remove_all(o.disk_dir);
   }
+  // Snapshots: each test deletes its own; a fork's, or a temporary file,
+  // left behind is a leak.
+  if (fs::exists(o.snapshot_dir)) {
+    for (const auto& e : fs::recursive_directory_iterator(o.snapshot_dir)) {
+      if (e.is_regular_file()) ADD_FAILURE() << "a snapshot's file was left: " << e.path();
+    }
+    fs::remove_all(o.snapshot_dir);
+  }
   std::vector<std::string> bound;
   eventually([&] { return (bound = loop_devices_bound_under(o.disk_dir)).empty(); }, std::chrono::seconds(10));
   for (const std::string& device : bound) ADD_FAILURE() << "a loop device still holds a disk: " << device;
@@ -637,10 +645,10 @@ bool wait_until_served(const std::string& path, std::chrono::milliseconds bound)
 }
 
 nlohmann::json daemon_config(const NativeOptions& o, const std::string& socket, const nlohmann::json& extra) {
-  nlohmann::json config = {{"socket", socket},     {"stateDir", o.state_dir}, {"cgroupRoot", o.cgroup_root},
-                           {"idBase", o.id_base},  {"idSlots", o.id_slots},   {"prepared", 0},
-                           {"netnsPool", 0},       {"imageDir", o.image_dir}, {"imageStore", o.image_store},
-                           {"diskDir", o.disk_dir},  {"snapshotDir", o.snapshot_dir}};
+  nlohmann::json config = {{"socket", socket},      {"stateDir", o.state_dir},      {"cgroupRoot", o.cgroup_root},
+                           {"idBase", o.id_base},   {"idSlots", o.id_slots},        {"prepared", 0},
+                           {"netnsPool", 0},        {"imageDir", o.image_dir},      {"imageStore", o.image_store},
+                           {"diskDir", o.disk_dir}, {"snapshotDir", o.snapshot_dir}};
   config.update(extra);
   return config;
 }

@@ -85,6 +85,20 @@ class Sandbox {
   void pause() const;
   void resume() const;
   bool paused() const;
+  // Copies the sandbox's disk (CreateOptions::disk_mib: its working
+  // directory and /tmp) into the snapshot `name` of its tenant, replacing
+  // one of that name: a failure or a crash leaves the old one or the new.
+  // Its processes are stopped only while the copy is taken (a paused
+  // sandbox stays paused). INVALID_INPUT for a bad name (1 to 64 of
+  // A-Z a-z 0-9 . _ -, not starting with . _ or -), a sandbox without a
+  // disk, or a provider that cannot (Features::snapshot).
+  Snapshot snapshot(const std::string& name) const;
+  // `count` (1 to 64) new sandboxes, each starting with a copy of this
+  // one's disk as it is now, and otherwise as this one was created (image,
+  // network, limits, env, labels): each with its own id, hostname, network
+  // namespace and lifetime (`lifetime_ms`, none: this one's). Processes are
+  // not copied: each starts with none running. All or none are made.
+  std::vector<Sandbox> fork(int count, std::optional<std::int64_t> lifetime_ms = {}) const;
   // Ends the sandbox (a paused one too). Safe to call again; every other
   // call then fails GONE.
   void release() const;
@@ -242,6 +256,18 @@ class Sandbox {
     return async_desktop(detail::text_action(DesktopAction::Kind::key, std::move(combo)), std::forward<Token>(token));
   }
   template <class Token>
+  auto async_snapshot(std::string name, Token&& token) const {
+    return detail::async_run(
+        runtime(), default_executor(), std::forward<Token>(token),
+        [self = *this, name = std::move(name)](const std::stop_token&) { return self.snapshot(name); });
+  }
+  template <class Token>
+  auto async_fork(int count, std::optional<std::int64_t> lifetime_ms, Token&& token) const {
+    return detail::async_run(
+        runtime(), default_executor(), std::forward<Token>(token),
+        [self = *this, count, lifetime_ms](const std::stop_token&) { return self.fork(count, lifetime_ms); });
+  }
+  template <class Token>
   auto async_release(Token&& token) const {
     // Never waits for a turn behind calls that may wait on this end.
     return detail::async_run(
@@ -307,6 +333,11 @@ class Sandboxes {
   // own Sandboxes does not wait for itself. False if the bound passed first.
   bool close() const;
   bool closed() const;
+  // The snapshots `tenant` (a create's tenant: each has its own names) has,
+  // by name; and the removal of one (NOT_FOUND if there is none). A create
+  // copying it meanwhile goes on.
+  std::vector<Snapshot> snapshots(const std::string& tenant = {}) const;
+  void delete_snapshot(const std::string& name, const std::string& tenant = {}) const;
   // Sandboxes alive now.
   std::size_t size() const;
   Features features() const;
@@ -321,6 +352,10 @@ class Sandboxes {
 
  private:
   friend Sandboxes create_sandboxes(std::shared_ptr<SandboxProvider>, SandboxesOptions);
+  friend class Sandbox;  // its fork creates
+  // create(), its options checked already.
+  Sandbox create_from(const CreateOptions& options, std::stop_token cancellation = {}) const;
+  Snapshot snapshot_named(const std::string& name, const std::string& tenant) const;
   explicit Sandboxes(std::shared_ptr<detail::SandboxesState> state) : state_(std::move(state)) {}
   boost::asio::any_io_executor default_executor() const;
   std::shared_ptr<detail::SandboxesState> state_;
