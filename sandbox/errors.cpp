@@ -63,6 +63,8 @@ Snapshot SandboxBackend::snapshot(const std::string&, const std::string&) {
   throw SandboxError(Reason::UNSUPPORTED, "the provider cannot snapshot a sandbox");
 }
 
+std::vector<std::unique_ptr<SandboxBackend>> SandboxBackend::fork(int, const CreateOptions&) { return {}; }
+
 std::vector<Snapshot> SandboxProvider::snapshots(const std::string&) { return {}; }
 
 void SandboxProvider::delete_snapshot(const std::string&, const std::string& name) {

@@ -474,6 +474,36 @@ void Sandbox::resume() const {
 
 bool Sandbox::paused() const { return state().paused; }
 
+// Holds `count` places among max_sandboxes while they are made.
+class Sandboxes::Places {
+ public:
+  Places(detail::SandboxesState& s, std::size_t count) : s_(s), count_(count) {
+    std::lock_guard lock(s.mutex);
+    if (s.closed) throw SandboxError(Reason::GONE, "the sandboxes were closed");
+    // The list holds every live sandbox and maybe some ended ones: below
+    // the limit with them all, it is below it without them.
+    if (s.live.size() + s.reserved + count > s.options.max_sandboxes || s.live.size() >= s.prune_at) {
+      const std::size_t live = s.count_live_locked();
+      s.prune_at = 2 * live + 64;
+      if (live + s.reserved + count > s.options.max_sandboxes) {
+        throw SandboxError(Reason::LIMIT_REACHED,
+                           "max_sandboxes (" + std::to_string(s.options.max_sandboxes) + ") are alive already");
+      }
+    }
+    s.reserved += count;
+  }
+  Places(const Places&) = delete;
+  Places& operator=(const Places&) = delete;
+  ~Places() {
+    std::lock_guard lock(s_.mutex);
+    s_.reserved -= count_;
+  }
+
+ private:
+  detail::SandboxesState& s_;
+  std::size_t count_;
+};
+
 Snapshot Sandbox::snapshot(const std::string& name) const {
   if (!state().owner->features.snapshot)
     throw SandboxError(Reason::INVALID_INPUT, "the provider cannot snapshot a sandbox");
@@ -496,10 +526,33 @@ std::vector<Sandbox> Sandbox::fork(int count, std::optional<std::int64_t> lifeti
   // Checked before anything is copied.
   detail::check_create(sandboxes.state_->options, sandboxes.state_->features,
                        sandboxes.state_->provider->max_lifetime_ms(), options);
+  auto backend = state().use();
+  {
+    // A provider that forks on its own (mayurad's, where the sandbox lives).
+    const Sandboxes::Places places(*sandboxes.state_, static_cast<std::size_t>(count));
+    const auto start = Clock::now();
+    auto own = guarded("fork", [&] { return backend->fork(count, options); });
+    if (!own.empty()) {
+      std::vector<Sandbox> made;
+      std::vector<std::shared_ptr<SandboxBackend>> held(std::make_move_iterator(own.begin()),
+                                                        std::make_move_iterator(own.end()));
+      try {
+        if (held.size() != static_cast<std::size_t>(count))
+          throw SandboxError(Reason::INTERNAL, "the provider forked another number of sandboxes");
+        for (auto& b : held) made.push_back(sandboxes.adopt(std::exchange(b, nullptr), options, start));
+      } catch (...) {
+        for (const Sandbox& m : made) m.release();
+        for (const auto& b : held) {
+          if (b) b->release();
+        }
+        throw;
+      }
+      return made;
+    }
+  }
   // A name no caller can give (check_snapshot_name): the fork's own, gone
   // once its sandboxes are made.
   const std::string name = "~fork-" + random_hex(16);
-  auto backend = state().use();
   const Snapshot copy = guarded("fork", [&] { return backend->snapshot(options.tenant, name); });
   struct Delete {
     SandboxProvider& provider;
@@ -582,32 +635,16 @@ Snapshot Sandboxes::snapshot_named(const std::string& name, const std::string& t
 Sandbox Sandboxes::create_from(const CreateOptions& options, std::stop_token cancellation) const {
   auto& s = *state_;
   throw_if_cancelled(cancellation);
-  {
-    std::lock_guard lock(s.mutex);
-    if (s.closed) throw SandboxError(Reason::GONE, "the sandboxes were closed");
-    // The list holds every live sandbox and maybe some ended ones: below
-    // the limit with them all, it is below it without them.
-    if (s.live.size() + s.reserved >= s.options.max_sandboxes || s.live.size() >= s.prune_at) {
-      const std::size_t live = s.count_live_locked();
-      s.prune_at = 2 * live + 64;
-      if (live + s.reserved >= s.options.max_sandboxes) {
-        throw SandboxError(Reason::LIMIT_REACHED,
-                           "max_sandboxes (" + std::to_string(s.options.max_sandboxes) + ") are alive already");
-      }
-    }
-    ++s.reserved;
-  }
-  struct Unreserve {
-    detail::SandboxesState& s;
-    ~Unreserve() {
-      std::lock_guard lock(s.mutex);
-      --s.reserved;
-    }
-  } unreserve{s};
-
+  const Places places(s, 1);
   const auto start = Clock::now();
   std::shared_ptr<SandboxBackend> backend =
       guarded("create", [&] { return std::shared_ptr<SandboxBackend>(s.provider->create(options, cancellation)); });
+  return adopt(std::move(backend), options, start);
+}
+
+Sandbox Sandboxes::adopt(std::shared_ptr<SandboxBackend> backend, const CreateOptions& options,
+                         std::chrono::steady_clock::time_point start) const {
+  auto& s = *state_;
   if (!backend) throw SandboxError(Reason::INTERNAL, "the provider returned no sandbox");
   backend->use_runtime(s.provider->runtime());
 

@@ -5,8 +5,10 @@
 # once (threads, memory, latency), two tenants' cycles beside a hostile
 # one and alone, pause and resume of a sandbox of 100 processes beside a
 # cgroup frozen by hand, a workdir on a disk beside one on a tmpfs (create,
-# and a write beside the host's), a round trip through mayurad from C++ and
-# from Node (the TypeScript provider), importing
+# and a write beside the host's), a snapshot of a 1 GiB workspace beside
+# cp -a and tar, a create from it and a fork into 20 beside plain creates, a
+# round trip through mayurad from C++ and from Node (the TypeScript
+# provider), importing
 # and first running a 100 MiB image beside GNU tar and bubblewrap, the costs
 # as idle sandboxes pile up (1 to DENSITY alive) and churn, the desktop
 # beside xdotool and ImageMagick's import on the same display, then the
@@ -35,6 +37,8 @@ echo
 "$here/../build/bench/bench_pause" "${1:-200}"
 echo
 "$here/../build/bench/bench_disk" "${1:-200}"
+echo
+"$here/../build/bench/bench_snapshot" "${1:-200}"
 echo
 # The TypeScript provider, built, for its round trip beside C++'s.
 (cd "$here/../clients/typescript" && npm ci --no-audit --no-fund --silent && npm run --silent build)

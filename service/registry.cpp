@@ -15,55 +15,71 @@ std::int64_t now_ms() {
       .count();
 }
 
+Registry::Reservation::~Reservation() {
+  std::lock_guard lock(self->mutex_);
+  Held& reserved = self->creating_[owner];
+  reserved.memory_mib -= held.memory_mib;
+  reserved.disk_mib -= held.disk_mib;
+  reserved.sandboxes -= held.sandboxes;
+  if (reserved.sandboxes == 0) self->creating_.erase(owner);
+}
+
+Registry::Reservation Registry::reserve(const std::string& owner, std::size_t count, std::int64_t memory,
+                                        std::int64_t disk) {
+  std::lock_guard lock(mutex_);
+  const std::int64_t now = now_ms();
+  sweep_locked(now);
+  const Held held = held_by_locked(owner, now);
+  const auto n = static_cast<std::int64_t>(count);
+  if (held.sandboxes + count > quota_.sandboxes) {
+    throw SandboxError(Reason::LIMIT_REACHED,
+                       "this client has " + std::to_string(held.sandboxes) + " sandboxes alive, and may have " +
+                           std::to_string(quota_.sandboxes) + " at most");
+  }
+  if (quota_.memory_mib > 0 && held.memory_mib + n * memory > quota_.memory_mib) {
+    throw SandboxError(Reason::INVALID_INPUT,
+                       "memory_mib " + std::to_string(n * memory) + " with this client's sandboxes' " +
+                           std::to_string(held.memory_mib) + " is over the operator's ceiling of " +
+                           std::to_string(quota_.memory_mib) + " (mayurad's maxMemoryMiBPerClient)");
+  }
+  if (quota_.disk_mib > 0 && held.disk_mib + n * disk > quota_.disk_mib) {
+    throw SandboxError(Reason::INVALID_INPUT,
+                       "disk_mib " + std::to_string(n * disk) + " with this client's disks' " +
+                           std::to_string(held.disk_mib) + " is over the operator's ceiling of " +
+                           std::to_string(quota_.disk_mib) + " (mayurad's maxDiskMiBPerClient)");
+  }
+  Held& reserved = creating_[owner];
+  reserved.sandboxes += count;
+  reserved.memory_mib += n * memory;
+  reserved.disk_mib += n * disk;
+  return Reservation{this, owner, {count, n * memory, n * disk}};
+}
+
 Owned Registry::create(const Sandboxes& sandboxes, const CreateOptions& options, const Client& client,
                        std::stop_token stop) {
   const std::int64_t memory = options.memory_mib.value_or(0);
   const std::int64_t disk = options.disk_mib.value_or(0);
-  {
-    std::lock_guard lock(mutex_);
-    const std::int64_t now = now_ms();
-    sweep_locked(now);
-    const Held held = held_by_locked(client.name, now);
-    if (held.sandboxes >= quota_.sandboxes) {
-      throw SandboxError(Reason::LIMIT_REACHED,
-                         "this client has " + std::to_string(quota_.sandboxes) + " sandboxes alive, its most");
-    }
-    if (quota_.memory_mib > 0 && held.memory_mib + memory > quota_.memory_mib) {
-      throw SandboxError(Reason::INVALID_INPUT,
-                         "memory_mib " + std::to_string(memory) + " with this client's sandboxes' " +
-                             std::to_string(held.memory_mib) + " is over the operator's ceiling of " +
-                             std::to_string(quota_.memory_mib) + " (mayurad's maxMemoryMiBPerClient)");
-    }
-    if (quota_.disk_mib > 0 && held.disk_mib + disk > quota_.disk_mib) {
-      throw SandboxError(Reason::INVALID_INPUT,
-                         "disk_mib " + std::to_string(disk) + " with this client's disks' " +
-                             std::to_string(held.disk_mib) + " is over the operator's ceiling of " +
-                             std::to_string(quota_.disk_mib) + " (mayurad's maxDiskMiBPerClient)");
-    }
-    Held& reserved = creating_[client.name];
-    ++reserved.sandboxes;
-    reserved.memory_mib += memory;
-    reserved.disk_mib += disk;
-  }
-  struct Unreserve {
-    Registry* self;
-    std::string owner;
-    std::int64_t memory;
-    std::int64_t disk;
-    ~Unreserve() {
-      std::lock_guard lock(self->mutex_);
-      Held& reserved = self->creating_[owner];
-      reserved.memory_mib -= memory;
-      reserved.disk_mib -= disk;
-      if (--reserved.sandboxes == 0) self->creating_.erase(owner);
-    }
-  } unreserve{this, client.name, memory, disk};
+  const Reservation reserved = reserve(client.name, 1, memory, disk);
   const std::int64_t created = now_ms();
   Sandbox sandbox = sandboxes.create(options, std::move(stop));
   Owned owned{sandbox, client.name, created, created + options.lifetime_ms, memory, disk};
   std::lock_guard lock(mutex_);
   by_id_[sandbox.id()] = owned;
   return owned;
+}
+
+std::vector<Owned> Registry::fork(const Owned& original, int count, std::int64_t lifetime_ms, const Client& client) {
+  if (count < 1 || count > 64) throw SandboxError(Reason::INVALID_INPUT, "a fork makes 1 to 64 sandboxes");
+  const Reservation reserved =
+      reserve(client.name, static_cast<std::size_t>(count), original.memory_mib, original.disk_mib);
+  const std::int64_t created = now_ms();
+  std::vector<Owned> made;
+  for (const Sandbox& sandbox : original.sandbox.fork(count, lifetime_ms)) {
+    made.push_back({sandbox, client.name, created, created + lifetime_ms, original.memory_mib, original.disk_mib});
+  }
+  std::lock_guard lock(mutex_);
+  for (const Owned& o : made) by_id_[o.sandbox.id()] = o;
+  return made;
 }
 
 std::optional<Owned> Registry::find(const std::string& id, const Client& client) {

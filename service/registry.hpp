@@ -11,6 +11,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mayura/sandboxes.hpp"
@@ -41,17 +42,24 @@ struct ClientQuota {
   std::int64_t memory_mib = 0;
   // The sum of its sandboxes' disks; 0: none.
   std::int64_t disk_mib = 0;
+  // The sum of its snapshots' sizes on the host; 0: none.
+  std::int64_t snapshot_mib = 0;
 };
 
 class Registry {
  public:
   explicit Registry(ClientQuota quota) : quota_(quota) {}
+  const ClientQuota& quota() const { return quota_; }
 
   // Creates a sandbox for `client`, within its quota: LIMIT_REACHED past its
   // count of sandboxes, INVALID_INPUT past its memory or its disks (naming
   // the setting), before anything is made. The create's memory_mib and
   // disk_mib are what is counted.
   Owned create(const Sandboxes& sandboxes, const CreateOptions& options, const Client& client, std::stop_token stop);
+  // `count` sandboxes from a copy of `original`'s disk, each for
+  // `lifetime_ms`, within `client`'s quota as `count` creates like the
+  // original's would be; all or none.
+  std::vector<Owned> fork(const Owned& original, int count, std::int64_t lifetime_ms, const Client& client);
   // The client's sandbox `id`, or none when it has none of that id.
   std::optional<Owned> find(const std::string& id, const Client& client);
   std::vector<Owned> list(const Client& client);
@@ -70,6 +78,20 @@ class Registry {
     std::int64_t disk_mib = 0;
   };
   Held held_by_locked(const std::string& owner, std::int64_t now_ms) const;
+  // Sandboxes being made for `owner`, counted as held until it goes.
+  struct Reservation {
+    Reservation(Registry* registry, std::string who, Held what)
+        : self(registry), owner(std::move(who)), held(what) {}
+    Registry* self;
+    std::string owner;
+    Held held;
+    Reservation(const Reservation&) = delete;
+    Reservation& operator=(const Reservation&) = delete;
+    ~Reservation();
+  };
+  // Reserves `count` sandboxes of `memory` and `disk` each, or throws as
+  // create() says.
+  Reservation reserve(const std::string& owner, std::size_t count, std::int64_t memory, std::int64_t disk);
 
   const ClientQuota quota_;
   std::mutex mutex_;

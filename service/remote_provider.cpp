@@ -226,6 +226,33 @@ class RemoteSandbox final : public SandboxBackend {
   void pause() override { checked(link_->call(http_verb::post, base_ + "/pause", "")); }
   void resume() override { checked(link_->call(http_verb::post, base_ + "/resume", "")); }
 
+  // The daemon's own names: its client's, whatever the owner here.
+  Snapshot snapshot(const std::string&, const std::string& name) override {
+    const HttpAnswer a = checked(link_->call(http_verb::post, base_ + "/snapshot", service::dump(json{{"name", name}})));
+    const json body = parse_answer(a, "a snapshot");
+    return decoded("snapshot", [&] { return service::snapshot_from(body); });
+  }
+
+  std::vector<std::unique_ptr<SandboxBackend>> fork(int count, const CreateOptions& options) override {
+    const HttpAnswer a = checked(link_->call(http_verb::post, base_ + "/fork",
+                                             service::dump(json{{"count", count}, {"lifetimeMs", options.lifetime_ms}})));
+    const json body = parse_answer(a, "a fork");
+    std::vector<std::unique_ptr<SandboxBackend>> made;
+    try {
+      decoded("forked sandboxes", [&] {
+        for (const json& s : body.at("sandboxes")) {
+          made.push_back(std::make_unique<RemoteSandbox>(link_, s.at("id").get<std::string>(),
+                                                         service::bytes_from(s.at("workdir"), "workdir")));
+        }
+        return 0;
+      });
+    } catch (...) {
+      for (auto& m : made) m->release();
+      throw;
+    }
+    return made;
+  }
+
   void release() noexcept override {
     if (ended_.exchange(true)) return;
     try {
@@ -310,6 +337,24 @@ class RemoteProvider final : public SandboxProvider {
   Features features() const override { return features_; }
   std::string workdir() const override { return workdir_; }
   std::int64_t max_lifetime_ms() const override { return max_lifetime_ms_; }
+
+  std::vector<Snapshot> snapshots(const std::string&) override {
+    const HttpAnswer a = link_->call(http_verb::get, "/v1/snapshots");
+    if (a.status != 200) throw failure_of(a);
+    const json body = parse_answer(a, "the snapshots");
+    return decoded("snapshots", [&] {
+      std::vector<Snapshot> out;
+      for (const json& s : body.at("snapshots")) out.push_back(service::snapshot_from(s));
+      return out;
+    });
+  }
+
+  void delete_snapshot(const std::string&, const std::string& name) override {
+    const HttpAnswer a = link_->call(http_verb::delete_, target("/v1/snapshots/" + name));
+    // 404 is a name the daemon's client has none of (not a sandbox gone).
+    if (a.status == 404) throw SandboxError(Reason::NOT_FOUND, "there is no snapshot named " + name);
+    if (a.status != 204) throw failure_of(a);
+  }
 
   std::unique_ptr<SandboxBackend> create(const CreateOptions& options, std::stop_token cancellation) override {
     CreateOptions o = options;

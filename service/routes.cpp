@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "route_table.hpp"
+#include "mayura/validate.hpp"
 #include "status.hpp"
 
 namespace mayura::service {
@@ -89,6 +90,35 @@ Reply desktop_reply(Resource resource, const Target& t, const std::string& body,
   return {200, "image/png", s.screenshot(o)};
 }
 
+// {"name": "..."}: the name of the snapshot to take.
+std::string snapshot_name(const json& request) {
+  if (!request.is_object() || request.size() != 1 || !request.contains("name") || !request["name"].is_string()) {
+    throw SandboxError(Reason::INVALID_INPUT, "the snapshot request: must be {\"name\": \"...\"}");
+  }
+  return request["name"].get<std::string>();
+}
+
+// {"count": N, "lifetimeMs": ms}: how many, and for how long (none: as
+// long as the original was made for).
+std::pair<int, std::int64_t> fork_request(const json& request, const Owned& original) {
+  if (!request.is_object()) throw SandboxError(Reason::INVALID_INPUT, "the fork request: must be an object");
+  int count = 0;
+  std::int64_t lifetime = original.expires_at_ms - original.created_at_ms;
+  for (const auto& [key, value] : request.items()) {
+    if (key == "count" && value.is_number_integer() && value.get<std::int64_t>() >= 1 &&
+        value.get<std::int64_t>() <= 64) {
+      count = value.get<int>();
+    } else if (key == "lifetimeMs" && value.is_number_integer() && value.get<std::int64_t>() >= 1) {
+      lifetime = value.get<std::int64_t>();
+    } else {
+      throw SandboxError(Reason::INVALID_INPUT, "the fork request: " + key.substr(0, 64) +
+                                                    " is not count (1 to 64) or lifetimeMs (a positive integer)");
+    }
+  }
+  if (count == 0) throw SandboxError(Reason::INVALID_INPUT, "the fork request: count (1 to 64) is required");
+  return {count, lifetime};
+}
+
 }  // namespace
 
 Reply error_reply(unsigned status, Reason reason, std::string_view message) {
@@ -136,8 +166,33 @@ Owned Routes::create_counting_runs(const CreateOptions& options, const Client& c
   }
 }
 
+void Routes::check_snapshot_room(const Owned& o, const std::string& name, const Client& client) {
+  const std::int64_t most = registry_.quota().snapshot_mib;
+  if (most <= 0) return;
+  // What the client's snapshots take now (one of the same name goes), and
+  // at worst the whole disk for the new one.
+  std::int64_t held = 0;
+  for (const Snapshot& s : sandboxes_.snapshots(client.name)) {
+    if (s.name != name) held += (s.stored_bytes + (1 << 20) - 1) >> 20;
+  }
+  if (held + o.disk_mib > most) {
+    throw SandboxError(Reason::LIMIT_REACHED, "a snapshot of this sandbox's " + std::to_string(o.disk_mib) +
+                                                  " MiB disk with this client's snapshots' " + std::to_string(held) +
+                                                  " MiB could pass the operator's ceiling of " +
+                                                  std::to_string(most) + " (mayurad's maxSnapshotMiBPerClient)");
+  }
+}
+
 Owned Routes::create(const json& request, const Client& client) {
   CreateOptions options = create_from(request);
+  if (options.snapshot && !options.disk_mib) {
+    // Counted as the disk it makes, against the client's disks.
+    check_snapshot_name(*options.snapshot);
+    for (const Snapshot& s : sandboxes_.snapshots(client.name)) {
+      if (s.name == *options.snapshot) options.disk_mib = s.disk_mib;
+    }
+    if (!options.disk_mib) throw SandboxError(Reason::NOT_FOUND, "there is no snapshot named " + *options.snapshot);
+  }
   if (!options.memory_mib && default_memory_mib_ > 0) options.memory_mib = default_memory_mib_;
   options.ports_owner = client.uid.value_or(0);
   options.tenant = client.name;  // every client the same share of a contended cpu
@@ -327,6 +382,36 @@ Reply Routes::dispatch(const RouteMatch& m, const std::string& body, const Clien
       }
       return no_content();
     }
+    case Resource::snapshot: {
+      auto o = registry_.find(id, client);
+      if (!o) throw UnknownSandbox{id};
+      const std::string name = snapshot_name(parse_body(body, "the snapshot request"));
+      check_snapshot_room(*o, name, client);
+      return json_reply(201, snapshot_json(o->sandbox.snapshot(name)));
+    }
+    case Resource::fork: {
+      auto o = registry_.find(id, client);
+      if (!o) throw UnknownSandbox{id};
+      const auto [count, lifetime] = fork_request(parse_body(body, "the fork request"), *o);
+      json list = json::array();
+      for (const Owned& made : registry_.fork(*o, count, lifetime, client)) list.push_back(sandbox_json(made));
+      ++metrics_.creates;
+      return json_reply(201, {{"sandboxes", list}});
+    }
+    case Resource::snapshots: {
+      json list = json::array();
+      for (const Snapshot& s : sandboxes_.snapshots(client.name)) list.push_back(snapshot_json(s));
+      return json_reply(200, {{"snapshots", list}});
+    }
+    case Resource::delete_snapshot:
+      try {
+        sandboxes_.delete_snapshot(id, client.name);
+      } catch (const SandboxError& e) {
+        // A name this client has none of, like an id: 404, as if it never was.
+        if (e.reason() != Reason::NOT_FOUND) throw;
+        return error_reply(404, Reason::NOT_FOUND, "there is no snapshot " + id.substr(0, 64));
+      }
+      return no_content();
     case Resource::url: {
       Sandbox s = owned(id, client);
       return json_reply(200, {{"url", s.url(static_cast<int>(number_param(t, "port", 0, 1 << 20)))}});

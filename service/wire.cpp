@@ -200,7 +200,7 @@ json features_json(const Features& f) {
   json kinds = json::array();
   for (NetworkKind k : f.network) kinds.push_back(std::string(network_kind_name(k)));
   return {{"stdin", f.stdin}, {"ports", f.ports},     {"desktop", f.desktop}, {"cpus", f.cpus}, {"memory", f.memory},
-          {"pids", f.pids},   {"seccomp", f.seccomp}, {"pause", f.pause},     {"disk", f.disk}, {"network", kinds}};
+          {"pids", f.pids},   {"seccomp", f.seccomp}, {"pause", f.pause},     {"disk", f.disk}, {"snapshot", f.snapshot}, {"network", kinds}};
 }
 
 Features features_from(const json& value) {
@@ -218,6 +218,7 @@ Features features_from(const json& value) {
   flag("seccomp", out.seccomp);
   flag("pause", out.pause);
   flag("disk", out.disk);
+  flag("snapshot", out.snapshot);
   if (const json* kinds = f.take("network")) {
     if (!kinds->is_array()) bad("features.network", "must be an array");
     for (const auto& k : *kinds) {
@@ -239,6 +240,7 @@ json create_json(const CreateOptions& o) {
   if (o.cpus) j["cpus"] = *o.cpus;
   if (o.memory_mib) j["memoryMiB"] = *o.memory_mib;
   if (o.disk_mib) j["diskMiB"] = *o.disk_mib;
+  if (o.snapshot) j["snapshot"] = *o.snapshot;
   if (o.pids) j["pids"] = *o.pids;
   if (o.seccomp_profile) j["seccompProfile"] = bytes_json(*o.seccomp_profile);
   if (!o.image.empty()) j["image"] = o.image;
@@ -396,6 +398,7 @@ CreateOptions create_from(const json& value) {
   }
   if (const json* v = f.take("memoryMiB")) o.memory_mib = integer(*v, "memoryMiB", kMinMemoryMib, kMaxMemoryMib);
   if (const json* v = f.take("diskMiB")) o.disk_mib = integer(*v, "diskMiB", 16, std::int64_t{1} << 24);
+  if (const json* v = f.take("snapshot")) o.snapshot = text(*v, "snapshot");
   if (const json* v = f.take("pids")) o.pids = integer(*v, "pids", 1, kMaxPids);
   if (const json* v = f.take("seccompProfile")) o.seccomp_profile = bytes_from(*v, "seccompProfile");
   if (const json* v = f.take("image")) o.image = text(*v, "image");
@@ -405,6 +408,22 @@ CreateOptions create_from(const json& value) {
   if (const json* v = f.take("desktop")) o.desktop = desktop_size_from(*v);
   f.done();
   return o;
+}
+
+json snapshot_json(const Snapshot& s) {
+  return {{"name", s.name}, {"diskMiB", s.disk_mib}, {"storedBytes", s.stored_bytes}, {"createdAt", s.created_ms}};
+}
+
+Snapshot snapshot_from(const json& value) {
+  Fields f(value, "snapshot");
+  Snapshot s;
+  const json* name = f.take("name");
+  if (!name) bad("snapshot.name", "is required");
+  s.name = text(*name, "snapshot.name");
+  if (const json* v = f.take("diskMiB")) s.disk_mib = integer(*v, "snapshot.diskMiB", 0, std::int64_t{1} << 24);
+  if (const json* v = f.take("storedBytes")) s.stored_bytes = integer(*v, "snapshot.storedBytes", 0, std::numeric_limits<std::int64_t>::max());
+  if (const json* v = f.take("createdAt")) s.created_ms = integer(*v, "snapshot.createdAt", 0, std::numeric_limits<std::int64_t>::max());
+  return s;  // a newer daemon may say more
 }
 
 json exec_request_json(const std::vector<std::string>& argv, const ExecOptions& o) {

@@ -39,6 +39,9 @@ Network network_from(const json& value);
 
 json features_json(const Features& features);
 Features features_from(const json& value);
+// A snapshot: {"name", "diskMiB", "storedBytes", "createdAt"}.
+json snapshot_json(const Snapshot& snapshot);
+Snapshot snapshot_from(const json& value);
 
 json create_json(const CreateOptions& options);
 CreateOptions create_from(const json& value);

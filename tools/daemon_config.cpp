@@ -89,6 +89,9 @@ void parse_ceilings(Keys& k, const HostShape& host, DaemonConfig& c) {
   c.limits.max_disk_mib = 4096;
   c.server.max_disk_mib_per_client = 16384;
   if (const json* v = k.take("maxDiskMiB")) c.limits.max_disk_mib = integer(k, "maxDiskMiB", *v, 16, 1 << 24);
+  c.server.max_snapshot_mib_per_client = 16384;
+  if (const json* v = k.take("maxSnapshotMiBPerClient"))
+    c.server.max_snapshot_mib_per_client = integer(k, "maxSnapshotMiBPerClient", *v, 16, std::int64_t{1} << 30);
   if (const json* v = k.take("maxDiskMiBPerClient"))
     c.server.max_disk_mib_per_client = integer(k, "maxDiskMiBPerClient", *v, 16, std::int64_t{1} << 30);
   if (const json* v = k.take("maxPorts"))

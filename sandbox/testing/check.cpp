@@ -195,12 +195,19 @@ std::vector<std::string> names_of(const std::vector<FileEntry>& entries) {
 }
 
 ConformanceTest make_test(std::string name, std::function<void(const Sandbox&)> body, bool ends_sandbox) {
+  return make_context_test(
+      std::move(name), [body = std::move(body)](const ConformanceContext& context) { body(context.sandbox); },
+      ends_sandbox);
+}
+
+ConformanceTest make_context_test(std::string name, std::function<void(const ConformanceContext&)> body,
+                                  bool ends_sandbox) {
   ConformanceTest test;
   test.name = std::move(name);
   test.ends_sandbox = ends_sandbox;
   test.run = [body = std::move(body)](const ConformanceContext& context) -> std::string {
     try {
-      body(context.sandbox);
+      body(context);
       return std::string(kConformancePassed);
     } catch (const Failed& f) {
       return f.what();

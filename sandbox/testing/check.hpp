@@ -155,5 +155,8 @@ std::vector<std::string> names_of(const std::vector<FileEntry>& entries);
 
 // A test of the suite from a body that returns when everything held.
 ConformanceTest make_test(std::string name, std::function<void(const Sandbox&)> body, bool ends_sandbox = false);
+// The same, for a body that needs the whole context (the runner's Sandboxes).
+ConformanceTest make_context_test(std::string name, std::function<void(const ConformanceContext&)> body,
+                                  bool ends_sandbox = false);
 
 }  // namespace mayura::testing::conformance

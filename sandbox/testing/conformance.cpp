@@ -11,7 +11,7 @@ const std::vector<ConformanceTest>& sandbox_conformance() {
   static const std::vector<ConformanceTest> suite = [] {
     std::vector<ConformanceTest> all;
     for (auto area : {conformance::exec_tests, conformance::stop_tests, conformance::file_tests,
-                      conformance::error_tests, conformance::lifetime_tests}) {
+                      conformance::error_tests, conformance::disk_tests, conformance::lifetime_tests}) {
       for (auto& test : area()) all.push_back(std::move(test));
     }
     // Those that end their sandbox last, so that a runner going down the

@@ -11,9 +11,10 @@ std::shared_ptr<mayura::SandboxProvider> my_provider() { return mayura::native_s
 class MyProvider : public testing::TestWithParam<mayura::testing::ConformanceTest> {};
 
 TEST_P(MyProvider, Conforms) {
-  auto sandboxes = mayura::create_sandboxes(my_provider(), {.max_sandboxes = 1});
+  // The disk tests make four sandboxes of their own.
+  auto sandboxes = mayura::create_sandboxes(my_provider(), {.max_sandboxes = 5});
   auto sandbox = sandboxes.create({.lifetime_ms = 10 * 60'000});  // one per test: some end theirs
-  const std::string verdict = GetParam().run({sandbox});
+  const std::string verdict = GetParam().run({sandbox, sandboxes});
   sandboxes.close();
   if (mayura::testing::conformance_not_applicable(verdict)) {
     // Passed by design: the provider does not claim the feature, and the

@@ -111,7 +111,7 @@ TEST_P(RemoteConformance, Passes) {
   limits.network = {NetworkKind::none, NetworkKind::all, NetworkKind::allowlist};
   Sandboxes sandboxes = create_sandboxes(remote_sandboxes({.url = "unix://" + socket_}), limits);
   const Sandbox sandbox = sandboxes.create({.lifetime_ms = 120'000});
-  EXPECT_EQ(it->run({sandbox}), kConformancePassed);
+  EXPECT_EQ(it->run({sandbox, sandboxes}), kConformancePassed);
   sandboxes.close();
 }
 

@@ -50,6 +50,7 @@ chmod 2751 d/deep
 truncate -s 100M sparse
 printf x | dd of=sparse bs=1 seek=52428800 conv=notrunc 2>/dev/null
 head -c 300000 /dev/urandom > d/deep/er/random
+head -c 12M /dev/urandom > big
 touch "$(printf 'n%.0s' $(seq 255))"
 python3 -c 'import os; os.setxattr("d/a", "user.note", b"kept")'
 echo in-tmp > /tmp/t

@@ -64,6 +64,12 @@ class SandboxBackend {
   // provider that cannot fails UNSUPPORTED; a sandbox with no disk,
   // INVALID_INPUT.
   virtual Snapshot snapshot(const std::string& owner, const std::string& name);
+  // `count` sandboxes from a copy of this one's disk, as `options` says (the
+  // original's create, with the fork's lifetime): all, or a throw and none.
+  // By default none are made here (an empty list): the limits layer then
+  // copies the disk into a snapshot and creates each from it. A provider
+  // whose sandboxes live elsewhere (mayurad's) forks there.
+  virtual std::vector<std::unique_ptr<SandboxBackend>> fork(int count, const CreateOptions& options);
   // Ends the sandbox and everything in it (a paused one too). Called once;
   // must not throw.
   virtual void release() noexcept = 0;

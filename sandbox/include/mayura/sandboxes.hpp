@@ -355,6 +355,10 @@ class Sandboxes {
   friend class Sandbox;  // its fork creates
   // create(), its options checked already.
   Sandbox create_from(const CreateOptions& options, std::stop_token cancellation = {}) const;
+  // A sandbox the provider made (at `start`), handed out as `options` says.
+  Sandbox adopt(std::shared_ptr<SandboxBackend> backend, const CreateOptions& options,
+                std::chrono::steady_clock::time_point start) const;
+  class Places;
   Snapshot snapshot_named(const std::string& name, const std::string& tenant) const;
   explicit Sandboxes(std::shared_ptr<detail::SandboxesState> state) : state_(std::move(state)) {}
   boost::asio::any_io_executor default_executor() const;

@@ -25,6 +25,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,10 @@ namespace mayura::testing {
 
 struct ConformanceContext {
   Sandbox sandbox;
+  // Where it came from: the tests of features that make sandboxes of their
+  // own (disks, snapshots, fork; at most four alive at once, each with a
+  // disk of 32 MiB) need it, and are not applicable without it.
+  std::optional<Sandboxes> sandboxes = {};
 };
 
 // A test's verdict when it found what the contract says.

@@ -33,6 +33,9 @@ struct ServerOptions {
   std::int64_t max_memory_mib_per_client = 0;
   // The sum of a client's sandboxes' disks (disk_mib); 0: none.
   std::int64_t max_disk_mib_per_client = 0;
+  // The sum of a client's snapshots' sizes on the host; 0: none. A snapshot
+  // that could take it past this is refused before it is taken.
+  std::int64_t max_snapshot_mib_per_client = 0;
   std::int64_t default_memory_mib = 0;  // 0: the provider's, and not counted
   // Connections open at once on each listener (the Unix socket's and TLS's
   // budgets are apart, so tokenless TLS clients cannot lock local ones out);
