@@ -77,6 +77,7 @@ void check_options(const NativeOptions& o) {
   if (o.state_dir.empty() || o.state_dir.front() != '/') invalid("state_dir must be an absolute path");
   if (o.disk_dir.empty() || o.disk_dir.front() != '/') invalid("disk_dir must be an absolute path");
   if (o.snapshot_dir.empty() || o.snapshot_dir.front() != '/') invalid("snapshot_dir must be an absolute path");
+  if (o.volume_dir.empty() || o.volume_dir.front() != '/') invalid("volume_dir must be an absolute path");
   if (!(o.default_cpus >= 0 && o.default_cpus <= kMaxCpus))
     invalid("default_cpus must be between 0 (every cpu) and 1024");
   if (o.default_memory_mib != 0 && (o.default_memory_mib < kMinMemoryMib || o.default_memory_mib > kMaxMemoryMib)) {
@@ -176,6 +177,7 @@ class NativeProvider final : public SandboxProvider {
     f.pause = true;     // the cgroup2 freezer, on every layout
     f.disk = true;      // a loop device's ext4
     f.snapshot = true;  // a copy of that disk's file
+    f.volumes = true;   // more of those, kept
     return f;
   }
 
@@ -183,6 +185,11 @@ class NativeProvider final : public SandboxProvider {
   std::int64_t max_lifetime_ms() const override { return options_.max_lifetime_ms; }
   std::vector<Snapshot> snapshots(const std::string& owner) override { return snapshots_->list(owner); }
   void delete_snapshot(const std::string& owner, const std::string& name) override { snapshots_->remove(owner, name); }
+  Volume create_volume(const std::string& owner, const std::string& name, std::int64_t size_mib) override {
+    return volumes_.create(owner, name, size_mib);
+  }
+  std::vector<Volume> volumes(const std::string& owner) override { return volumes_.list(owner); }
+  void delete_volume(const std::string& owner, const std::string& name) override { volumes_.remove(owner, name); }
 
   std::unique_ptr<SandboxBackend> create(const CreateOptions& options, std::stop_token cancellation) override {
     StepTimer timer("create");
@@ -194,12 +201,21 @@ class NativeProvider final : public SandboxProvider {
     const Filters filters = seccomp_for(options);
     SandboxImage image = resolve_sandbox_image(options, options_);
     native::DiskSource disk = disk_for(options);
+    const std::string workdir = image.workdir.empty() ? options_.workdir : image.workdir;
+    for (const VolumeMount& v : options.volumes) {
+      if (v.path == workdir)
+        throw SandboxError(Reason::INVALID_INPUT, "a volume cannot hide the workdir " + workdir + " (put it under it)");
+    }
+    // Held (locked, mounted) now: one missing or in use fails before the
+    // sandbox is made.
+    std::vector<native::HeldVolume> volumes;
+    for (const VolumeMount& v : options.volumes) volumes.push_back(volumes_.hold(options.tenant, v.name, v.read_only));
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.lifetime_ms);
 
     std::shared_ptr<native::SandboxCore> core;
     // Sandboxes made ahead run the default filter (it is fixed at their start).
     if (image.image.host && !options.seccomp_profile && !image.uid && image.workdir.empty() && !disk.mib &&
-        !disk.snapshot)
+        !disk.snapshot && volumes.empty())
       core = prepared_.take();
     if (core) {
       try {
@@ -213,7 +229,7 @@ class NativeProvider final : public SandboxProvider {
     }
     timer.step(core ? "prepared sandbox taken" : "no prepared sandbox");
     if (!core) {
-      core = build(image, filters, cancellation, options.tenant, std::move(disk));
+      core = build(image, filters, cancellation, options.tenant, std::move(disk), options.volumes, std::move(volumes));
       timer.step("built");
     }
     // What is this create's own: its limits, its network, its ports, its env
@@ -283,7 +299,8 @@ class NativeProvider final : public SandboxProvider {
   // takes it.
   std::shared_ptr<native::SandboxCore> build(const SandboxImage& image, const Filters& filters,
                                              const std::stop_token& cancellation, const std::string& tenant,
-                                             native::DiskSource disk, bool ahead = false) {
+                                             native::DiskSource disk, const std::vector<VolumeMount>& mounts = {},
+                                             std::vector<native::HeldVolume> volumes = {}, bool ahead = false) {
     StepTimer timer("build");
     check_host_memory();
     auto core = std::make_shared<native::SandboxCore>();
@@ -302,6 +319,7 @@ class NativeProvider final : public SandboxProvider {
     root.gid = image.gid.value_or(options_.gid);
     root.workdir_bytes = options_.workdir_mib << 20;
     root.workdir_on_disk = on_disk;
+    for (const VolumeMount& v : mounts) root.volumes.push_back(v.path);
     root.tmp_bytes = options_.tmp_mib << 20;
     root.shm_bytes = options_.shm_mib << 20;
     root.inodes = options_.tmpfs_inodes;
@@ -359,9 +377,12 @@ class NativeProvider final : public SandboxProvider {
       timer.step("disk");
     }
     const cgroups::SandboxCgroup& cgroup = core->cgroup;
+    // The disk's two, then each volume's, in the plan's order.
+    std::vector<UniqueFd> handed = core->disk ? core->disk.take_mounts() : std::vector<UniqueFd>{};
+    for (native::HeldVolume& v : volumes) handed.push_back(std::move(v.mount));
+    core->volumes = std::move(volumes);
     core->init = launch_init(
-        zygote_, netns.get(), cgroup.fd(), id_base, config,
-        core->disk ? core->disk.take_mounts() : std::vector<UniqueFd>{},
+        zygote_, netns.get(), cgroup.fd(), id_base, config, std::move(handed),
         [&cgroup](pid_t pid) { cgroup.place_init(pid); }, ahead, cancellation);
     core->netns = std::move(netns);
     timer.step("init ready");
@@ -487,12 +508,13 @@ class NativeProvider final : public SandboxProvider {
   std::shared_ptr<native::Activity> activity_ = std::make_shared<native::Activity>();
   std::shared_ptr<const native::SnapshotStore> snapshots_ =
       std::make_shared<const native::SnapshotStore>(options_.snapshot_dir);
+  native::VolumeStore volumes_{options_.volume_dir, options_.uid, options_.gid};
   // Last: its thread uses everything above, and stops first.
   native::PreparedPool prepared_{options_.prepared,
                                  [this](const std::stop_token& stop) {
                                    SandboxImage host;
                                    host.image = rootfs::Image{"host", "/", true, {}};
-                                   return build(host, default_seccomp_, stop, "", {}, true);
+                                   return build(host, default_seccomp_, stop, "", {}, {}, {}, true);
                                  },
                                  *activity_};
 };

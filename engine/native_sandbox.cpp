@@ -94,6 +94,8 @@ bool SandboxCore::stop() noexcept {
   if (!cgroup.kill_all()) init.kill();
   // Nothing runs on its image any more: the store may remove it now.
   image_hold.reset();
+  // A create waiting for one of its volumes may wait for its removal now.
+  for (HeldVolume& v : volumes) v.ends();
   timer.step("stopped");
   return true;
 }
@@ -116,6 +118,9 @@ void SandboxCore::finish() noexcept {
       disk = {};                               // the file goes now; the host frees it once its loop device lets go
     }
     timer.step("disk removed");
+    for (HeldVolume& v : volumes) v.let_go();
+    volumes.clear();
+    timer.step("volumes let go");
     lease.clear();
     timer.step("record cleared");
   }

@@ -19,6 +19,7 @@
 #include "records.hpp"
 #include "sandbox_disk.hpp"
 #include "snapshot_store.hpp"
+#include "volume_store.hpp"
 #include "tenant_shares.hpp"
 
 namespace mayura::native {
@@ -44,6 +45,8 @@ class SandboxCore {
   std::string workdir;
   UniqueFd image_hold;  // a stored image's shared lock: its layers stay while the sandbox runs
   SandboxDisk disk;     // its workdir's and /tmp's disk, if it has one: removed as it ends (under disk_mutex_)
+  // Its volumes, held while it lives (let go as it ends, after its mounts).
+  std::vector<HeldVolume> volumes;
   // Where its snapshots go (the provider's store, which it may outlive).
   std::shared_ptr<const SnapshotStore> snapshots;
   std::map<std::string, std::string> base_env;  // every command's, before the exec's own

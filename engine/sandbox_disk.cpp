@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "disk_format.hpp"
@@ -29,7 +30,7 @@ constexpr char kTmp[] = "tmp";
 // the ask and the bind is asked for again). It lets go of the file by itself
 // once nothing holds it open any more (autoclear): the file system's last
 // mount.
-UniqueFd attach_loop(int file) {
+UniqueFd attach_loop(int file, bool read_only) {
   const UniqueFd control(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));
   if (!control) fail_step("opening /dev/loop-control for the sandbox's disk", errno, Reason::UNSUPPORTED);
   for (int attempt = 0; attempt < 32; ++attempt) {
@@ -42,10 +43,11 @@ UniqueFd attach_loop(int file) {
     config.block_size = 4096;
     // Direct I/O: the file's pages are not cached twice (once for the loop
     // device, once for the file); a host file system without it gets none.
-    config.info.lo_flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
+    const __u32 mode = read_only ? LO_FLAGS_READ_ONLY : 0;
+    config.info.lo_flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO | mode;
     if (::ioctl(loop.get(), LOOP_CONFIGURE, &config) == 0) return loop;
     if (errno == EINVAL) {
-      config.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+      config.info.lo_flags = LO_FLAGS_AUTOCLEAR | mode;
       if (::ioctl(loop.get(), LOOP_CONFIGURE, &config) == 0) return loop;
     }
     if (errno != EBUSY) fail_step("binding a loop device to the sandbox's disk", errno);
@@ -57,28 +59,18 @@ UniqueFd attach_loop(int file) {
 // The ext4 on `device`, mounted and detached: no path reaches it until the
 // init attaches it in the sandbox.
 // `unusable`: the reason when the kernel finds no ext4 there.
-UniqueFd mount_ext4(const std::string& device, Reason unusable) {
+UniqueFd mount_ext4(const std::string& device, bool read_only, Reason unusable) {
   const UniqueFd fs(::fsopen("ext4", FSOPEN_CLOEXEC));
   if (!fs) fail_step("opening an ext4 context for the sandbox's disk", errno, Reason::UNSUPPORTED);
   check_sys(::fsconfig(fs.get(), FSCONFIG_SET_STRING, "source", device.c_str(), 0), "naming the sandbox's disk");
+  // Read-only all the way down: nothing, not even a journal's replay, writes.
+  if (read_only) check_sys(::fsconfig(fs.get(), FSCONFIG_SET_FLAG, "ro", nullptr, 0), "making the disk read-only");
   if (::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0)
     fail_step("mounting the sandbox's disk", errno, errno == EINVAL || errno == EUCLEAN ? unusable : Reason::INTERNAL);
-  UniqueFd mount(::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
+  UniqueFd mount(
+      ::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (read_only ? MOUNT_ATTR_RDONLY : 0)));
   if (!mount) fail_step("mounting the sandbox's disk", errno);
   return mount;
-}
-
-// The files loop devices are bound to now.
-std::set<std::string> bound_files() {
-  std::set<std::string> files;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/sys/block", ec)) {
-    if (e.path().filename().string().rfind("loop", 0) != 0) continue;
-    std::ifstream in(e.path() / "loop" / "backing_file");
-    std::string file;
-    if (std::getline(in, file)) files.insert(file);
-  }
-  return files;
 }
 
 // A snapshot's copy at `path` (a new file), its whole size reserved on the
@@ -102,9 +94,46 @@ void copy_snapshot(int snapshot, const std::string& path) {
 
 }  // namespace
 
+std::set<std::string> loop_bound_files() {
+  std::set<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/block", ec)) {
+    if (e.path().filename().string().rfind("loop", 0) != 0) continue;
+    std::ifstream in(e.path() / "loop" / "backing_file");
+    std::string file;
+    if (std::getline(in, file)) files.insert(file);
+  }
+  return files;
+}
+
+bool wait_unbound(const std::string& path, std::chrono::milliseconds bound) {
+  const auto give_up = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    if (!loop_bound_files().contains(path)) return true;
+    if (std::chrono::steady_clock::now() >= give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+UniqueFd mount_disk_file(int file, bool read_only, Reason unusable) {
+  const UniqueFd loop = attach_loop(file, read_only);
+  loop_info64 info{};
+  check_sys(::ioctl(loop.get(), LOOP_GET_STATUS64, &info), "reading the disk's loop device");
+  return mount_ext4("/dev/loop" + std::to_string(info.lo_number), read_only, unusable);
+}
+
+UniqueFd disk_directory(int mount, const char* dir) {
+  UniqueFd tree(::open_tree(mount, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
+  // A disk that lacks it (a snapshot's, a volume's) was not one of ours.
+  if (!tree)
+    fail_step(std::string("opening the disk's ") + dir + " directory", errno,
+              errno == ENOENT ? Reason::INVALID_INPUT : Reason::INTERNAL);
+  return tree;
+}
+
 void remove_orphan_disks(const std::string& dir, std::chrono::seconds grace) noexcept {
   try {
-    const std::set<std::string> bound = bound_files();
+    const std::set<std::string> bound = loop_bound_files();
     const auto before = std::filesystem::file_time_type::clock::now() - grace;
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
@@ -139,15 +168,10 @@ SandboxDisk::SandboxDisk(const std::string& dir, const std::string& name, DiskSo
     struct stat st {};
     check_sys(::fstat(file.get(), &st), "reading the sandbox's disk");
     bytes_ = static_cast<std::uint64_t>(st.st_size);
-    const UniqueFd loop = attach_loop(file.get());
-    loop_info64 info{};
-    check_sys(::ioctl(loop.get(), LOOP_GET_STATUS64, &info), "reading the sandbox's loop device");
-    timer.step("loop device bound");
-    mount_ = mount_ext4("/dev/loop" + std::to_string(info.lo_number),
-                        source.snapshot ? Reason::INVALID_INPUT : Reason::INTERNAL);
+    mount_ = mount_disk_file(file.get(), false, source.snapshot ? Reason::INVALID_INPUT : Reason::INTERNAL);
     top_.reset(::openat(mount_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!top_) fail_step("opening the sandbox's disk", errno);
-    timer.step("mounted");
+    timer.step("loop device bound and mounted");
   } catch (...) {
     remove();
     throw;

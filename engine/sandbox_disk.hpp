@@ -12,11 +12,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "mayura/base/unique_fd.hpp"
+#include "mayura/errors.hpp"
 
 namespace mayura::native {
 
@@ -25,6 +27,22 @@ namespace mayura::native {
 // device yet). An engine that died left them; a live engine's disks are
 // bound. Never throws.
 void remove_orphan_disks(const std::string& dir, std::chrono::seconds grace = std::chrono::seconds(60)) noexcept;
+
+// The ext4 in `file`, attached to a loop device and mounted, detached (no
+// path reaches it): read-only if `read_only`. The loop device lets go of the
+// file once the last mount goes. `unusable`: the reason when the kernel
+// finds no ext4 there. Throws SandboxError naming the step.
+UniqueFd mount_disk_file(int file, bool read_only, Reason unusable);
+
+// The files loop devices are bound to now, by the path each was bound by.
+std::set<std::string> loop_bound_files();
+// Waits (at most `bound`) until no loop device is bound to `path`: a
+// sandbox's last mount of a disk gone, the kernel lets go of its device a
+// moment later. False if one still is.
+bool wait_unbound(const std::string& path, std::chrono::milliseconds bound);
+
+// A detached clone of the directory `dir` of a disk's mount.
+UniqueFd disk_directory(int mount, const char* dir);
 
 struct DiskSource {
   std::uint64_t mib = 0;  // a new disk's size

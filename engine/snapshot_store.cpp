@@ -17,6 +17,7 @@
 #include "mayura/errors.hpp"
 #include "mayura/random_id.hpp"
 #include "sys_error.hpp"
+#include "tenant_dirs.hpp"
 
 namespace mayura::native {
 namespace {
@@ -26,26 +27,6 @@ constexpr char kSuffix[] = ".ext4";
 // A fork's snapshot lives only while the fork runs: one older than this was
 // left by an engine that died in the middle of one.
 constexpr std::chrono::minutes kForkSnapshotAge{10};
-
-void check_name(const std::string& name) {
-  const bool plain =
-      !name.empty() && name.size() <= 128 && name.front() != '.' && std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-               c == '-' || c == '~';
-      });
-  if (!plain) throw SandboxError(Reason::INVALID_INPUT, "\"" + name + "\" is not a snapshot's name");
-}
-
-std::string hex(const std::string& bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (const unsigned char c : bytes) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 15];
-  }
-  return out;
-}
 
 void make_dir(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) fail_step("making the snapshot directory " + dir, errno);
@@ -112,12 +93,10 @@ void copy_disk_file(int from, int to, std::uint64_t size) {
   ::posix_fadvise(from, 0, 0, POSIX_FADV_DONTNEED);
 }
 
-std::string SnapshotStore::owner_dir(const std::string& owner) const {
-  return dir_ + "/" + (owner.empty() ? std::string("local") : "t-" + hex(owner));
-}
+std::string SnapshotStore::owner_dir(const std::string& owner) const { return tenant_dir(dir_, owner); }
 
 std::string SnapshotStore::path(const std::string& owner, const std::string& name) const {
-  check_name(name);
+  check_stored_name(name, "snapshot");
   return owner_dir(owner) + "/" + name + kSuffix;
 }
 

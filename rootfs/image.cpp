@@ -229,6 +229,8 @@ Plan plan_for(const Image& image, const RootOptions& o) {
   plan.push_back(simple(OpKind::override_file, "/etc/hosts", hosts_for(o), 0644, kOptional));
   plan.push_back(simple(OpKind::override_file, "/etc/resolv.conf", o.resolv_conf, 0644, kOptional));
   add_common(plan, o);
+  // Last: a volume may go under the workdir or /tmp.
+  for (const std::string& path : o.volumes) plan.push_back(simple(OpKind::handed, path));
   return plan;
 }
 

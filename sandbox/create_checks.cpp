@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -103,6 +104,37 @@ void check_ceilings(const SandboxesOptions& limits, const CreateOptions& o) {
   }
 }
 
+// Each volume once, at a path of its own that hides nothing the sandbox
+// needs: not /, nor the kernel's places, nor the workdir or /tmp whole.
+void check_volume_mounts(const Features& features, const CreateOptions& o) {
+  if (o.volumes.empty()) return;
+  if (!features.volumes) throw SandboxError(Reason::INVALID_INPUT, "the provider has no volumes");
+  if (o.volumes.size() > 16) throw SandboxError(Reason::INVALID_INPUT, "more than 16 volumes");
+  std::set<std::string> names;
+  std::set<std::string> paths;
+  for (const VolumeMount& v : o.volumes) {
+    check_volume_name(v.name);
+    if (!names.insert(v.name).second)
+      throw SandboxError(Reason::INVALID_INPUT, "the volume " + v.name + " is mounted twice");
+    check_path(v.path, "a volume's path");
+    const std::string& p = v.path;
+    const bool plain = p.size() > 1 && p.front() == '/' && p.back() != '/' && p.find("//") == std::string::npos &&
+                       p.find("/./") == std::string::npos && p.find("/../") == std::string::npos &&
+                       !p.ends_with("/.") && !p.ends_with("/..");
+    if (!plain)
+      throw SandboxError(Reason::INVALID_INPUT, "a volume's path must be absolute and plain, and not /: " + p);
+    for (const char* kernel : {"/proc", "/dev", "/sys"}) {
+      const std::string k = kernel;
+      if (p == k || p.starts_with(k + "/"))
+        throw SandboxError(Reason::INVALID_INPUT, "a volume cannot go at " + p + ", under " + k);
+    }
+    // (The provider checks its own workdir, or the image's.)
+    if (p == "/tmp" || (!o.workdir.empty() && p == o.workdir))
+      throw SandboxError(Reason::INVALID_INPUT, "a volume cannot hide " + p + " whole (put it under it)");
+    if (!paths.insert(p).second) throw SandboxError(Reason::INVALID_INPUT, "two volumes go at " + p);
+  }
+}
+
 }  // namespace
 
 void check_create(const SandboxesOptions& limits, const Features& features, std::int64_t provider_max,
@@ -142,6 +174,7 @@ void check_create(const SandboxesOptions& limits, const Features& features, std:
       throw SandboxError(Reason::INVALID_INPUT, "disk_mib must be from 16 to 2^24");
     }
   }
+  check_volume_mounts(features, o);
   if (o.snapshot) {
     if (!features.snapshot) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot start from a snapshot");
     check_snapshot_name(*o.snapshot);

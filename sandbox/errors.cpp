@@ -65,6 +65,16 @@ Snapshot SandboxBackend::snapshot(const std::string&, const std::string&) {
 
 std::vector<std::unique_ptr<SandboxBackend>> SandboxBackend::fork(int, const CreateOptions&) { return {}; }
 
+Volume SandboxProvider::create_volume(const std::string&, const std::string&, std::int64_t) {
+  throw SandboxError(Reason::UNSUPPORTED, "the provider has no volumes");
+}
+
+std::vector<Volume> SandboxProvider::volumes(const std::string&) { return {}; }
+
+void SandboxProvider::delete_volume(const std::string&, const std::string& name) {
+  throw SandboxError(Reason::NOT_FOUND, "there is no volume named " + name);
+}
+
 std::vector<Snapshot> SandboxProvider::snapshots(const std::string&) { return {}; }
 
 void SandboxProvider::delete_snapshot(const std::string&, const std::string& name) {

@@ -519,8 +519,12 @@ std::vector<Sandbox> Sandbox::fork(int count, std::optional<std::int64_t> lifeti
     throw SandboxError(Reason::INVALID_INPUT, "the provider cannot fork a sandbox");
   if (count < 1 || count > 64) throw SandboxError(Reason::INVALID_INPUT, "a fork makes 1 to 64 sandboxes");
   CreateOptions options = state().created;
-  if (!options.disk_mib && !options.snapshot)
-    throw SandboxError(Reason::INVALID_INPUT, "the sandbox has no disk to fork (create it with disk_mib)");
+  options.volumes.clear();  // each is one sandbox's at a time: the original keeps its own
+  // What it started from is not what its forks do (a fork's own snapshot,
+  // once a fork's fork, is gone by now): its disk's size says it has one.
+  options.snapshot.reset();
+  if (!options.disk_mib)
+    throw SandboxError(Reason::INVALID_INPUT, "the sandbox has no disk to fork (create it with a disk size)");
   if (lifetime_ms) options.lifetime_ms = *lifetime_ms;
   const Sandboxes sandboxes(state().owner);
   // Checked before anything is copied.
@@ -609,6 +613,33 @@ std::vector<Snapshot> Sandboxes::snapshots(const std::string& tenant) const {
 void Sandboxes::delete_snapshot(const std::string& name, const std::string& tenant) const {
   check_snapshot_name(name);
   guarded("delete_snapshot", [&] { state_->provider->delete_snapshot(tenant, name); });
+}
+
+Volume Sandboxes::create_volume(const std::string& name, std::int64_t size_mib, const std::string& tenant) const {
+  auto& s = *state_;
+  if (!s.features.volumes) throw SandboxError(Reason::INVALID_INPUT, "the provider has no volumes");
+  check_volume_name(name);
+  if (size_mib < 16 || size_mib > (std::int64_t{1} << 24))
+    throw SandboxError(Reason::INVALID_INPUT, "a volume's size must be from 16 to 2^24 MiB");
+  if (s.options.max_disk_mib > 0 && size_mib > s.options.max_disk_mib) {
+    throw SandboxError(Reason::INVALID_INPUT, "a volume of " + std::to_string(size_mib) +
+                                                  " MiB is over the operator's ceiling of " +
+                                                  std::to_string(s.options.max_disk_mib) + " (max_disk_mib)");
+  }
+  if (tenant.find('\0') != std::string::npos || tenant.size() > kMaxTenantBytes)
+    throw SandboxError(Reason::INVALID_INPUT, "tenant is malformed");
+  return guarded("create_volume", [&] { return s.provider->create_volume(tenant, name, size_mib); });
+}
+
+std::vector<Volume> Sandboxes::volumes(const std::string& tenant) const {
+  auto& s = *state_;
+  if (!s.features.volumes) return {};
+  return guarded("volumes", [&] { return s.provider->volumes(tenant); });
+}
+
+void Sandboxes::delete_volume(const std::string& name, const std::string& tenant) const {
+  check_volume_name(name);
+  guarded("delete_volume", [&] { state_->provider->delete_volume(tenant, name); });
 }
 
 Sandbox Sandboxes::create(const CreateOptions& options, std::stop_token cancellation) const {

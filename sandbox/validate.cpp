@@ -134,16 +134,21 @@ void check_labels(const std::map<std::string, std::string>& labels) {
   }
 }
 
-void check_snapshot_name(std::string_view name) {
+namespace {
+void check_stored_name(std::string_view name, const char* what) {
   const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
   const bool fits =
       !name.empty() && name.size() <= 64 && alnum(name.front()) &&
       std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
   if (!fits) {
-    invalid("\"" + std::string(name.substr(0, 80)) +
-            "\" is not a snapshot's name: 1 to 64 of A-Z a-z 0-9 . _ -, a letter or digit first");
+    invalid("\"" + std::string(name.substr(0, 80)) + "\" is not a " + what +
+            "'s name: 1 to 64 of A-Z a-z 0-9 . _ -, a letter or digit first");
   }
 }
+}  // namespace
+
+void check_snapshot_name(std::string_view name) { check_stored_name(name, "snapshot"); }
+void check_volume_name(std::string_view name) { check_stored_name(name, "volume"); }
 
 void check_resources(const std::optional<double>& cpus, const std::optional<std::int64_t>& memory_mib,
                      const std::optional<std::int64_t>& pids) {

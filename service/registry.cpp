@@ -32,9 +32,9 @@ Registry::Reservation Registry::reserve(const std::string& owner, std::size_t co
   const Held held = held_by_locked(owner, now);
   const auto n = static_cast<std::int64_t>(count);
   if (held.sandboxes + count > quota_.sandboxes) {
-    throw SandboxError(Reason::LIMIT_REACHED,
-                       "this client has " + std::to_string(held.sandboxes) + " sandboxes alive, and may have " +
-                           std::to_string(quota_.sandboxes) + " at most");
+    throw SandboxError(Reason::LIMIT_REACHED, "this client has " + std::to_string(held.sandboxes) +
+                                                  " sandboxes alive, and may have " + std::to_string(quota_.sandboxes) +
+                                                  " at most");
   }
   if (quota_.memory_mib > 0 && held.memory_mib + n * memory > quota_.memory_mib) {
     throw SandboxError(Reason::INVALID_INPUT,
@@ -43,10 +43,10 @@ Registry::Reservation Registry::reserve(const std::string& owner, std::size_t co
                            std::to_string(quota_.memory_mib) + " (mayurad's maxMemoryMiBPerClient)");
   }
   if (quota_.disk_mib > 0 && held.disk_mib + n * disk > quota_.disk_mib) {
-    throw SandboxError(Reason::INVALID_INPUT,
-                       "disk_mib " + std::to_string(n * disk) + " with this client's disks' " +
-                           std::to_string(held.disk_mib) + " is over the operator's ceiling of " +
-                           std::to_string(quota_.disk_mib) + " (mayurad's maxDiskMiBPerClient)");
+    throw SandboxError(Reason::INVALID_INPUT, "disk_mib " + std::to_string(n * disk) + " with this client's disks' " +
+                                                  std::to_string(held.disk_mib) +
+                                                  " is over the operator's ceiling of " +
+                                                  std::to_string(quota_.disk_mib) + " (mayurad's maxDiskMiBPerClient)");
   }
   Held& reserved = creating_[owner];
   reserved.sandboxes += count;
@@ -68,14 +68,16 @@ Owned Registry::create(const Sandboxes& sandboxes, const CreateOptions& options,
   return owned;
 }
 
-std::vector<Owned> Registry::fork(const Owned& original, int count, std::int64_t lifetime_ms, const Client& client) {
+std::vector<Owned> Registry::fork(const Owned& original, int count, std::int64_t lifetime_ms) {
   if (count < 1 || count > 64) throw SandboxError(Reason::INVALID_INPUT, "a fork makes 1 to 64 sandboxes");
-  const Reservation reserved =
-      reserve(client.name, static_cast<std::size_t>(count), original.memory_mib, original.disk_mib);
+  // The forks are the original's owner's (root may fork anyone's): in its
+  // quota, under its name.
+  const std::string& owner = original.owner;
+  const Reservation reserved = reserve(owner, static_cast<std::size_t>(count), original.memory_mib, original.disk_mib);
   const std::int64_t created = now_ms();
   std::vector<Owned> made;
   for (const Sandbox& sandbox : original.sandbox.fork(count, lifetime_ms)) {
-    made.push_back({sandbox, client.name, created, created + lifetime_ms, original.memory_mib, original.disk_mib});
+    made.push_back({sandbox, owner, created, created + lifetime_ms, original.memory_mib, original.disk_mib});
   }
   std::lock_guard lock(mutex_);
   for (const Owned& o : made) by_id_[o.sandbox.id()] = o;

@@ -57,9 +57,9 @@ class Registry {
   // disk_mib are what is counted.
   Owned create(const Sandboxes& sandboxes, const CreateOptions& options, const Client& client, std::stop_token stop);
   // `count` sandboxes from a copy of `original`'s disk, each for
-  // `lifetime_ms`, within `client`'s quota as `count` creates like the
-  // original's would be; all or none.
-  std::vector<Owned> fork(const Owned& original, int count, std::int64_t lifetime_ms, const Client& client);
+  // `lifetime_ms`, its owner's, within its owner's quota as `count` creates
+  // like the original's would be; all or none.
+  std::vector<Owned> fork(const Owned& original, int count, std::int64_t lifetime_ms);
   // The client's sandbox `id`, or none when it has none of that id.
   std::optional<Owned> find(const std::string& id, const Client& client);
   std::vector<Owned> list(const Client& client);
@@ -80,8 +80,7 @@ class Registry {
   Held held_by_locked(const std::string& owner, std::int64_t now_ms) const;
   // Sandboxes being made for `owner`, counted as held until it goes.
   struct Reservation {
-    Reservation(Registry* registry, std::string who, Held what)
-        : self(registry), owner(std::move(who)), held(what) {}
+    Reservation(Registry* registry, std::string who, Held what) : self(registry), owner(std::move(who)), held(what) {}
     Registry* self;
     std::string owner;
     Held held;

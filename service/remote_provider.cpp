@@ -228,14 +228,15 @@ class RemoteSandbox final : public SandboxBackend {
 
   // The daemon's own names: its client's, whatever the owner here.
   Snapshot snapshot(const std::string&, const std::string& name) override {
-    const HttpAnswer a = checked(link_->call(http_verb::post, base_ + "/snapshot", service::dump(json{{"name", name}})));
+    const HttpAnswer a =
+        checked(link_->call(http_verb::post, base_ + "/snapshot", service::dump(json{{"name", name}})));
     const json body = parse_answer(a, "a snapshot");
     return decoded("snapshot", [&] { return service::snapshot_from(body); });
   }
 
   std::vector<std::unique_ptr<SandboxBackend>> fork(int count, const CreateOptions& options) override {
-    const HttpAnswer a = checked(link_->call(http_verb::post, base_ + "/fork",
-                                             service::dump(json{{"count", count}, {"lifetimeMs", options.lifetime_ms}})));
+    const HttpAnswer a = checked(link_->call(
+        http_verb::post, base_ + "/fork", service::dump(json{{"count", count}, {"lifetimeMs", options.lifetime_ms}})));
     const json body = parse_answer(a, "a fork");
     std::vector<std::unique_ptr<SandboxBackend>> made;
     try {

@@ -111,8 +111,8 @@ std::pair<int, std::int64_t> fork_request(const json& request, const Owned& orig
     } else if (key == "lifetimeMs" && value.is_number_integer() && value.get<std::int64_t>() >= 1) {
       lifetime = value.get<std::int64_t>();
     } else {
-      throw SandboxError(Reason::INVALID_INPUT, "the fork request: " + key.substr(0, 64) +
-                                                    " is not count (1 to 64) or lifetimeMs (a positive integer)");
+      throw SandboxError(Reason::INVALID_INPUT, "the fork request: \"" + key.substr(0, 64) +
+                                                    "\" must be count (1 to 64) or lifetimeMs (a positive integer)");
     }
   }
   if (count == 0) throw SandboxError(Reason::INVALID_INPUT, "the fork request: count (1 to 64) is required");
@@ -166,20 +166,21 @@ Owned Routes::create_counting_runs(const CreateOptions& options, const Client& c
   }
 }
 
-void Routes::check_snapshot_room(const Owned& o, const std::string& name, const Client& client) {
+void Routes::check_snapshot_room(const Owned& o, const std::string& name) {
   const std::int64_t most = registry_.quota().snapshot_mib;
   if (most <= 0) return;
   // What the client's snapshots take now (one of the same name goes), and
   // at worst the whole disk for the new one.
   std::int64_t held = 0;
-  for (const Snapshot& s : sandboxes_.snapshots(client.name)) {
+  // The sandbox owner's: the snapshot is its, whoever asks (root may).
+  for (const Snapshot& s : sandboxes_.snapshots(o.owner)) {
     if (s.name != name) held += (s.stored_bytes + (1 << 20) - 1) >> 20;
   }
   if (held + o.disk_mib > most) {
     throw SandboxError(Reason::LIMIT_REACHED, "a snapshot of this sandbox's " + std::to_string(o.disk_mib) +
-                                                  " MiB disk with this client's snapshots' " + std::to_string(held) +
-                                                  " MiB could pass the operator's ceiling of " +
-                                                  std::to_string(most) + " (mayurad's maxSnapshotMiBPerClient)");
+                                                  " MiB disk with its owner's snapshots' " + std::to_string(held) +
+                                                  " MiB could pass the operator's ceiling of " + std::to_string(most) +
+                                                  " (mayurad's maxSnapshotMiBPerClient)");
   }
 }
 
@@ -386,7 +387,7 @@ Reply Routes::dispatch(const RouteMatch& m, const std::string& body, const Clien
       auto o = registry_.find(id, client);
       if (!o) throw UnknownSandbox{id};
       const std::string name = snapshot_name(parse_body(body, "the snapshot request"));
-      check_snapshot_room(*o, name, client);
+      check_snapshot_room(*o, name);
       return json_reply(201, snapshot_json(o->sandbox.snapshot(name)));
     }
     case Resource::fork: {
@@ -394,7 +395,7 @@ Reply Routes::dispatch(const RouteMatch& m, const std::string& body, const Clien
       if (!o) throw UnknownSandbox{id};
       const auto [count, lifetime] = fork_request(parse_body(body, "the fork request"), *o);
       json list = json::array();
-      for (const Owned& made : registry_.fork(*o, count, lifetime, client)) list.push_back(sandbox_json(made));
+      for (const Owned& made : registry_.fork(*o, count, lifetime)) list.push_back(sandbox_json(made));
       ++metrics_.creates;
       return json_reply(201, {{"sandboxes", list}});
     }
@@ -403,9 +404,7 @@ Reply Routes::dispatch(const RouteMatch& m, const std::string& body, const Clien
       for (const Snapshot& s : sandboxes_.snapshots(client.name)) list.push_back(snapshot_json(s));
       return json_reply(200, {{"snapshots", list}});
     }
-    case Resource::delete_snapshot:
-      try {
-        sandboxes_.delete_snapshot(id, client.name);
+    case Resource::delete_snapshot: try { sandboxes_.delete_snapshot(id, client.name);
       } catch (const SandboxError& e) {
         // A name this client has none of, like an id: 404, as if it never was.
         if (e.reason() != Reason::NOT_FOUND) throw;

@@ -63,9 +63,9 @@ class Routes {
         default_memory_mib_(default_memory_mib),
         hidden_paths_(std::move(hidden_paths)) {}
 
-  // LIMIT_REACHED if a snapshot `name` of `o`'s disk could take `client`'s
+  // LIMIT_REACHED if a snapshot `name` of `o`'s disk could take its owner's
   // snapshots past their ceiling.
-  void check_snapshot_room(const Owned& o, const std::string& name, const Client& client);
+  void check_snapshot_room(const Owned& o, const std::string& name);
   // A failure's message as a client is told it: no hidden host path in it.
   std::string told(std::string message) const;
 

@@ -199,8 +199,9 @@ Network network_from(const json& value) {
 json features_json(const Features& f) {
   json kinds = json::array();
   for (NetworkKind k : f.network) kinds.push_back(std::string(network_kind_name(k)));
-  return {{"stdin", f.stdin}, {"ports", f.ports},     {"desktop", f.desktop}, {"cpus", f.cpus}, {"memory", f.memory},
-          {"pids", f.pids},   {"seccomp", f.seccomp}, {"pause", f.pause},     {"disk", f.disk}, {"snapshot", f.snapshot}, {"network", kinds}};
+  return {{"stdin", f.stdin},   {"ports", f.ports},       {"desktop", f.desktop}, {"cpus", f.cpus},
+          {"memory", f.memory}, {"pids", f.pids},         {"seccomp", f.seccomp}, {"pause", f.pause},
+          {"disk", f.disk},     {"snapshot", f.snapshot}, {"network", kinds}};
 }
 
 Features features_from(const json& value) {
@@ -421,8 +422,10 @@ Snapshot snapshot_from(const json& value) {
   if (!name) bad("snapshot.name", "is required");
   s.name = text(*name, "snapshot.name");
   if (const json* v = f.take("diskMiB")) s.disk_mib = integer(*v, "snapshot.diskMiB", 0, std::int64_t{1} << 24);
-  if (const json* v = f.take("storedBytes")) s.stored_bytes = integer(*v, "snapshot.storedBytes", 0, std::numeric_limits<std::int64_t>::max());
-  if (const json* v = f.take("createdAt")) s.created_ms = integer(*v, "snapshot.createdAt", 0, std::numeric_limits<std::int64_t>::max());
+  if (const json* v = f.take("storedBytes"))
+    s.stored_bytes = integer(*v, "snapshot.storedBytes", 0, std::numeric_limits<std::int64_t>::max());
+  if (const json* v = f.take("createdAt"))
+    s.created_ms = integer(*v, "snapshot.createdAt", 0, std::numeric_limits<std::int64_t>::max());
   return s;  // a newer daemon may say more
 }
 

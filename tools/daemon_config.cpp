@@ -229,6 +229,7 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
   if (const json* v = k.take("imageStore")) c.native.image_store = text(k, "imageStore", *v);
   if (const json* v = k.take("diskDir")) c.native.disk_dir = text(k, "diskDir", *v);
   if (const json* v = k.take("snapshotDir")) c.native.snapshot_dir = text(k, "snapshotDir", *v);
+  if (const json* v = k.take("volumeDir")) c.native.volume_dir = text(k, "volumeDir", *v);
   if (const json* v = k.take("imageDir")) c.native.image_dir = text(k, "imageDir", *v);
   if (const json* v = k.take("cgroupRoot")) c.native.cgroup_root = text(k, "cgroupRoot", *v);
   if (const json* v = k.take("idBase"))

@@ -29,6 +29,7 @@
 #include <thread>
 
 #include "engine/cgroups.hpp"
+#include "engine/sandbox_disk.hpp"
 #include "mayura/netfilter/loopback.hpp"
 #include "mayura/netfilter/nftables.hpp"
 
@@ -170,6 +171,8 @@ NativeOptions isolated_options() {
       std::string(store_dir && *store_dir ? store_dir : "/run") + "/mayura-test-" + std::to_string(pid) + "-disks";
   o.snapshot_dir =
       std::string(store_dir && *store_dir ? store_dir : "/run") + "/mayura-test-" + std::to_string(pid) + "-snapshots";
+  o.volume_dir =
+      std::string(store_dir && *store_dir ? store_dir : "/run") + "/mayura-test-" + std::to_string(pid) + "-volumes";
   return o;
 }
 
@@ -231,12 +234,8 @@ OwnDefaultSocketDir::~OwnDefaultSocketDir() {
 
 std::vector<std::string> loop_devices_bound_under(const std::string& dir) {
   std::vector<std::string> found;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/sys/block", ec)) {
-    const std::string name = e.path().filename();
-    if (name.rfind("loop", 0) != 0) continue;
-    const std::string backing = read_host(e.path().string() + "/loop/backing_file");
-    if (backing.rfind(dir + "/", 0) == 0) found.push_back(name + " " + backing);
+  for (const std::string& file : native::loop_bound_files()) {
+    if (file.rfind(dir + "/", 0) == 0) found.push_back(file);
   }
   return found;
 }
@@ -471,14 +470,21 @@ void expect_nothing_leaked(const NativeOptions& o, const HostSnapshot& before) {
     for (const auto& e : fs::directory_iterator(o.disk_dir)) ADD_FAILURE() << "a disk was left: " << e.path();
     fs::remove_all(o.disk_dir);
   }
-  // Snapshots: each test deletes its own; a fork's, or a temporary file,
-  // left behind is a leak.
-  if (fs::exists(o.snapshot_dir)) {
-    for (const auto& e : fs::recursive_directory_iterator(o.snapshot_dir)) {
-      if (e.is_regular_file()) ADD_FAILURE() << "a snapshot's file was left: " << e.path();
+  // Snapshots and volumes: each test deletes its own; one left behind (a
+  // fork's, a temporary file) is a leak, as is a loop device still bound
+  // to a volume.
+  for (const std::string& dir : {o.snapshot_dir, o.volume_dir}) {
+    if (!fs::exists(dir)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      if (e.is_regular_file()) ADD_FAILURE() << "a snapshot's or volume's file was left: " << e.path();
     }
-    fs::remove_all(o.snapshot_dir);
   }
+  std::vector<std::string> volumes_bound;
+  eventually([&] { return (volumes_bound = loop_devices_bound_under(o.volume_dir)).empty(); },
+             std::chrono::seconds(10));
+  for (const std::string& device : volumes_bound) ADD_FAILURE() << "a loop device still holds a volume: " << device;
+  fs::remove_all(o.snapshot_dir);
+  fs::remove_all(o.volume_dir);
   std::vector<std::string> bound;
   eventually([&] { return (bound = loop_devices_bound_under(o.disk_dir)).empty(); }, std::chrono::seconds(10));
   for (const std::string& device : bound) ADD_FAILURE() << "a loop device still holds a disk: " << device;
@@ -645,10 +651,10 @@ bool wait_until_served(const std::string& path, std::chrono::milliseconds bound)
 }
 
 nlohmann::json daemon_config(const NativeOptions& o, const std::string& socket, const nlohmann::json& extra) {
-  nlohmann::json config = {{"socket", socket},      {"stateDir", o.state_dir},      {"cgroupRoot", o.cgroup_root},
-                           {"idBase", o.id_base},   {"idSlots", o.id_slots},        {"prepared", 0},
-                           {"netnsPool", 0},        {"imageDir", o.image_dir},      {"imageStore", o.image_store},
-                           {"diskDir", o.disk_dir}, {"snapshotDir", o.snapshot_dir}};
+  nlohmann::json config = {{"socket", socket},      {"stateDir", o.state_dir},       {"cgroupRoot", o.cgroup_root},
+                           {"idBase", o.id_base},   {"idSlots", o.id_slots},         {"prepared", 0},
+                           {"netnsPool", 0},        {"imageDir", o.image_dir},       {"imageStore", o.image_store},
+                           {"diskDir", o.disk_dir}, {"snapshotDir", o.snapshot_dir}, {"volumeDir", o.volume_dir}};
   config.update(extra);
   return config;
 }

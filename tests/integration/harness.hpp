@@ -34,7 +34,7 @@ struct HostSnapshot {
   static HostSnapshot take();
 };
 
-// The loop devices bound to a file under `dir` ("loopN FILE" each).
+// The files under `dir` a loop device is bound to (the engine's own scan).
 std::vector<std::string> loop_devices_bound_under(const std::string& dir);
 
 // Every way a test can leak: processes in the id range, cgroups, records,

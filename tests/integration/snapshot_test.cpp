@@ -153,8 +153,9 @@ TEST_F(SnapshotTest, ASnapshotOfABusySandboxIsConsistentAndItGoesOn) {
   const std::string after = sh(s, "sleep 0.2; wc -l < /workspace/log");
   auto restored = create(from_snapshot("busy"));
   // Every line from 1 to the last, in order; the last one whole.
-  EXPECT_EQ(sh(restored, "awk '$1 != NR { print \"line \" NR \" is \" $1; exit 1 } END { print (NR > 0) }' "
-                         "/workspace/log"),
+  EXPECT_EQ(sh(restored,
+               "awk '$1 != NR { print \"line \" NR \" is \" $1; exit 1 } END { print (NR > 0) }' "
+               "/workspace/log"),
             "1\n");
   const long restored_lines = std::stol(sh(restored, "wc -l < /workspace/log"));
   EXPECT_LT(restored_lines, std::stol(after)) << "the writer stopped at the snapshot";
@@ -193,6 +194,7 @@ TEST_F(SnapshotTest, TakingASnapshotAgainReplacesIt) {
 }
 
 TEST_F(SnapshotTest, AForkMakesSandboxesOfTheirOwnFromTheFilesAsTheyAre) {
+  limits_.max_sandboxes = 8;
   CreateOptions c = with_disk(16);
   c.labels = {{"role", "original"}};
   c.env = {{"FROM", "create"}};
@@ -214,7 +216,12 @@ TEST_F(SnapshotTest, AForkMakesSandboxesOfTheirOwnFromTheFilesAsTheyAre) {
   // Each wrote its own disk.
   EXPECT_EQ(sh(s, "cat /workspace/f"), "shared\n");
   for (const Sandbox& f : forks) EXPECT_EQ(sh(f, "cat /workspace/f"), f.id() + "\n");
-  // The fork's own snapshot is gone, and none shows.
+  // A fork forks in turn, from its own files.
+  const std::vector<Sandbox> again = forks.front().fork(1);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(sh(again.front(), "cat /workspace/f"), forks.front().id() + "\n");
+  again.front().release();
+  // The forks' own snapshots are gone, and none shows.
   EXPECT_TRUE(sandboxes().snapshots().empty());
   EXPECT_TRUE(files_under(options().snapshot_dir).empty());
   for (const Sandbox& f : forks) f.release();

@@ -33,6 +33,10 @@ struct NativeOptions {
   // disk, made if missing, one directory in it per tenant. They stay until
   // deleted, across the engine's restarts.
   std::string snapshot_dir = "/var/lib/mayura/snapshots";
+  // Where volumes are kept (Sandboxes::create_volume): a directory on the
+  // host's disk, made if missing, one directory in it per tenant. They stay
+  // until deleted, across the engine's restarts.
+  std::string volume_dir = "/var/lib/mayura/volumes";
   // The cgroup2 directory the engine makes its sandboxes' cgroups under.
   // Empty: <delegated subtree>/mayura when the engine runs in a delegated
   // cgroup (systemd's Delegate=yes), else <cgroup2 mount>/mayura. A root

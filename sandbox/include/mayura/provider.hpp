@@ -102,6 +102,12 @@ class SandboxProvider {
   // (NOT_FOUND if it has none of that name). By default none.
   virtual std::vector<Snapshot> snapshots(const std::string& owner);
   virtual void delete_snapshot(const std::string& owner, const std::string& name);
+  // `owner`'s volumes: made empty of `size_mib` (ALREADY there: INVALID_INPUT),
+  // listed, and removed (NOT_FOUND if none; INVALID_INPUT while a sandbox
+  // uses it). By default UNSUPPORTED, none, NOT_FOUND.
+  virtual Volume create_volume(const std::string& owner, const std::string& name, std::int64_t size_mib);
+  virtual std::vector<Volume> volumes(const std::string& owner);
+  virtual void delete_volume(const std::string& owner, const std::string& name);
 
   // The threads this provider's calls run on (mayura/runtime.hpp): its own,
   // shared with every sandbox it made, which may outlive it.

@@ -97,7 +97,8 @@ class Sandbox {
   // one's disk as it is now, and otherwise as this one was created (image,
   // network, limits, env, labels): each with its own id, hostname, network
   // namespace and lifetime (`lifetime_ms`, none: this one's). Processes are
-  // not copied: each starts with none running. All or none are made.
+  // not copied: each starts with none running; nor are volumes, which stay
+  // this one's. All or none are made.
   std::vector<Sandbox> fork(int count, std::optional<std::int64_t> lifetime_ms = {}) const;
   // Ends the sandbox (a paused one too). Safe to call again; every other
   // call then fails GONE.
@@ -338,6 +339,13 @@ class Sandboxes {
   // copying it meanwhile goes on.
   std::vector<Snapshot> snapshots(const std::string& tenant = {}) const;
   void delete_snapshot(const std::string& name, const std::string& tenant = {}) const;
+  // `tenant`'s volumes (Features::volumes): a new one, empty, of `size_mib`
+  // (16 to 2^24; over max_disk_mib fails INVALID_INPUT; a name taken,
+  // INVALID_INPUT), listed by name, and deleted (NOT_FOUND if none;
+  // INVALID_INPUT while a sandbox uses it). Names as snapshots'.
+  Volume create_volume(const std::string& name, std::int64_t size_mib, const std::string& tenant = {}) const;
+  std::vector<Volume> volumes(const std::string& tenant = {}) const;
+  void delete_volume(const std::string& name, const std::string& tenant = {}) const;
   // Sandboxes alive now.
   std::size_t size() const;
   Features features() const;

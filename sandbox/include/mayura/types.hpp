@@ -39,6 +39,7 @@ struct Features {
   bool pause = false;                // Sandbox::pause and resume
   bool disk = false;                 // honours CreateOptions::disk_mib
   bool snapshot = false;             // Sandbox::snapshot and fork, CreateOptions::snapshot
+  bool volumes = false;              // Sandboxes::create_volume, CreateOptions::volumes
   std::vector<NetworkKind> network;  // the kinds it can enforce
 };
 
@@ -46,6 +47,13 @@ struct Features {
 struct DesktopSize {
   int width = 1280;
   int height = 800;
+};
+
+// A volume (Sandboxes::create_volume) mounted into a sandbox at `path`.
+struct VolumeMount {
+  std::string name;
+  std::string path;  // absolute; not /, nor under /proc, /dev or /sys
+  bool read_only = false;
 };
 
 struct CreateOptions {
@@ -69,6 +77,11 @@ struct CreateOptions {
   // set, must be the same). Commands start afresh: a snapshot holds files,
   // not processes. None: a new, empty disk if disk_mib is set.
   std::optional<std::string> snapshot;
+  // Volumes of the caller's (the tenant's) mounted at their paths, after
+  // the workdir and /tmp (so one may go under either). A volume is used by
+  // one sandbox at a time: one in use fails INVALID_INPUT before anything
+  // is made. At most 16.
+  std::vector<VolumeMount> volumes;
   // An OCI/Docker JSON seccomp profile (the text); none: the provider's
   // default profile. Unknown syscall names in it are skipped.
   std::optional<std::string> seccomp_profile;
@@ -104,6 +117,15 @@ struct Snapshot {
   std::int64_t disk_mib = 0;      // the size of a disk made from it
   std::int64_t stored_bytes = 0;  // what it takes on the host's disk
   std::int64_t created_ms = 0;    // when it was taken, in ms since the Unix epoch
+};
+
+// A named disk of its own that outlives sandboxes and the engine, kept by
+// the provider for its owner (a create's tenant).
+struct Volume {
+  std::string name;
+  std::int64_t size_mib = 0;
+  std::int64_t created_ms = 0;  // ms since the Unix epoch
+  bool in_use = false;          // mounted by a sandbox now
 };
 
 using OutputCallback = std::function<void(std::string_view chunk)>;

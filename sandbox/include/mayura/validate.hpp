@@ -53,6 +53,8 @@ void check_labels(const std::map<std::string, std::string>& labels);
 // A snapshot's name: 1 to 64 of A-Z a-z 0-9 . _ -, a letter or digit first
 // (a name that reads the same in a path, a URL and a shell).
 void check_snapshot_name(std::string_view name);
+// A volume's name, as a snapshot's.
+void check_volume_name(std::string_view name);
 void check_desktop_size(const DesktopSize& size);
 // An action on a screen of `screen`'s size: every point and the region on
 // it, a click count of 1 to 3, a scroll of 1 to 100 steps, text and keys not

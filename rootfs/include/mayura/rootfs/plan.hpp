@@ -71,6 +71,9 @@ struct RootOptions {
   std::uint64_t inodes = 262144;  // per writable tmpfs
   // /etc/resolv.conf: the engine's DNS, the same for every network kind.
   std::string resolv_conf = "# no network\n";
+  // Where the engine's volumes go (a handed op each, after the workdir's
+  // and /tmp's, in this order): absolute paths, checked already.
+  std::vector<std::string> volumes;
 };
 
 }  // namespace mayura::rootfs

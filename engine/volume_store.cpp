@@ -1,0 +1,160 @@
+#include "volume_store.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <thread>
+
+#include "disk_format.hpp"
+#include "mayura/errors.hpp"
+#include "mayura/random_id.hpp"
+#include "sandbox_disk.hpp"
+#include "sys_error.hpp"
+#include "tenant_dirs.hpp"
+
+namespace mayura::native {
+namespace {
+
+constexpr char kSuffix[] = ".ext4";
+constexpr char kData[] = "data";
+
+void make_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) fail_step("making the volume directory " + dir, errno);
+}
+
+[[noreturn]] void in_use(const std::string& name) {
+  throw SandboxError(Reason::INVALID_INPUT, "the volume " + name + " is in use by a sandbox");
+}
+
+// The volume's file, opened and locked; NOT_FOUND if there is none (or it
+// was deleted while we waited for nothing: its lock was taken by the
+// deletion, which unlinked it).
+UniqueFd open_locked(const std::string& path, const std::string& name, int mode) {
+  UniqueFd fd(::open(path.c_str(), mode | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) {
+    if (errno == ENOENT) throw SandboxError(Reason::NOT_FOUND, "there is no volume named " + name);
+    fail_step("opening the volume " + name, errno);
+  }
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) in_use(name);
+    fail_step("locking the volume " + name, errno);
+  }
+  struct stat st {};
+  check_sys(::fstat(fd.get(), &st), "reading the volume " + name);
+  if (st.st_nlink == 0) throw SandboxError(Reason::NOT_FOUND, "there is no volume named " + name);
+  return fd;
+}
+
+bool locked_by_another(const std::string& path) {
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  return fd && ::flock(fd.get(), LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+}
+
+}  // namespace
+
+std::string VolumeStore::path(const std::string& owner, const std::string& name) const {
+  check_stored_name(name, "volume");
+  return tenant_dir(dir_, owner) + "/" + name + kSuffix;
+}
+
+Volume VolumeStore::create(const std::string& owner, const std::string& name, std::int64_t size_mib) const {
+  const std::string final_path = path(owner, name);
+  const std::string dir = tenant_dir(dir_, owner);
+  make_dir(dir_);
+  make_dir(dir);
+  // Made under a name of its own, then linked to its name: whole or not at
+  // all, and never over another's (link fails EEXIST where rename would not).
+  const std::string temporary = dir + "/.tmp-" + random_hex(16) + kSuffix;
+  disk::format_ext4(temporary, {.bytes = static_cast<std::uint64_t>(size_mib) << 20,
+                                .directories = {{kData, uid_, gid_, 0755}}});
+  const int linked = ::link(temporary.c_str(), final_path.c_str());
+  const int error = errno;
+  ::unlink(temporary.c_str());
+  if (linked != 0) {
+    if (error == EEXIST) throw SandboxError(Reason::INVALID_INPUT, "there is a volume named " + name + " already");
+    fail_step("naming the volume " + name, error);
+  }
+  struct stat st {};
+  check_sys(::stat(final_path.c_str(), &st), "reading the volume " + name);
+  return {name, size_mib, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000, false};
+}
+
+std::vector<Volume> VolumeStore::list(const std::string& owner) const {
+  std::vector<Volume> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(tenant_dir(dir_, owner), ec)) {
+    const std::string file = e.path().filename().string();
+    if (file.front() == '.' || file.size() <= sizeof kSuffix - 1 ||
+        file.compare(file.size() - (sizeof kSuffix - 1), std::string::npos, kSuffix) != 0) {
+      continue;
+    }
+    struct stat st {};
+    if (::stat(e.path().c_str(), &st) != 0) continue;  // deleted meanwhile
+    out.push_back({file.substr(0, file.size() - (sizeof kSuffix - 1)), static_cast<std::int64_t>(st.st_size >> 20),
+                   static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000,
+                   locked_by_another(e.path().string())});
+  }
+  std::sort(out.begin(), out.end(), [](const Volume& a, const Volume& b) { return a.name < b.name; });
+  return out;
+}
+
+void VolumeStore::remove(const std::string& owner, const std::string& name) const {
+  const std::string file = path(owner, name);
+  // Unlinked under its lock: a sandbox taking it after finds it gone.
+  const UniqueFd held = open_locked(file, name, O_RDONLY);
+  if (::unlink(file.c_str()) != 0) fail_step("removing the volume " + name, errno);
+}
+
+void HeldVolume::let_go() noexcept {
+  try {
+    if (lock) wait_unbound(path, std::chrono::seconds(10));
+  } catch (...) {
+    // Unlocked all the same: a sandbox ended must not hold its volume.
+  }
+  lock.reset();
+  mount.reset();
+}
+
+bool VolumeStore::held_by_an_ending_sandbox(const std::string& file) {
+  std::lock_guard lock(mutex_);
+  const auto it = holders_.find(file);
+  if (it == holders_.end()) return false;
+  const auto ending = it->second.lock();
+  return ending && ending->load();
+}
+
+HeldVolume VolumeStore::hold(const std::string& owner, const std::string& name, bool read_only) {
+  HeldVolume held;
+  held.path = path(owner, name);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    try {
+      held.lock = open_locked(held.path, name, read_only ? O_RDONLY : O_RDWR);
+      break;
+    } catch (const SandboxError& e) {
+      // Released a moment ago: its removal, off the release's path, is
+      // this engine's to finish, and soon.
+      if (e.reason() != Reason::INVALID_INPUT || !held_by_an_ending_sandbox(held.path) ||
+          std::chrono::steady_clock::now() >= give_up)
+        throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  {
+    std::lock_guard lock(mutex_);
+    std::erase_if(holders_, [](const auto& entry) { return entry.second.expired(); });
+    holders_[held.path] = held.ending;
+  }
+  // Its last sandbox's file system may be a moment from gone.
+  if (!wait_unbound(held.path, std::chrono::seconds(5))) in_use(name);
+  const UniqueFd mount = mount_disk_file(held.lock.get(), read_only, Reason::INVALID_INPUT);
+  held.mount = disk_directory(mount.get(), kData);
+  return held;
+}
+
+}  // namespace mayura::native
