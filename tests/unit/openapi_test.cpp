@@ -10,10 +10,14 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "mayura/errors.hpp"
+#include "mayura/validate.hpp"
 #include "service/route_table.hpp"
 #include "service/wire.hpp"
 
@@ -42,13 +46,34 @@ std::set<std::string> keys_of(const json& object) {
   return keys;
 }
 
+// A path as the route table writes it: the table calls every path
+// parameter {id}, the document names each for what it is ({name}).
+std::string route_path(std::string path) {
+  for (std::size_t open = path.find('{'); open != std::string::npos; open = path.find('{', open + 1)) {
+    const std::size_t close = path.find('}', open);
+    if (close == std::string::npos) break;
+    path.replace(open, close - open + 1, "{id}");
+  }
+  return path;
+}
+
 TEST(OpenApi, IsAnOpenApi31DocumentOfEveryRouteAndNoOther) {
   EXPECT_EQ(document().at("openapi"), "3.1.0");
   std::set<std::pair<std::string, std::string>> documented;
   for (const auto& [path, operations] : document().at("paths").items()) {
     for (const auto& [method, operation] : operations.items()) {
-      documented.emplace(method, path);
+      documented.emplace(method, route_path(path));
       EXPECT_TRUE(operation.contains("operationId") && operation.contains("responses")) << method << " " << path;
+      // Each parameter of the path is described, and only those.
+      std::set<std::string> in_path;
+      for (const json& p : operation.value("parameters", json::array())) {
+        if (p.at("in") == "path") in_path.insert("{" + p.at("name").get<std::string>() + "}");
+      }
+      std::set<std::string> named;
+      for (std::size_t open = path.find('{'); open != std::string::npos; open = path.find('{', open + 1)) {
+        named.insert(path.substr(open, path.find('}', open) - open + 1));
+      }
+      EXPECT_EQ(in_path, named) << method << " " << path;
     }
   }
   std::set<std::pair<std::string, std::string>> served;
@@ -88,6 +113,7 @@ TEST(OpenApi, TheCreateBodyIsTheWiresOwn) {
                      {"cpus", 1.5},
                      {"memoryMiB", 256},
                      {"diskMiB", 64},
+                     {"snapshot", "base-1.0_x"},
                      {"pids", 64},
                      {"seccompProfile", "{}"},
                      {"image", "host"},
@@ -114,6 +140,43 @@ TEST(OpenApi, TheExecShapesAreTheWiresOwn) {
   end.erase("stderr");
   EXPECT_EQ(keys_of(end), property_names("ExecEnd"));
   EXPECT_EQ(property_names("RunRequest"), (std::set<std::string>{"sandbox", "exec"}));
+}
+
+// What a snapshot is on the wire, both ways; the bodies a snapshot and a
+// fork take (the routes read them: {"name"}, and {"count", "lifetimeMs"?}).
+TEST(OpenApi, TheSnapshotShapesAreTheWiresOwn) {
+  const json written = snapshot_json(Snapshot{});
+  EXPECT_EQ(keys_of(written), property_names("Snapshot"));
+  for (const auto& required : schema("Snapshot").at("required")) EXPECT_TRUE(written.contains(required));
+  const json full = {{"name", "base"}, {"diskMiB", 64}, {"storedBytes", 4096}, {"createdAt", 1}};
+  EXPECT_EQ(keys_of(full), property_names("Snapshot"));
+  const Snapshot read = snapshot_from(full);
+  EXPECT_EQ(read.name, "base");
+  EXPECT_EQ(read.disk_mib, 64);
+  EXPECT_EQ(read.stored_bytes, 4096);
+  EXPECT_EQ(read.created_ms, 1);
+  EXPECT_EQ(property_names("SnapshotList"), (std::set<std::string>{"snapshots"}));
+  EXPECT_EQ(property_names("SnapshotRequest"), (std::set<std::string>{"name"}));
+  EXPECT_EQ(property_names("ForkRequest"), (std::set<std::string>{"count", "lifetimeMs"}));
+  EXPECT_EQ(schema("ForkRequest").at("required"), json::array({"count"}));
+  EXPECT_EQ(schema("ForkRequest").at("properties").at("count").at("minimum"), 1);
+  EXPECT_EQ(schema("ForkRequest").at("properties").at("count").at("maximum"), 64);
+  // The create's snapshot and every snapshot's name: the names the
+  // contract takes (check_snapshot_name).
+  EXPECT_EQ(schema("CreateRequest").at("properties").at("snapshot").at("allOf").at(0).at("$ref"),
+            "#/components/schemas/SnapshotName");
+  const std::regex pattern(schema("SnapshotName").at("pattern").get<std::string>());
+  for (const std::string& name :
+       std::vector<std::string>{"a", "base-1.0_x", "9", std::string(64, 'z'), "", std::string(65, 'z'), "-a", ".a",
+                                "_a", "~fork-1", "a/b", "a b", "..", "é"}) {
+    bool taken = true;
+    try {
+      check_snapshot_name(name);
+    } catch (const SandboxError&) {
+      taken = false;
+    }
+    EXPECT_EQ(std::regex_search(name, pattern), taken) << name;
+  }
 }
 
 TEST(OpenApi, TheOtherShapesAreTheWiresOwn) {

@@ -12,10 +12,12 @@ import {
   type ExecOptions,
   type ExecResult,
   type FileEntry,
+  type ForkOptions,
   type SandboxBackend,
   type SandboxErrorReason,
   type SandboxFeatures,
   type SandboxProvider,
+  type Snapshot,
 } from './types.js';
 
 export * from './types.js';
@@ -39,7 +41,15 @@ export interface NativeSandboxesOptions {
 
 // What mayurad's native engine supports; an operator's narrower settings
 // (network kinds, lifetimes) are refused by the daemon itself.
-const FEATURES: SandboxFeatures = { stdin: true, ports: true, desktop: false, pause: true, disk: true, network: ['none', 'all', 'allow'] };
+const FEATURES: SandboxFeatures = {
+  stdin: true,
+  ports: true,
+  desktop: false,
+  pause: true,
+  disk: true,
+  snapshot: true,
+  network: ['none', 'all', 'allow'],
+};
 const WORKDIR = '/workspace';
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -55,7 +65,7 @@ const REASONS: Record<string, SandboxErrorReason> = {
   INTERNAL: 'internal',
 };
 
-/** A sandbox of mayurad's: the contract's calls, and pause and resume. */
+/** A sandbox of mayurad's: the contract's calls, pause and resume, snapshots and fork. */
 export interface NativeSandboxBackend extends SandboxBackend {
   /**
    * Stops every process of the sandbox at once, where it is, until resume;
@@ -67,11 +77,35 @@ export interface NativeSandboxBackend extends SandboxBackend {
   resume(options?: CallOptions): Promise<void>;
   /** Whether the sandbox is paused. */
   paused(options?: CallOptions): Promise<boolean>;
+  /**
+   * Copies the sandbox's disk (its working directory and /tmp) into the
+   * caller's snapshot `name` (1 to 64 of A-Z a-z 0-9 . _ -, a letter or digit
+   * first), replacing one of that name atomically. Its processes stand still
+   * only while the disk is copied; a paused sandbox stays paused.
+   * invalid_input for a sandbox created without a disk (diskMiB or
+   * snapshot); limit_reached past the daemon's maxSnapshotMiBPerClient.
+   */
+  snapshot(name: string, options?: CallOptions): Promise<Snapshot>;
+  /**
+   * `count` (1 to 64) new sandboxes, each starting with a copy of this one's
+   * disk as it is now, and otherwise as this one was created (image,
+   * network, limits, env, labels): each with its own id, hostname, network
+   * and lifetime (`lifetimeMs`, default this one's). No process is copied.
+   * All are made or none; a cancellation releases them.
+   */
+  fork(count: number, options?: ForkOptions): Promise<NativeSandboxBackend[]>;
 }
 
-/** The provider of mayurad's sandboxes, which can be paused. */
+/** The provider of mayurad's sandboxes, which can be paused, snapshot and forked. */
 export interface NativeSandboxProvider extends SandboxProvider {
   create(options: CreateOptions, context?: CallOptions): Promise<NativeSandboxBackend>;
+  /** The caller's snapshots (each client has its own names), by name. */
+  snapshots(options?: CallOptions): Promise<Snapshot[]>;
+  /**
+   * Deletes one of the caller's snapshots (a sandbox being made from it
+   * meanwhile is still made); not_found if it has none of that name.
+   */
+  deleteSnapshot(name: string, options?: CallOptions): Promise<void>;
 }
 
 // Bytes cross the wire as a JSON string when they are UTF-8, else as
@@ -132,6 +166,7 @@ function createBody(options: CreateOptions, image: string | undefined): string {
   if (options.cpus !== undefined) body.cpus = options.cpus;
   if (options.memoryMiB !== undefined) body.memoryMiB = options.memoryMiB;
   if (options.diskMiB !== undefined) body.diskMiB = options.diskMiB;
+  if (options.snapshot !== undefined) body.snapshot = options.snapshot;
   const chosen = options.image ?? image;
   if (chosen) body.image = chosen;
   if (options.labels) body.labels = wireMap(options.labels);
@@ -185,6 +220,24 @@ function failureFrom(event: Record<string, unknown>, status: number): SandboxErr
   const reason = typeof event.reason === 'string' ? REASONS[event.reason] : undefined;
   if (!reason) return sandboxHttpFailure(status);
   return new SandboxError(reason, status === 200 ? `the command failed (${reason})` : `the provider answered HTTP ${status}`);
+}
+
+// An error answer: the reason its body names, else its status's.
+function failureOf(answer: Answer): SandboxError {
+  try {
+    return failureFrom(parseJson(answer.body, 'answer'), answer.status);
+  } catch {
+    return sandboxHttpFailure(answer.status);  // a body not of mayurad's shape: the status says it
+  }
+}
+
+function snapshotFrom(value: unknown): Snapshot {
+  const s = value as Record<string, unknown> | null;
+  if (!s || typeof s !== 'object' || typeof s.name !== 'string' || !Number.isInteger(s.diskMiB) ||
+      !Number.isInteger(s.storedBytes) || !Number.isInteger(s.createdAt)) {
+    throw malformed('snapshot');
+  }
+  return { name: s.name, diskMiB: s.diskMiB as number, storedBytes: s.storedBytes as number, createdAt: s.createdAt as number };
 }
 
 class NativeSandbox implements NativeSandboxBackend {
@@ -307,6 +360,42 @@ class NativeSandbox implements NativeSandboxBackend {
     return paused;
   }
 
+  async snapshot(name: string, options: CallOptions = {}): Promise<Snapshot> {
+    const answer = await this.link.call({
+      method: 'POST',
+      path: `${this.base}/snapshot`,
+      body: JSON.stringify({ name }),
+      signal: options.signal,
+    });
+    this.check(answer);
+    return snapshotFrom(parseJson(answer.body, 'snapshot'));
+  }
+
+  async fork(count: number, options: ForkOptions = {}): Promise<NativeSandboxBackend[]> {
+    if (options.signal?.aborted) throw cancelledError();
+    const body: Record<string, unknown> = { count };
+    if (options.lifetimeMs !== undefined) body.lifetimeMs = options.lifetimeMs;
+    // As a create: a cancellation while the daemon forks does not cut the
+    // call short (only its answer has the ids to release the new ones by).
+    const answer = await this.link.call({ method: 'POST', path: `${this.base}/fork`, body: JSON.stringify(body) });
+    this.check(answer);
+    const listed = parseJson(answer.body, 'fork').sandboxes;
+    const made: NativeSandbox[] = [];
+    for (const s of Array.isArray(listed) ? listed : []) {
+      const id = (s as { id?: unknown } | null)?.id;
+      if (typeof id === 'string' && id !== '') made.push(new NativeSandbox(this.link, id));
+    }
+    if (!Array.isArray(listed) || made.length !== listed.length || made.length !== count) {
+      await Promise.all(made.map((m) => m.release()));
+      throw malformed('fork');
+    }
+    if (options.signal?.aborted) {
+      await Promise.all(made.map((m) => m.release()));
+      throw cancelledError();
+    }
+    return made;
+  }
+
   async release(): Promise<void> {
     if (this.ended) return;
     this.ended = true;
@@ -319,12 +408,7 @@ class NativeSandbox implements NativeSandboxBackend {
 
   private check(answer: Answer): void {
     if (answer.status >= 200 && answer.status < 300) return;
-    let error = sandboxHttpFailure(answer.status);
-    try {
-      error = failureFrom(parseJson(answer.body, 'answer'), answer.status);
-    } catch {
-      // a body not of mayurad's shape: the status says it
-    }
+    const error = failureOf(answer);
     if (error.reason === 'gone') this.ended = true;
     throw error;
   }
@@ -359,15 +443,7 @@ class NativeProvider implements NativeSandboxProvider {
     // the daemon would make the sandbox anyway, and only its answer has the
     // id to release it by.
     const answer = await this.link.call({ method: 'POST', path: '/v1/sandboxes', body: createBody(options, this.image) });
-    if (answer.status !== 201) {
-      let error = sandboxHttpFailure(answer.status);
-      try {
-        error = failureFrom(parseJson(answer.body, 'answer'), answer.status);
-      } catch {
-        // the status says it
-      }
-      throw error;
-    }
+    if (answer.status !== 201) throw failureOf(answer);
     const id = parseJson(answer.body, 'created sandbox').id;
     if (typeof id !== 'string' || id === '') throw malformed('created sandbox');
     const sandbox = new NativeSandbox(this.link, id);
@@ -376,6 +452,25 @@ class NativeProvider implements NativeSandboxProvider {
       throw cancelledError();
     }
     return sandbox;
+  }
+
+  async snapshots(options: CallOptions = {}): Promise<Snapshot[]> {
+    const answer = await this.link.call({ method: 'GET', path: '/v1/snapshots', signal: options.signal });
+    if (answer.status !== 200) throw failureOf(answer);
+    const listed = parseJson(answer.body, 'snapshots').snapshots;
+    if (!Array.isArray(listed)) throw malformed('snapshots');
+    return listed.map(snapshotFrom);
+  }
+
+  async deleteSnapshot(name: string, options: CallOptions = {}): Promise<void> {
+    const answer = await this.link.call({
+      method: 'DELETE',
+      path: `/v1/snapshots/${encodeURIComponent(name)}`,
+      signal: options.signal,
+    });
+    // 404 is a name the caller has none of, not a sandbox gone.
+    if (answer.status === 404) throw new SandboxError('not_found', `there is no snapshot named ${name}`);
+    if (answer.status !== 204) throw failureOf(answer);
   }
 }
 

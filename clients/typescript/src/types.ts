@@ -67,6 +67,11 @@ export interface SandboxFeatures {
   pause?: boolean;
   /** Whether a create may put its working directory on a disk (diskMiB). */
   disk?: boolean;
+  /**
+   * Whether a sandbox's disk can be snapshot and forked, and a create start
+   * from a snapshot (their snapshot, fork, and the create's snapshot).
+   */
+  snapshot?: boolean;
   /** The network kinds it can enforce. */
   network: NetworkKind[];
 }
@@ -80,10 +85,17 @@ export interface CreateOptions {
   cpus?: number;
   memoryMiB?: number;
   /**
-   * The working directory on a disk of its own of this many MiB (16 or more)
-   * instead of memory: past it a write fails ENOSPC; it goes with the sandbox.
+   * The working directory and /tmp on a disk of its own of this many MiB (16
+   * or more) instead of memory: past it a write fails ENOSPC; it goes with
+   * the sandbox. A sandbox with a disk can be snapshot and forked.
    */
   diskMiB?: number;
+  /**
+   * One of the caller's snapshots to start from: the disk is a copy of it,
+   * of its size (a diskMiB given must be the same); no process is copied.
+   * not_found if there is none of that name.
+   */
+  snapshot?: string;
   /** The provider's image or template. */
   image?: string;
   labels?: Record<string, string>;
@@ -119,6 +131,23 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** A copy of a sandbox's disk (its working directory and /tmp), kept under a name of the caller's. */
+export interface Snapshot {
+  /** 1 to 64 of A-Z a-z 0-9 . _ -, a letter or digit first. */
+  name: string;
+  /** The size of a disk made from it. */
+  diskMiB: number;
+  /** What it takes on the host's disk (its data, not its size). */
+  storedBytes: number;
+  /** When it was taken, in ms since the epoch. */
+  createdAt: number;
+}
+
+export interface ForkOptions extends CallOptions {
+  /** How long each new sandbox lives; default: as long as the original was made for. */
+  lifetimeMs?: number;
+}
+
 /** One sandbox, as a provider gives it to createSandboxes. */
 export interface SandboxBackend {
   exec(argv: string[], options?: ExecOptions): Promise<ExecResult>;
@@ -137,6 +166,20 @@ export interface SandboxBackend {
   resume?(options?: CallOptions): Promise<void>;
   /** Whether the sandbox is paused. */
   paused?(options?: CallOptions): Promise<boolean>;
+  /**
+   * Copies the sandbox's disk into the caller's snapshot `name`, replacing
+   * one of that name. Its processes stand still only while the copy is
+   * taken (a paused sandbox stays paused). invalid_input for a sandbox
+   * created without a disk. Where features.snapshot is true.
+   */
+  snapshot?(name: string, options?: CallOptions): Promise<Snapshot>;
+  /**
+   * `count` (1 to 64) new sandboxes, each starting with a copy of this one's
+   * disk as it is now and otherwise as this one was created, each with its
+   * own id, hostname, network and lifetime. No process is copied. All are
+   * made or none.
+   */
+  fork?(count: number, options?: ForkOptions): Promise<SandboxBackend[]>;
   /** Ends the sandbox and everything in it (a paused one too); never rejects. */
   release(): Promise<void>;
 }
@@ -147,4 +190,8 @@ export interface SandboxProvider {
   readonly workdir: string;
   readonly maxLifetimeMs: number;
   create(options: CreateOptions, context?: CallOptions): Promise<SandboxBackend>;
+  /** The caller's snapshots, by name. Where features.snapshot is true. */
+  snapshots?(options?: CallOptions): Promise<Snapshot[]>;
+  /** Deletes one of the caller's snapshots; not_found if it has none of that name. */
+  deleteSnapshot?(name: string, options?: CallOptions): Promise<void>;
 }

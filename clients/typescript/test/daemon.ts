@@ -15,7 +15,13 @@ import * as path from 'node:path';
 
 import { after, before } from 'node:test';
 
-import { nativeSandboxes, SandboxError, type NativeSandboxBackend, type NativeSandboxProvider } from '../src/index.js';
+import {
+  nativeSandboxes,
+  SandboxError,
+  type CreateOptions,
+  type NativeSandboxBackend,
+  type NativeSandboxProvider,
+} from '../src/index.js';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 // build-test/test -> clients/typescript -> the repository
@@ -93,6 +99,7 @@ export async function startDaemon(settings: Record<string, unknown> = {}): Promi
     socketMode: '0600',
     stateDir: path.join(dir, 'state'),
     diskDir: path.join(dir, 'disks'),
+    snapshotDir: path.join(dir, 'snapshots'),
     cgroupRoot: cgroupRootFor(name),
     idBase: ID_BASE,
     idSlots: ID_SLOTS,
@@ -198,7 +205,9 @@ export async function metric(daemon: Daemon, name: string): Promise<number> {
 export interface SuiteDaemon {
   daemon: Daemon;
   provider: NativeSandboxProvider;
-  sandbox(lifetimeMs?: number): Promise<NativeSandboxBackend>;
+  sandbox(lifetimeMs?: number, options?: Omit<CreateOptions, 'lifetimeMs'>): Promise<NativeSandboxBackend>;
+  /** Sandboxes made otherwise (a fork's), released with the suite's. */
+  keep<T extends NativeSandboxBackend[]>(sandboxes: T): T;
 }
 
 export function suiteDaemon(): SuiteDaemon {
@@ -206,10 +215,14 @@ export function suiteDaemon(): SuiteDaemon {
   const suite: SuiteDaemon = {
     daemon: undefined as unknown as Daemon,
     provider: undefined as unknown as NativeSandboxProvider,
-    async sandbox(lifetimeMs = 120_000) {
-      const s = await suite.provider.create({ lifetimeMs });
+    async sandbox(lifetimeMs = 120_000, options = {}) {
+      const s = await suite.provider.create({ ...options, lifetimeMs });
       made.push(s);
       return s;
+    },
+    keep(sandboxes) {
+      made.push(...sandboxes);
+      return sandboxes;
     },
   };
   before(async () => {

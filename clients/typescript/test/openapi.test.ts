@@ -49,6 +49,7 @@ describe('the provider types against mayurad OpenAPI document', () => {
       ['CreateOptions', 'CreateRequest', []],
       ['SandboxFeatures', 'Features', []],
       ['FileEntry', 'FileEntry', []],
+      ['Snapshot', 'Snapshot', []],
       // The output comes in the stream's lines before the end line.
       ['ExecResult', 'ExecEnd', ['stdout', 'stderr']],
     ];
@@ -63,6 +64,14 @@ describe('the provider types against mayurad OpenAPI document', () => {
     for (const p of properties('ExecOptions').filter((p) => p !== 'signal')) {
       assert.ok(execRequest.has(p), `ExecOptions.${p} is in the document's ExecRequest`);
     }
+    // What a fork sends: its count, and its options but the signal.
+    const forkRequest = documented('ForkRequest');
+    assert.ok(forkRequest.has('count'), "count is in the document's ForkRequest");
+    for (const p of properties('ForkOptions').filter((p) => p !== 'signal')) {
+      assert.ok(forkRequest.has(p), `ForkOptions.${p} is in the document's ForkRequest`);
+    }
+    // A snapshot is read whole: every property the document lists.
+    assert.deepEqual(new Set(properties('Snapshot')), documented('Snapshot'));
   });
 
   it('names the network kinds and the failure reasons alike', () => {

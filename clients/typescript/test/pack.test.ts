@@ -11,7 +11,7 @@ import { describe, it } from 'node:test';
 const here = path.dirname(new URL(import.meta.url).pathname);
 const packageDir = path.resolve(here, '../..');  // build-test/test -> the package
 
-const consumer = `import { nativeSandboxes, SandboxError, type SandboxProvider, type ExecResult } from '@mayurajs/sandbox-native';
+const consumer = `import { nativeSandboxes, SandboxError, type SandboxProvider, type ExecResult, type Snapshot } from '@mayurajs/sandbox-native';
 
 const provider: SandboxProvider = nativeSandboxes({ socket: '/run/mayura/mayurad.sock', image: 'host' });
 export async function run(): Promise<number | null> {
@@ -33,6 +33,17 @@ export async function pauseOne(): Promise<boolean> {
   await backend.pause({ signal: new AbortController().signal });
   await backend.resume();
   return backend.paused();
+}
+export async function snapshotAndFork(): Promise<number> {
+  const sandboxes = nativeSandboxes();
+  const backend = await sandboxes.create({ lifetimeMs: 60_000, diskMiB: 64 });
+  const taken: Snapshot = await backend.snapshot('base', { signal: new AbortController().signal });
+  const restored = await sandboxes.create({ lifetimeMs: 60_000, snapshot: taken.name });
+  const forks = await restored.fork(2, { lifetimeMs: 30_000 });
+  await Promise.all([backend, restored, ...forks].map((b) => b.release()));
+  const listed: Snapshot[] = await sandboxes.snapshots();
+  await sandboxes.deleteSnapshot('base');
+  return listed.length + taken.diskMiB + taken.storedBytes + taken.createdAt;
 }
 `;
 
