@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -47,6 +48,7 @@ constexpr std::size_t kKept = std::size_t{16} << 20;
 
 const char* kUsage = R"(usage: mayura-run [OPTIONS] [--] COMMAND [ARG...]
        mayura-run image import|list|inspect|rm ...   (mayura-run image --help)
+       mayura-run snapshot list|delete ...   (mayura-run snapshot --help)
 
 Runs COMMAND in a fresh sandbox, streams its output, and releases the sandbox.
 With --image NAME[:TAG] of the store and no COMMAND, the image's Entrypoint
@@ -85,9 +87,16 @@ Options:
   --memory MIB           bound its memory to MIB mebibytes, no swap; a command
                          the kernel kills for it exits 137
   --pids N               bound its commands to N processes and threads
-  --disk MIB             put the working directory on a disk of its own of MIB
-                         mebibytes (16 or more) instead of memory; past it a
-                         write fails "No space left on device"
+  --disk MIB             put the working directory and /tmp on a disk of its
+                         own of MIB mebibytes (16 or more) instead of memory;
+                         past it a write fails "No space left on device"
+  --from-snapshot NAME   start from the snapshot NAME: the working directory
+                         and /tmp on a copy of its disk (of its size)
+  --snapshot-to NAME     once the command has ended, whatever its exit status
+                         (a timeout too), snapshot the sandbox's disk as NAME,
+                         replacing one of that name; needs --disk or
+                         --from-snapshot. The exit status stays the command's;
+                         a snapshot that fails is said, and it is 125
   --port N               publish the sandbox's port N (a server on its
                          127.0.0.1) on this host's 127.0.0.1; the URL is
                          printed on stderr (repeatable)
@@ -98,7 +107,8 @@ Options:
   --screenshot FILE      with --desktop: write a PNG of the screen to FILE when
                          the command ends, or at --timeout before it is stopped
   --json                 print one JSON object: exitCode, stdout, stderr,
-                         truncated, durationMs, timedOut, oomKilled
+                         truncated, durationMs, timedOut, oomKilled (and, with
+                         --snapshot-to, snapshot: the one taken, or null)
   --local                an engine in this process, never a daemon
   --help                 this text
   --version              the version, and what this host's cgroups enforce
@@ -130,7 +140,8 @@ most hosts):
   MAYURA_ALLOW_PRIVATE=1 let --allow reach private addresses
 
 Exit status: the command's; 124 if it timed out; 125 if the sandbox could not
-be made, the input was bad, or the sandbox's lifetime ended under the command.
+be made, the input was bad, the sandbox's lifetime ended under the command, or
+a --copy-out or --snapshot-to failed.
 )";
 
 double parse_number(const std::string& flag, const std::string& value, double max, const char* what) {
@@ -180,6 +191,8 @@ struct Args {
   std::optional<double> cpus;
   std::optional<std::int64_t> memory_mib;
   std::optional<std::int64_t> disk_mib;
+  std::optional<std::string> from_snapshot;
+  std::optional<std::string> snapshot_to;
   std::optional<std::int64_t> pids;
   std::optional<std::string> seccomp_file;
   std::vector<int> ports;
@@ -187,6 +200,16 @@ struct Args {
   std::string screenshot;  // a host file; empty: none
   std::vector<std::string> command;
 };
+
+// A snapshot's name as the contract takes it; else bad input naming `flag`.
+std::string snapshot_name(const std::string& flag, const std::string& name) {
+  try {
+    mayura::check_snapshot_name(name);
+  } catch (const mayura::SandboxError& e) {
+    usage_error(flag + ": " + e.what());
+  }
+  return name;
+}
 
 // "A:B", both sides non-empty (the first colon splits them), as
 // --copy-in and --copy-out take; else `form` is said.
@@ -240,6 +263,10 @@ Args parse(int argc, char** argv) {
       a.memory_mib = parse_count(arg, value(arg), std::int64_t{1} << 30, "a whole number of MiB");
     } else if (arg == "--disk") {
       a.disk_mib = parse_count(arg, value(arg), std::int64_t{1} << 24, "a whole number of MiB");
+    } else if (arg == "--from-snapshot") {
+      a.from_snapshot = snapshot_name(arg, value(arg));
+    } else if (arg == "--snapshot-to") {
+      a.snapshot_to = snapshot_name(arg, value(arg));
     } else if (arg == "--pids") {
       a.pids = parse_count(arg, value(arg), std::int64_t{1} << 22, "a whole number of processes");
     } else if (arg == "--port") {
@@ -310,6 +337,9 @@ Args parse(int argc, char** argv) {
   // Without a command, an image from the store runs its own (Entrypoint and Cmd).
   if (a.command.empty() && a.image.empty()) usage_error("no command given");
   if (!a.screenshot.empty() && !a.desktop) usage_error("--screenshot needs --desktop");
+  if (a.snapshot_to && !a.disk_mib && !a.from_snapshot) {
+    usage_error("--snapshot-to needs a disk to snapshot: --disk MIB or --from-snapshot NAME");
+  }
   if (network_all) {
     if (a.network.kind == mayura::NetworkKind::allowlist) usage_error("--network all and --allow do not go together");
     a.network.kind = mayura::NetworkKind::all;
@@ -345,6 +375,23 @@ bool copy_out(const mayura::Sandbox& sandbox, const std::string& path, const std
     return false;
   }
   return true;
+}
+
+// The sandbox's disk as the snapshot `name`; none, said on stderr, when it
+// fails (the run goes on to release the sandbox).
+std::optional<mayura::Snapshot> snapshot_to(const mayura::Sandbox& sandbox, const std::string& name) {
+  try {
+    return sandbox.snapshot(name);
+  } catch (const mayura::SandboxError& e) {
+    std::fprintf(stderr, "mayura-run: --snapshot-to %s: %s: %s\n", name.c_str(),
+                 std::string(mayura::reason_name(e.reason())).c_str(), e.what());
+    return std::nullopt;
+  }
+}
+
+// A snapshot as mayurad's API writes one.
+nlohmann::json snapshot_json(const mayura::Snapshot& s) {
+  return {{"name", s.name}, {"diskMiB", s.disk_mib}, {"storedBytes", s.stored_bytes}, {"createdAt", s.created_ms}};
 }
 
 // False when the reader is gone (EPIPE, or another failure to write).
@@ -458,11 +505,134 @@ void check_writable(const std::string& option, const std::string& file) {
   if (!ok) usage_error(option + " " + file + ": " + std::strerror(errno));
 }
 
+const char* kSnapshotUsage = R"(usage: mayura-run snapshot [--local] COMMAND
+
+  list [--json]     the snapshots: each one's name, the size of a disk made
+                    from it, what it takes on the host, and when it was taken
+                    (--json: an array of {name, diskMiB, storedBytes,
+                    createdAt}, createdAt in ms since the Unix epoch)
+  delete NAME...    delete snapshots (rm is the same); one that is not there
+                    is said, and the exit status is 125
+  --local           the snapshots of an engine in this process, never a
+                    daemon's
+
+Take one with `mayura-run --disk MIB --snapshot-to NAME -- COMMAND`, start
+from it with `mayura-run --from-snapshot NAME -- COMMAND`. They are the
+daemon's when runs go through one (each of its clients has its own), else
+those of MAYURA_SNAPSHOT_DIR (default /var/lib/mayura/snapshots): the two are
+not the same snapshots.
+)";
+
+// "2026-12-06 13:44:28" (UTC), from ms since the Unix epoch.
+std::string utc_time(std::int64_t ms) {
+  const std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  char buf[32] = "?";
+  if (::gmtime_r(&t, &tm)) std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+std::string mebibytes(std::int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+// mayura-run snapshot list|delete; argv[0] is "snapshot". The snapshots of
+// the engine a run would use: a daemon's (through the light client when it
+// is on a unix socket), or one in this process.
+int run_snapshot_command(int argc, char** argv) {
+  const auto bad = [](const std::string& message) {
+    std::fprintf(stderr, "mayura-run: INVALID_INPUT: %s\n(see mayura-run snapshot --help)\n", message.c_str());
+    std::exit(kSandboxFailed);
+  };
+  bool local = false, json = false;
+  std::vector<std::string> words;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kSnapshotUsage, stdout);
+      return 0;
+    }
+    if (arg == "--local") {
+      local = true;
+    } else if (arg == "--json") {
+      json = true;
+    } else if (arg.rfind("-", 0) == 0) {
+      bad("unknown option " + arg);
+    } else {
+      words.push_back(arg);
+    }
+  }
+  if (words.empty()) {
+    std::fputs(kSnapshotUsage, stderr);
+    return kSandboxFailed;
+  }
+  const std::string command = words.front();
+  words.erase(words.begin());
+  const bool list = command == "list" || command == "ls";
+  const bool remove = command == "delete" || command == "rm";
+  if (!list && !remove) bad("mayura-run snapshot has no command " + command + " (list or delete)");
+  if (list && !words.empty()) bad("snapshot list takes no names");
+  if (remove && words.empty()) bad("snapshot delete needs the name of a snapshot");
+  if (json && !list) bad("--json is for snapshot list");
+  for (const auto& name : words) {
+    try {
+      mayura::check_snapshot_name(name);
+    } catch (const mayura::SandboxError& e) {
+      bad(e.what());
+    }
+  }
+  try {
+    const auto engine = mayura::tools::choose_engine(local);
+    const auto sandboxes = mayura::create_sandboxes(engine.provider(), mayura::SandboxesOptions{});
+    if (!sandboxes.features().snapshot) {
+      throw mayura::SandboxError(
+          mayura::Reason::INVALID_INPUT,
+          (engine.daemon.empty() ? std::string("this engine") : engine.daemon) + " keeps no snapshots");
+    }
+    if (list) {
+      const auto snapshots = sandboxes.snapshots();
+      if (json) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& s : snapshots) out.push_back(snapshot_json(s));
+        std::printf("%s\n", out.dump(2).c_str());
+        return 0;
+      }
+      std::printf("%-40s %10s %12s  %s\n", "NAME", "DISK", "STORED", "CREATED (UTC)");
+      for (const auto& s : snapshots) {
+        std::printf("%-40s %6lld MiB %12s  %s\n", s.name.c_str(), static_cast<long long>(s.disk_mib),
+                    mebibytes(s.stored_bytes).c_str(), utc_time(s.created_ms).c_str());
+      }
+      return 0;
+    }
+    int status = 0;
+    for (const auto& name : words) {
+      try {
+        sandboxes.delete_snapshot(name);
+        std::printf("deleted %s\n", name.c_str());
+      } catch (const mayura::SandboxError& e) {
+        if (e.reason() != mayura::Reason::NOT_FOUND) throw;
+        std::fprintf(stderr, "mayura-run: NOT_FOUND: %s\n", e.what());
+        status = kSandboxFailed;
+      }
+    }
+    return status;
+  } catch (const mayura::SandboxError& e) {
+    std::fprintf(stderr, "mayura-run: %s: %s\n", std::string(mayura::reason_name(e.reason())).c_str(), e.what());
+    return kSandboxFailed;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mayura-run: INTERNAL: %s\n", e.what());
+    return kSandboxFailed;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   mayura::tools::keep_command_line(argv);
   if (argc >= 2 && std::string(argv[1]) == "image") return mayura::tools::run_image_command(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "snapshot") return run_snapshot_command(argc - 1, argv + 1);
   Args args = parse(argc, argv);
   if (!args.screenshot.empty()) check_writable("--screenshot", args.screenshot);
   for (const auto& [path, host] : args.copy_out) check_writable("--copy-out", host);
@@ -502,6 +672,7 @@ int main(int argc, char** argv) {
     create.cpus = args.cpus;
     create.memory_mib = args.memory_mib;
     create.disk_mib = args.disk_mib;
+    create.snapshot = args.from_snapshot;
     create.pids = args.pids;
     create.seccomp_profile = profile;
     create.ports = args.ports;
@@ -529,7 +700,9 @@ int main(int argc, char** argv) {
 
     mayura::ExecResult result;
     bool copied_out = true;
-    if (engine.run && files.empty() && args.copy_out.empty() && args.ports.empty() && !args.desktop) {
+    std::optional<mayura::Snapshot> taken;  // --snapshot-to's
+    if (engine.run && files.empty() && args.copy_out.empty() && args.ports.empty() && !args.desktop &&
+        !args.snapshot_to) {
       // Nothing to do between the create and the command, nor after it: one
       // request, checked by the daemon as the limits layer here would.
       // Without --lifetime, the daemon's maximum bounds the command (its
@@ -550,6 +723,12 @@ int main(int argc, char** argv) {
       }
       limits.max_lifetime_ms = std::max<std::int64_t>(create.lifetime_ms, 1);
       auto sandboxes = mayura::create_sandboxes(provider, limits);
+      // Known before anything is made: the snapshot comes after the command.
+      if (args.snapshot_to && !sandboxes.features().snapshot) {
+        throw mayura::SandboxError(
+            mayura::Reason::INVALID_INPUT,
+            "--snapshot-to: " + (daemon.empty() ? std::string("this engine") : daemon) + " cannot snapshot a sandbox");
+      }
       sandbox = sandboxes.create(create, stop.get_token());
       for (const auto& [path, data] : files) sandbox->write_file(path, data);
       for (int port : args.ports) {
@@ -557,6 +736,7 @@ int main(int argc, char** argv) {
       }
       result = exec_with_screenshot(*sandbox, args, exec, stop);
       for (const auto& [path, host] : args.copy_out) copied_out = copy_out(*sandbox, path, host) && copied_out;
+      if (args.snapshot_to) taken = snapshot_to(*sandbox, *args.snapshot_to);
       sandbox->release();
     }
 
@@ -569,9 +749,10 @@ int main(int argc, char** argv) {
       j["durationMs"] = result.duration_ms;
       j["timedOut"] = result.timed_out;
       j["oomKilled"] = result.oom_killed;
+      if (args.snapshot_to) j["snapshot"] = taken ? snapshot_json(*taken) : nlohmann::json(nullptr);
       std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
     }
-    if (!copied_out) return kSandboxFailed;
+    if (!copied_out || (args.snapshot_to && !taken)) return kSandboxFailed;
     if (result.timed_out) return kTimedOut;
     return *result.exit_code;
   } catch (const mayura::SandboxError& e) {
@@ -582,6 +763,9 @@ int main(int argc, char** argv) {
     if (!daemon.empty() && e.reason() == mayura::Reason::PERMISSION_DENIED &&
         args.image.find('/') != std::string::npos) {
       hint = " (a daemon takes images by name only; --local runs a directory image)";
+    } else if (e.reason() == mayura::Reason::NOT_FOUND &&
+               std::string_view(e.what()).find("no snapshot") != std::string_view::npos) {
+      hint = " (mayura-run snapshot list shows the snapshots there are)";
     }
     std::fprintf(stderr, "mayura-run: %s: %s%s\n", std::string(mayura::reason_name(e.reason())).c_str(), e.what(),
                  hint.c_str());

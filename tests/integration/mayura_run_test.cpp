@@ -86,13 +86,16 @@ class MayuraRunTest : public NativeTest, public ::testing::WithParamInterface<Vi
     if (via_daemon()) {
       start_daemon(env);
       engine = " MAYURA_HOST=unix://" + socket_;
+    } else if (args.rfind("snapshot ", 0) == 0) {
+      tool_args = "snapshot --local " + args.substr(9);
     } else if (args.rfind("image ", 0) != 0 && args != "doctor") {
       tool_args = "--local " + args;
     }
     // The engine settings are there both ways: a daemon must ignore them.
     const std::string command =
         env + engine + " MAYURA_STATE_DIR=" + options().state_dir + " MAYURA_DISK_DIR=" + options().disk_dir +
-        " MAYURA_CGROUP_ROOT=" + options().cgroup_root + " MAYURA_ID_BASE=" + std::to_string(options().id_base) +
+        " MAYURA_SNAPSHOT_DIR=" + options().snapshot_dir + " MAYURA_CGROUP_ROOT=" + options().cgroup_root +
+        " MAYURA_ID_BASE=" + std::to_string(options().id_base) +
         " MAYURA_ID_SLOTS=" + std::to_string(options().id_slots) + " MAYURA_IMAGE_DIR=" + options().image_dir +
         " MAYURA_IMAGE_STORE=" + options().image_store + " " + MAYURA_RUN_PATH + " " + tool_args + " <" + in + " 2>" +
         err + (reader.empty() ? " >" + out : " | " + reader + " >" + out);
@@ -370,6 +373,78 @@ TEST_P(MayuraRunTest, LimitsReachTheCommand) {
   EXPECT_EQ(r.out, "ext2/ext3\n");
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+}
+
+// --snapshot-to keeps the disk as the command left it, whatever its exit
+// status (which stays the command's); --from-snapshot starts from it; and
+// `snapshot list` and `delete` show and remove them, both ways.
+TEST_P(MayuraRunTest, SnapshotsAreTakenStartedFromListedAndDeleted) {
+  Outcome r = run("--disk 16 --snapshot-to x -- sh -c 'echo hi > f'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  r = run("--from-snapshot x -- cat f");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "hi\n");
+  r = run("snapshot list");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("NAME ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\nx "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" 16 MiB "), std::string::npos) << r.out;
+  // taken from a snapshot, after a failed command; --json says what was taken
+  r = run("--from-snapshot x --snapshot-to y --json -- sh -c 'echo more >> f; exit 3'");
+  EXPECT_EQ(r.status, 3) << r.err;
+  const auto printed = nlohmann::json::parse(r.out);
+  EXPECT_EQ(printed["exitCode"], 3);
+  EXPECT_EQ(printed["snapshot"]["name"], "y");
+  EXPECT_EQ(printed["snapshot"]["diskMiB"], 16);
+  EXPECT_GT(printed["snapshot"]["storedBytes"].get<std::int64_t>(), 0);
+  // ... and after a timeout
+  r = run("--from-snapshot y --snapshot-to y --timeout 1 -- sh -c 'echo last >> f; sleep 30'");
+  EXPECT_EQ(r.status, 124) << r.err;
+  r = run("--from-snapshot y -- cat f");
+  EXPECT_EQ(r.out, "hi\nmore\nlast\n") << r.err;
+  r = run("--from-snapshot x -- cat f");  // x as it was
+  EXPECT_EQ(r.out, "hi\n") << r.err;
+  // a disk of another size than the snapshot's
+  EXPECT_TRUE(failed_with(run("--disk 32 --from-snapshot x -- true"), "INVALID_INPUT", "16 MiB"));
+  r = run("snapshot list --json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& s : nlohmann::json::parse(r.out)) names.push_back(s["name"]);
+  EXPECT_EQ(names, nlohmann::json({"x", "y"})) << r.out;
+  r = run("snapshot delete x y");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "deleted x\ndeleted y\n");
+  r = run("snapshot list --json");
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json::array()) << r.out;
+  // gone: nothing starts from it, and deleting it again is said
+  EXPECT_TRUE(failed_with(run("--from-snapshot x -- true"), "NOT_FOUND", "no snapshot named x"));
+  EXPECT_TRUE(failed_with(run("snapshot delete x"), "NOT_FOUND", "no snapshot named x"));
+}
+
+// Bad input is refused before anything is made: nothing runs, nothing is kept.
+TEST_P(MayuraRunTest, SnapshotOptionsRefuseBadInputBeforeAnythingIsMade) {
+  Outcome r = run("--snapshot-to x -- sh -c 'echo ran'");
+  EXPECT_TRUE(failed_with(r, "INVALID_INPUT", "--snapshot-to needs a disk")) << r.err;
+  EXPECT_EQ(r.out, "");
+  r = run("--from-snapshot missing -- sh -c 'echo ran'");
+  EXPECT_TRUE(failed_with(r, "NOT_FOUND", "no snapshot named missing")) << r.err;
+  EXPECT_EQ(r.out, "");
+  const std::vector<std::string> bad = {"--disk 16 --snapshot-to .x -- true",
+                                        "--from-snapshot a/b -- true",
+                                        "--disk 16 --snapshot-to " + std::string(65, 'a') + " -- true",
+                                        "snapshot delete ../x",
+                                        "snapshot delete",
+                                        "snapshot list x",
+                                        "snapshot frob",
+                                        "snapshot list --nope"};
+  for (const std::string& args : bad) {
+    r = run(args);
+    EXPECT_TRUE(failed_with(r, "INVALID_INPUT")) << args << ": " << r.err;
+  }
+  r = run("snapshot list --json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json::array()) << r.out;
 }
 
 TEST_P(MayuraRunTest, SeccompTakesAnOciProfileFile) {
