@@ -263,7 +263,11 @@ void format_ext4(const std::string& path, const FormatOptions& options) {
   UniqueFd fd(::open(path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600));
   if (!fd) fail_step(kWhat + "creating " + path, errno);
   RemoveUnlessKept file(path);
-  reserve(fd.get(), options.bytes);
+  if (options.reserve) {
+    reserve(fd.get(), options.bytes);
+  } else if (::ftruncate(fd.get(), static_cast<off_t>(options.bytes)) != 0) {
+    fail_step(kWhat + "sizing it", errno);
+  }
 
   Filesystem fs = initialize(fd.get(), options.bytes);
   check(ext2fs_allocate_tables(fs.get()), "placing its bitmaps and inode tables");

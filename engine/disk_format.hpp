@@ -24,6 +24,9 @@ struct FormatOptions {
   std::uint32_t root_gid = 0;
   std::uint32_t root_mode = 0755;           // permission bits only (07777)
   std::vector<Directory> directories = {};  // made in the top directory
+  // Its blocks reserved on the host now; false: a sparse file (a template,
+  // copied into disks whose blocks are reserved then).
+  bool reserve = true;
 };
 
 // Makes `path` (a new file: it must not exist) an ext4 file system of

@@ -365,6 +365,17 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
       const bool image_unusable = static_cast<protocol::SetupStep>(status.value) == protocol::SetupStep::rootfs &&
                                   (err == ENOENT || err == EACCES);
       const Reason reason = image_unusable ? Reason::INVALID_CONFIG : Reason::INTERNAL;
+      // A volume's path the root cannot hold (under the image's read-only
+      // directories) is the caller's to change.
+      const auto op = static_cast<std::size_t>(status.extra >> 16);
+      if (static_cast<protocol::SetupStep>(status.value) == protocol::SetupStep::rootfs && op < config.plan.size() &&
+          config.plan[op].kind == rootfs::OpKind::handed && config.plan[op].dst != config.workdir &&
+          config.plan[op].dst != "/tmp") {
+        fail_step("mounting a volume at " + config.plan[op].dst +
+                      " (the image's directories are read-only: a volume goes where a directory is or can be made, "
+                      "such as at the top or under the workdir)",
+                  err, Reason::INVALID_INPUT);
+      }
       fail_step(setup_step_name(status.value, status.extra), err, reason);
     }
     throw SandboxError(Reason::INTERNAL, "the sandbox's init ended before it was ready");

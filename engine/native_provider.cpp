@@ -28,6 +28,7 @@
 #include "mayura/netfilter/sandbox_network.hpp"
 #include "mayura/netfilter/sandbox_services.hpp"
 #include "mayura/rootfs/image.hpp"
+#include "disk_templates.hpp"
 #include "native_sandbox.hpp"
 #include "prepared.hpp"
 #include "records.hpp"
@@ -373,6 +374,7 @@ class NativeProvider final : public SandboxProvider {
     if (on_disk) {
       disk.uid = root.uid;
       disk.gid = root.gid;
+      if (!disk.snapshot) disk.made_like = disk_templates_.open(disk.mib << 20, root.uid, root.gid);
       core->disk = native::SandboxDisk(options_.disk_dir, name, std::move(disk));
       timer.step("disk");
     }
@@ -509,6 +511,7 @@ class NativeProvider final : public SandboxProvider {
   std::shared_ptr<const native::SnapshotStore> snapshots_ =
       std::make_shared<const native::SnapshotStore>(options_.snapshot_dir);
   native::VolumeStore volumes_{options_.volume_dir, options_.uid, options_.gid};
+  native::DiskTemplates disk_templates_{options_.disk_dir};
   // Last: its thread uses everything above, and stops first.
   native::PreparedPool prepared_{options_.prepared,
                                  [this](const std::stop_token& stop) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <linux/mount.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -15,16 +16,13 @@
 #include <thread>
 #include <utility>
 
-#include "disk_format.hpp"
+#include "disk_templates.hpp"
 #include "snapshot_store.hpp"
 #include "sys_error.hpp"
 #include "trace.hpp"
 
 namespace mayura::native {
 namespace {
-
-constexpr char kWorkspace[] = "workspace";
-constexpr char kTmp[] = "tmp";
 
 // A free loop device bound to `file` (a device another engine takes between
 // the ask and the bind is asked for again). It lets go of the file by itself
@@ -138,6 +136,12 @@ void remove_orphan_disks(const std::string& dir, std::chrono::seconds grace) noe
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
       const std::string path = e.path().string();
+      if (e.path().extension() == kTemplateSuffix) {
+        // A live engine holds its templates locked.
+        const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+        if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) ::unlink(path.c_str());
+        continue;
+      }
       if (e.path().extension() != ".ext4" || bound.contains(path)) continue;
       std::error_code time_ec;
       const auto made = std::filesystem::last_write_time(e.path(), time_ec);
@@ -153,16 +157,10 @@ SandboxDisk::SandboxDisk(const std::string& dir, const std::string& name, DiskSo
   StepTimer timer("disk");
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) fail_step("making the disk directory " + dir, errno);
   try {
-    if (source.snapshot) {
-      copy_snapshot(source.snapshot.get(), path_);
-      timer.step("copied");
-    } else {
-      // The top directory is nobody's to write: the sandbox sees only its
-      // two directories.
-      disk::format_ext4(path_, {.bytes = source.mib << 20,
-                                .directories = {{kWorkspace, source.uid, source.gid, 0755}, {kTmp, 0, 0, 01777}}});
-      timer.step("formatted");
-    }
+    const int from = source.snapshot ? source.snapshot.get() : source.made_like.get();
+    if (from < 0) throw SandboxError(Reason::INTERNAL, "a disk needs a snapshot or a template to be made from");
+    copy_snapshot(from, path_);
+    timer.step("copied");
     const UniqueFd file(::open(path_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
     if (!file) fail_step("opening the sandbox's disk", errno);
     struct stat st {};
@@ -180,7 +178,7 @@ SandboxDisk::SandboxDisk(const std::string& dir, const std::string& name, DiskSo
 
 std::vector<UniqueFd> SandboxDisk::take_mounts() {
   std::vector<UniqueFd> mounts;
-  for (const char* dir : {kWorkspace, kTmp}) {
+  for (const char* dir : {kDiskWorkspace, kDiskTmp}) {
     UniqueFd tree(::open_tree(mount_.get(), dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
     // A snapshot's disk that lacks one was not a sandbox's.
     if (!tree)

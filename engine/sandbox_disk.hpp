@@ -44,12 +44,15 @@ bool wait_unbound(const std::string& path, std::chrono::milliseconds bound);
 // A detached clone of the directory `dir` of a disk's mount.
 UniqueFd disk_directory(int mount, const char* dir);
 
+// What a disk is copied from: a snapshot's file, or, for a new one of
+// `mib`, its template (DiskTemplates).
 struct DiskSource {
   std::uint64_t mib = 0;  // a new disk's size
   // The owner of a new disk's workspace, as the sandbox sees ids.
   std::uint32_t uid = 0;
   std::uint32_t gid = 0;
-  UniqueFd snapshot;  // a snapshot's file to copy instead (its size is the disk's)
+  UniqueFd snapshot;   // a snapshot's file (its size is the disk's)
+  UniqueFd made_like;  // a new disk's template, formatted once
 };
 
 class SandboxDisk {

@@ -18,11 +18,11 @@ std::string tenant_dir(const std::string& root, const std::string& tenant) {
 }
 
 void check_stored_name(const std::string& name, const std::string& what) {
-  const bool plain = !name.empty() && name.size() <= 128 && name.front() != '.' &&
-                     std::all_of(name.begin(), name.end(), [](char c) {
-                       return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                              c == '.' || c == '_' || c == '-' || c == '~';
-                     });
+  const bool plain =
+      !name.empty() && name.size() <= 128 && name.front() != '.' && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+               c == '-' || c == '~';
+      });
   if (!plain) throw SandboxError(Reason::INVALID_INPUT, "\"" + name + "\" is not a " + what + "'s name");
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "disk_format.hpp"
@@ -50,11 +51,6 @@ UniqueFd open_locked(const std::string& path, const std::string& name, int mode)
   return fd;
 }
 
-bool locked_by_another(const std::string& path) {
-  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  return fd && ::flock(fd.get(), LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-}
-
 }  // namespace
 
 std::string VolumeStore::path(const std::string& owner, const std::string& name) const {
@@ -70,8 +66,8 @@ Volume VolumeStore::create(const std::string& owner, const std::string& name, st
   // Made under a name of its own, then linked to its name: whole or not at
   // all, and never over another's (link fails EEXIST where rename would not).
   const std::string temporary = dir + "/.tmp-" + random_hex(16) + kSuffix;
-  disk::format_ext4(temporary, {.bytes = static_cast<std::uint64_t>(size_mib) << 20,
-                                .directories = {{kData, uid_, gid_, 0755}}});
+  disk::format_ext4(temporary,
+                    {.bytes = static_cast<std::uint64_t>(size_mib) << 20, .directories = {{kData, uid_, gid_, 0755}}});
   const int linked = ::link(temporary.c_str(), final_path.c_str());
   const int error = errno;
   ::unlink(temporary.c_str());
@@ -85,6 +81,9 @@ Volume VolumeStore::create(const std::string& owner, const std::string& name, st
 }
 
 std::vector<Volume> VolumeStore::list(const std::string& owner) const {
+  // In use: mounted, so bound to a loop device. (Not told by its lock,
+  // which a look would take a moment from a create or a delete.)
+  const std::set<std::string> bound = loop_bound_files();
   std::vector<Volume> out;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(tenant_dir(dir_, owner), ec)) {
@@ -97,16 +96,16 @@ std::vector<Volume> VolumeStore::list(const std::string& owner) const {
     if (::stat(e.path().c_str(), &st) != 0) continue;  // deleted meanwhile
     out.push_back({file.substr(0, file.size() - (sizeof kSuffix - 1)), static_cast<std::int64_t>(st.st_size >> 20),
                    static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000,
-                   locked_by_another(e.path().string())});
+                   bound.contains(e.path().string())});
   }
   std::sort(out.begin(), out.end(), [](const Volume& a, const Volume& b) { return a.name < b.name; });
   return out;
 }
 
-void VolumeStore::remove(const std::string& owner, const std::string& name) const {
+void VolumeStore::remove(const std::string& owner, const std::string& name) {
   const std::string file = path(owner, name);
   // Unlinked under its lock: a sandbox taking it after finds it gone.
-  const UniqueFd held = open_locked(file, name, O_RDONLY);
+  const UniqueFd held = lock_waiting_for_an_ending_sandbox(file, name, O_RDONLY);
   if (::unlink(file.c_str()) != 0) fail_step("removing the volume " + name, errno);
 }
 
@@ -128,23 +127,26 @@ bool VolumeStore::held_by_an_ending_sandbox(const std::string& file) {
   return ending && ending->load();
 }
 
-HeldVolume VolumeStore::hold(const std::string& owner, const std::string& name, bool read_only) {
-  HeldVolume held;
-  held.path = path(owner, name);
+UniqueFd VolumeStore::lock_waiting_for_an_ending_sandbox(const std::string& file, const std::string& name, int mode) {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (;;) {
     try {
-      held.lock = open_locked(held.path, name, read_only ? O_RDONLY : O_RDWR);
-      break;
+      return open_locked(file, name, mode);
     } catch (const SandboxError& e) {
       // Released a moment ago: its removal, off the release's path, is
       // this engine's to finish, and soon.
-      if (e.reason() != Reason::INVALID_INPUT || !held_by_an_ending_sandbox(held.path) ||
+      if (e.reason() != Reason::INVALID_INPUT || !held_by_an_ending_sandbox(file) ||
           std::chrono::steady_clock::now() >= give_up)
         throw;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
+}
+
+HeldVolume VolumeStore::hold(const std::string& owner, const std::string& name, bool read_only) {
+  HeldVolume held;
+  held.path = path(owner, name);
+  held.lock = lock_waiting_for_an_ending_sandbox(held.path, name, read_only ? O_RDONLY : O_RDWR);
   {
     std::lock_guard lock(mutex_);
     std::erase_if(holders_, [](const auto& entry) { return entry.second.expired(); });

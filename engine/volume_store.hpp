@@ -46,8 +46,9 @@ class VolumeStore {
   // host has no room. Made whole or not at all.
   Volume create(const std::string& owner, const std::string& name, std::int64_t size_mib) const;
   std::vector<Volume> list(const std::string& owner) const;
-  // NOT_FOUND if there is none; INVALID_INPUT while a sandbox uses it.
-  void remove(const std::string& owner, const std::string& name) const;
+  // NOT_FOUND if there is none; INVALID_INPUT while a sandbox uses it (one
+  // of this engine's whose end has begun is waited for, at most 10 s).
+  void remove(const std::string& owner, const std::string& name);
   // Locks and mounts `owner`'s volume for a sandbox: NOT_FOUND if there is
   // none, INVALID_INPUT while another sandbox uses it (one of this
   // engine's whose end has begun is waited for, at most 10 s).
@@ -58,6 +59,9 @@ class VolumeStore {
   // Whether the volume at `path` is held by one of this engine's sandboxes
   // whose end has begun.
   bool held_by_an_ending_sandbox(const std::string& path);
+  // The volume's file, locked; one of this engine's sandboxes whose end
+  // has begun is waited for (at most 10 s).
+  UniqueFd lock_waiting_for_an_ending_sandbox(const std::string& file, const std::string& name, int mode);
   std::mutex mutex_;
   std::map<std::string, std::weak_ptr<std::atomic<bool>>> holders_;  // by path, under mutex_
   std::string dir_;

@@ -24,11 +24,14 @@ CreateOptions with_disk(std::int64_t mib) {
   return c;
 }
 
-// The one disk file in the engine's disk directory ("" if not exactly one).
+// The one disk file in the engine's disk directory ("" if not exactly one),
+// the engine's templates (hidden files) aside.
 std::string only_disk(const std::string& dir) {
   std::vector<std::string> found;
   if (fs::exists(dir)) {
-    for (const auto& e : fs::directory_iterator(dir)) found.push_back(e.path().string());
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().filename().string().front() != '.') found.push_back(e.path().string());
+    }
   }
   return found.size() == 1 ? found.front() : "";
 }
@@ -104,7 +107,7 @@ TEST_F(DiskTest, DisksNoSandboxUsesAreRemovedWhenAnEngineStarts) {
   // bound to its loop device, stays however old it looks.
   std::string live;
   for (const auto& e : fs::directory_iterator(options().disk_dir)) {
-    if (e.path() != fresh) live = e.path().string();
+    if (e.path() != fresh && e.path().filename().string().front() != '.') live = e.path().string();
   }
   ASSERT_FALSE(live.empty());
   fs::last_write_time(live, long_ago);
@@ -116,6 +119,20 @@ TEST_F(DiskTest, DisksNoSandboxUsesAreRemovedWhenAnEngineStarts) {
     second.close();
   }
   EXPECT_TRUE(fs::exists(live)) << "another engine removed a disk in use";
+  // This engine's disk template, held locked, stayed too; one no engine
+  // holds goes when an engine starts.
+  std::string template_file;
+  for (const auto& e : fs::directory_iterator(options().disk_dir)) {
+    if (e.path().extension() == ".template") template_file = e.path().string();
+  }
+  EXPECT_FALSE(template_file.empty()) << "another engine removed a live engine's disk template";
+  const std::string dead = options().disk_dir + "/.0123456789abcdef-16777216-1000-1000.template";
+  std::ofstream(dead) << "a dead engine's";
+  {
+    Sandboxes third = create_sandboxes(native_sandboxes(options()), limits_);
+    third.close();
+  }
+  EXPECT_FALSE(fs::exists(dead)) << "a dead engine's disk template was kept";
   EXPECT_EQ(sh(s, "echo still"), "still\n");
   fs::remove(fresh);
 }

@@ -1,0 +1,45 @@
+#pragma once
+// New disks, formatted once: for each size and owner a create asks for, the
+// engine formats one sparse template in its disk directory and copies it
+// into each new disk (a few data ranges, then the disk's blocks reserved),
+// which costs a fraction of formatting. Templates are this engine's alone
+// (named by a random id, locked while it lives) and go with it; one a dead
+// engine left is removed by the next (remove_orphan_disks).
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "mayura/base/unique_fd.hpp"
+
+namespace mayura::native {
+
+inline constexpr char kTemplateSuffix[] = ".template";
+// A sandbox's disk's two directories: its workdir's and its /tmp's.
+inline constexpr char kDiskWorkspace[] = "workspace";
+inline constexpr char kDiskTmp[] = "tmp";
+
+class DiskTemplates {
+ public:
+  explicit DiskTemplates(std::string dir);
+  DiskTemplates(const DiskTemplates&) = delete;
+  DiskTemplates& operator=(const DiskTemplates&) = delete;
+  ~DiskTemplates();
+
+  // The template of a disk of `bytes` whose workspace `uid` and `gid` own,
+  // opened for reading (formatted the first time it is asked for). Throws
+  // SandboxError as format_ext4 does.
+  UniqueFd open(std::uint64_t bytes, std::uint32_t uid, std::uint32_t gid);
+
+ private:
+  std::string dir_;
+  std::string id_;
+  std::mutex mutex_;
+  // By size and owner: the template's path, and its file held locked (a
+  // shared lock: an engine starting tells a live engine's templates by it).
+  std::map<std::tuple<std::uint64_t, std::uint32_t, std::uint32_t>, std::pair<std::string, UniqueFd>> made_;
+};
+
+}  // namespace mayura::native
