@@ -44,6 +44,8 @@ struct ClientQuota {
   std::int64_t disk_mib = 0;
   // The sum of its snapshots' sizes on the host; 0: none.
   std::int64_t snapshot_mib = 0;
+  // The sum of its volumes' sizes; 0: none.
+  std::int64_t volume_mib = 0;
 };
 
 class Registry {

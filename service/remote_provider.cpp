@@ -357,6 +357,33 @@ class RemoteProvider final : public SandboxProvider {
     if (a.status != 204) throw failure_of(a);
   }
 
+  // The daemon's client's volumes, whatever the owner here (as snapshots).
+  Volume create_volume(const std::string&, const std::string& name, std::int64_t size_mib) override {
+    const HttpAnswer a =
+        link_->call(http_verb::post, "/v1/volumes", service::dump(json{{"name", name}, {"sizeMiB", size_mib}}));
+    if (a.status != 201) throw failure_of(a);
+    const json body = parse_answer(a, "a volume");
+    return decoded("volume", [&] { return service::volume_from(body); });
+  }
+
+  std::vector<Volume> volumes(const std::string&) override {
+    const HttpAnswer a = link_->call(http_verb::get, "/v1/volumes");
+    if (a.status != 200) throw failure_of(a);
+    const json body = parse_answer(a, "the volumes");
+    return decoded("volumes", [&] {
+      std::vector<Volume> out;
+      for (const json& v : body.at("volumes")) out.push_back(service::volume_from(v));
+      return out;
+    });
+  }
+
+  void delete_volume(const std::string&, const std::string& name) override {
+    const HttpAnswer a = link_->call(http_verb::delete_, target("/v1/volumes/" + name));
+    // 404 is a name the daemon's client has none of (not a sandbox gone).
+    if (a.status == 404) throw SandboxError(Reason::NOT_FOUND, "there is no volume named " + name);
+    if (a.status != 204) throw failure_of(a);
+  }
+
   std::unique_ptr<SandboxBackend> create(const CreateOptions& options, std::stop_token cancellation) override {
     CreateOptions o = options;
     if (o.image.empty()) o.image = image_;

@@ -119,6 +119,22 @@ std::pair<int, std::int64_t> fork_request(const json& request, const Owned& orig
   return {count, lifetime};
 }
 
+// {"name": "...", "sizeMiB": n}: the volume to make, checked as the
+// contract would before anything is counted.
+std::pair<std::string, std::int64_t> volume_request(const json& request) {
+  const auto size_fits = [](const json& v) {
+    return v.is_number_integer() && v.get<std::int64_t>() >= 16 && v.get<std::int64_t>() <= (std::int64_t{1} << 24);
+  };
+  if (!request.is_object() || request.size() != 2 || !request.contains("name") || !request["name"].is_string() ||
+      !request.contains("sizeMiB") || !size_fits(request["sizeMiB"])) {
+    throw SandboxError(Reason::INVALID_INPUT,
+                       "the volume request: must be {\"name\": \"...\", \"sizeMiB\": 16 to 2^24}");
+  }
+  std::string name = request["name"].get<std::string>();
+  check_volume_name(name);
+  return {std::move(name), request["sizeMiB"].get<std::int64_t>()};
+}
+
 }  // namespace
 
 Reply error_reply(unsigned status, Reason reason, std::string_view message) {
@@ -182,6 +198,38 @@ void Routes::check_snapshot_room(const Owned& o, const std::string& name) {
                                                   " MiB could pass the operator's ceiling of " + std::to_string(most) +
                                                   " (mayurad's maxSnapshotMiBPerClient)");
   }
+}
+
+Volume Routes::create_volume(const std::string& name, std::int64_t size_mib, const Client& client) {
+  const std::int64_t most = registry_.quota().volume_mib;
+  if (most <= 0) return sandboxes_.create_volume(name, size_mib, client.name);
+  {
+    std::lock_guard lock(volumes_mutex_);
+    // What the client's volumes take (one of the same name is refused as
+    // taken, not counted twice), with those being made.
+    const auto making = volumes_creating_.find(client.name);
+    std::int64_t held = making == volumes_creating_.end() ? 0 : making->second;
+    for (const Volume& v : sandboxes_.volumes(client.name)) {
+      if (v.name != name) held += v.size_mib;
+    }
+    if (held + size_mib > most) {
+      throw SandboxError(Reason::LIMIT_REACHED, "a volume of " + std::to_string(size_mib) +
+                                                    " MiB with this client's volumes' " + std::to_string(held) +
+                                                    " MiB is over the operator's ceiling of " + std::to_string(most) +
+                                                    " (mayurad's maxVolumeMiBPerClient)");
+    }
+    volumes_creating_[client.name] += size_mib;
+  }
+  struct Unreserve {
+    Routes* self;
+    const std::string& owner;
+    std::int64_t mib;
+    ~Unreserve() {
+      std::lock_guard lock(self->volumes_mutex_);
+      if ((self->volumes_creating_[owner] -= mib) == 0) self->volumes_creating_.erase(owner);
+    }
+  } unreserve{this, client.name, size_mib};
+  return sandboxes_.create_volume(name, size_mib, client.name);
 }
 
 Owned Routes::create(const json& request, const Client& client) {
@@ -404,13 +452,35 @@ Reply Routes::dispatch(const RouteMatch& m, const std::string& body, const Clien
       for (const Snapshot& s : sandboxes_.snapshots(client.name)) list.push_back(snapshot_json(s));
       return json_reply(200, {{"snapshots", list}});
     }
-    case Resource::delete_snapshot: try { sandboxes_.delete_snapshot(id, client.name);
+    case Resource::delete_snapshot: {
+      try {
+        sandboxes_.delete_snapshot(id, client.name);
       } catch (const SandboxError& e) {
         // A name this client has none of, like an id: 404, as if it never was.
         if (e.reason() != Reason::NOT_FOUND) throw;
         return error_reply(404, Reason::NOT_FOUND, "there is no snapshot " + id.substr(0, 64));
       }
       return no_content();
+    }
+    case Resource::volumes: {
+      json list = json::array();
+      for (const Volume& v : sandboxes_.volumes(client.name)) list.push_back(volume_json(v));
+      return json_reply(200, {{"volumes", list}});
+    }
+    case Resource::create_volume: {
+      const auto [name, size_mib] = volume_request(parse_body(body, "the volume request"));
+      return json_reply(201, volume_json(create_volume(name, size_mib, client)));
+    }
+    case Resource::delete_volume: {
+      try {
+        sandboxes_.delete_volume(id, client.name);
+      } catch (const SandboxError& e) {
+        // As a snapshot's: a name this client has none of is 404.
+        if (e.reason() != Reason::NOT_FOUND) throw;
+        return error_reply(404, Reason::NOT_FOUND, "there is no volume " + id.substr(0, 64));
+      }
+      return no_content();
+    }
     case Resource::url: {
       Sandbox s = owned(id, client);
       return json_reply(200, {{"url", s.url(static_cast<int>(number_param(t, "port", 0, 1 << 20)))}});

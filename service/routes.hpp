@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <exception>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -66,6 +67,9 @@ class Routes {
   // LIMIT_REACHED if a snapshot `name` of `o`'s disk could take its owner's
   // snapshots past their ceiling.
   void check_snapshot_room(const Owned& o, const std::string& name);
+  // The client's new volume, within the sum of its volumes' sizes its quota
+  // allows (LIMIT_REACHED, naming the setting, before anything is made).
+  Volume create_volume(const std::string& name, std::int64_t size_mib, const Client& client);
   // A failure's message as a client is told it: no hidden host path in it.
   std::string told(std::string message) const;
 
@@ -124,6 +128,11 @@ class Routes {
   std::condition_variable runs_changed_;
   std::size_t runs_ending_ = 0;
   std::uint64_t runs_ended_ = 0;
+
+  // The sizes of the volumes being made, by owner: counted as held until
+  // each is made (and listed) or refused.
+  std::mutex volumes_mutex_;
+  std::map<std::string, std::int64_t> volumes_creating_;
 
   Sandboxes sandboxes_;
   ServiceInfo info_;

@@ -59,7 +59,7 @@ struct Server::State {
       : options(o),
         buffered(o.max_buffered_bytes, o.max_buffered_bytes / 4),
         registry({o.max_sandboxes_per_client, o.max_memory_mib_per_client, o.max_disk_mib_per_client,
-                  o.max_snapshot_mib_per_client}),
+                  o.max_snapshot_mib_per_client, o.max_volume_mib_per_client}),
         routes(std::move(s), std::move(info), registry, metrics, o.max_json_bytes, o.max_file_bytes,
                o.default_memory_mib, o.hidden_paths),
         output_pace(o.client_output_bytes_per_second),

@@ -201,7 +201,7 @@ json features_json(const Features& f) {
   for (NetworkKind k : f.network) kinds.push_back(std::string(network_kind_name(k)));
   return {{"stdin", f.stdin},   {"ports", f.ports},       {"desktop", f.desktop}, {"cpus", f.cpus},
           {"memory", f.memory}, {"pids", f.pids},         {"seccomp", f.seccomp}, {"pause", f.pause},
-          {"disk", f.disk},     {"snapshot", f.snapshot}, {"network", kinds}};
+          {"disk", f.disk},     {"snapshot", f.snapshot}, {"volumes", f.volumes}, {"network", kinds}};
 }
 
 Features features_from(const json& value) {
@@ -220,6 +220,7 @@ Features features_from(const json& value) {
   flag("pause", out.pause);
   flag("disk", out.disk);
   flag("snapshot", out.snapshot);
+  flag("volumes", out.volumes);
   if (const json* kinds = f.take("network")) {
     if (!kinds->is_array()) bad("features.network", "must be an array");
     for (const auto& k : *kinds) {
@@ -249,6 +250,13 @@ json create_json(const CreateOptions& o) {
   if (!o.user.empty()) j["user"] = o.user;
   if (!o.workdir.empty()) j["workdir"] = bytes_json(o.workdir);
   if (o.desktop) j["desktop"] = desktop_size_json(*o.desktop);
+  if (!o.volumes.empty()) {
+    json mounts = json::array();
+    for (const VolumeMount& v : o.volumes) {
+      mounts.push_back({{"name", v.name}, {"path", bytes_json(v.path)}, {"readOnly", v.read_only}});
+    }
+    j["volumes"] = std::move(mounts);
+  }
   return j;
 }
 
@@ -273,6 +281,22 @@ DesktopSize desktop_size_from(const json& value) {
   }
   f.done();
   return size;
+}
+
+// The contract takes at most 16; more are refused before they are read.
+constexpr std::size_t kMaxVolumeMounts = 16;
+
+VolumeMount volume_mount_from(const json& value) {
+  Fields f(value, "a volume of the create");
+  VolumeMount v;
+  const json* name = f.take("name");
+  const json* path = f.take("path");
+  if (!name || !path) bad("volumes", "each needs a name and a path");
+  v.name = text(*name, "volumes.name");
+  v.path = bytes_from(*path, "volumes.path");
+  if (const json* ro = f.take("readOnly")) v.read_only = boolean(*ro, "volumes.readOnly");
+  f.done();
+  return v;
 }
 
 Point point_from(const json& value, std::string_view what) {
@@ -407,6 +431,11 @@ CreateOptions create_from(const json& value) {
   if (const json* v = f.take("user")) o.user = text(*v, "user");
   if (const json* v = f.take("workdir")) o.workdir = bytes_from(*v, "workdir");
   if (const json* v = f.take("desktop")) o.desktop = desktop_size_from(*v);
+  if (const json* v = f.take("volumes")) {
+    if (!v->is_array()) bad("volumes", "must be an array of {\"name\", \"path\", \"readOnly\"}");
+    if (v->size() > kMaxVolumeMounts) bad("volumes", "must be at most 16");
+    for (const json& m : *v) o.volumes.push_back(volume_mount_from(m));
+  }
   f.done();
   return o;
 }
@@ -427,6 +456,23 @@ Snapshot snapshot_from(const json& value) {
   if (const json* v = f.take("createdAt"))
     s.created_ms = integer(*v, "snapshot.createdAt", 0, std::numeric_limits<std::int64_t>::max());
   return s;  // a newer daemon may say more
+}
+
+json volume_json(const Volume& v) {
+  return {{"name", v.name}, {"sizeMiB", v.size_mib}, {"createdAt", v.created_ms}, {"inUse", v.in_use}};
+}
+
+Volume volume_from(const json& value) {
+  Fields f(value, "volume");
+  Volume v;
+  const json* name = f.take("name");
+  if (!name) bad("volume.name", "is required");
+  v.name = text(*name, "volume.name");
+  if (const json* s = f.take("sizeMiB")) v.size_mib = integer(*s, "volume.sizeMiB", 0, std::int64_t{1} << 24);
+  if (const json* s = f.take("createdAt"))
+    v.created_ms = integer(*s, "volume.createdAt", 0, std::numeric_limits<std::int64_t>::max());
+  if (const json* s = f.take("inUse")) v.in_use = boolean(*s, "volume.inUse");
+  return v;  // a newer daemon may say more
 }
 
 json exec_request_json(const std::vector<std::string>& argv, const ExecOptions& o) {

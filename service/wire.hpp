@@ -42,7 +42,11 @@ Features features_from(const json& value);
 // A snapshot: {"name", "diskMiB", "storedBytes", "createdAt"}.
 json snapshot_json(const Snapshot& snapshot);
 Snapshot snapshot_from(const json& value);
+// A volume: {"name", "sizeMiB", "createdAt", "inUse"}.
+json volume_json(const Volume& volume);
+Volume volume_from(const json& value);
 
+// A create; its volumes are [{"name", "path", "readOnly"}].
 json create_json(const CreateOptions& options);
 CreateOptions create_from(const json& value);
 

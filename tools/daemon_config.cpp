@@ -92,6 +92,9 @@ void parse_ceilings(Keys& k, const HostShape& host, DaemonConfig& c) {
   c.server.max_snapshot_mib_per_client = 16384;
   if (const json* v = k.take("maxSnapshotMiBPerClient"))
     c.server.max_snapshot_mib_per_client = integer(k, "maxSnapshotMiBPerClient", *v, 16, std::int64_t{1} << 30);
+  c.server.max_volume_mib_per_client = 16384;
+  if (const json* v = k.take("maxVolumeMiBPerClient"))
+    c.server.max_volume_mib_per_client = integer(k, "maxVolumeMiBPerClient", *v, 16, std::int64_t{1} << 30);
   if (const json* v = k.take("maxDiskMiBPerClient"))
     c.server.max_disk_mib_per_client = integer(k, "maxDiskMiBPerClient", *v, 16, std::int64_t{1} << 30);
   if (const json* v = k.take("maxPorts"))

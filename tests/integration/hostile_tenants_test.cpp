@@ -505,6 +505,72 @@ TEST_F(HostileTenantTest, AnotherClientsSnapshotsAndForksAreNotFound) {
   EXPECT_EQ(call(verb::delete_, sandbox).status, 204u);
 }
 
+// Volumes are each client's own: another client neither sees, deletes nor
+// mounts the owner's; its own of the same name is another volume; a
+// client's volumes together stay under its ceiling; and the owner's volume
+// keeps what one sandbox wrote for the next, which mounts it read-only.
+TEST_F(HostileTenantTest, AnotherClientsVolumesAreNotFound) {
+  start({{"tls", tls_settings()}, {"maxVolumeMiBPerClient", 48}});
+  const auto made = call(verb::post, "/v1/volumes", R"({"name": "data", "sizeMiB": 32})");
+  ASSERT_EQ(made.status, 201u) << made.body;
+  const json volume = json::parse(made.body);
+  EXPECT_EQ(volume.at("name"), "data");
+  EXPECT_EQ(volume.at("sizeMiB"), 32);
+  EXPECT_EQ(volume.at("inUse"), false);
+  EXPECT_GT(volume.at("createdAt").get<std::int64_t>(), 0);
+  const std::string mount_data = R"({"lifetimeMs": 60000, "volumes": [{"name": "data", "path": "/data"}]})";
+  // The other client sees none, cannot delete it or mount it.
+  EXPECT_TRUE(json::parse(call(verb::get, "/v1/volumes", {}, kToken).body).at("volumes").empty());
+  EXPECT_EQ(call(verb::delete_, "/v1/volumes/data", {}, kToken).status, 404u);
+  EXPECT_EQ(call(verb::post, "/v1/sandboxes", mount_data, kToken).status, 412u);  // NOT_FOUND, as for a snapshot
+  // Its own of the same name is another volume, mounted at the same time.
+  ASSERT_EQ(call(verb::post, "/v1/volumes", R"({"name": "data", "sizeMiB": 16})", kToken).status, 201u);
+  const auto theirs = call(verb::post, "/v1/sandboxes", mount_data, kToken);
+  ASSERT_EQ(theirs.status, 201u) << theirs.body;
+  const std::string their_sandbox = "/v1/sandboxes/" + json::parse(theirs.body).at("id").get<std::string>();
+  EXPECT_EQ(call(verb::put, their_sandbox + "/files?path=/data/f", "alice's", kToken).status, 204u);
+  const auto mine = call(verb::post, "/v1/sandboxes", mount_data);
+  ASSERT_EQ(mine.status, 201u) << mine.body;
+  const std::string sandbox = "/v1/sandboxes/" + json::parse(mine.body).at("id").get<std::string>();
+  EXPECT_EQ(call(verb::get, sandbox + "/files?path=/data/f").status, 412u) << "the other client's file is here";
+  EXPECT_EQ(call(verb::put, sandbox + "/files?path=/data/f", "root's").status, 204u);
+  EXPECT_EQ(call(verb::get, their_sandbox + "/files?path=/data/f", {}, kToken).body, "alice's");
+  // In use: listed so, and not deleted.
+  EXPECT_EQ(json::parse(call(verb::get, "/v1/volumes").body).at("volumes").at(0).at("inUse"), true);
+  EXPECT_EQ(call(verb::delete_, "/v1/volumes/data").status, 400u);
+  // Past the client's ceiling (48 MiB: 32 held, 16 more fit, then no more;
+  // the other client's 16 are its own), refused naming the setting before
+  // the volume is made.
+  ASSERT_EQ(call(verb::post, "/v1/volumes", R"({"name": "more", "sizeMiB": 16})").status, 201u);
+  const auto past = call(verb::post, "/v1/volumes", R"({"name": "past", "sizeMiB": 16})");
+  EXPECT_EQ(past.status, 429u) << past.body;
+  EXPECT_NE(past.body.find("maxVolumeMiBPerClient"), std::string::npos) << past.body;
+  const json listed = json::parse(call(verb::get, "/v1/volumes").body).at("volumes");
+  ASSERT_EQ(listed.size(), 2u) << listed.dump();
+  EXPECT_EQ(listed[0].at("name"), "data");
+  EXPECT_EQ(listed[1].at("name"), "more");
+  // Released, the owner's volume is mounted again, read-only: what the
+  // first sandbox wrote is there, and nothing more is written.
+  EXPECT_EQ(call(verb::delete_, sandbox).status, 204u);
+  const auto again = call(verb::post, "/v1/sandboxes",
+                          R"({"lifetimeMs": 60000, "volumes": [{"name": "data", "path": "/data", "readOnly": true}]})");
+  ASSERT_EQ(again.status, 201u) << again.body;
+  const std::string reader = "/v1/sandboxes/" + json::parse(again.body).at("id").get<std::string>();
+  EXPECT_EQ(call(verb::get, reader + "/files?path=/data/f").body, "root's");
+  EXPECT_EQ(call(verb::put, reader + "/files?path=/data/g", "no").status, 403u);  // PERMISSION_DENIED (EROFS)
+  EXPECT_EQ(call(verb::delete_, reader).status, 204u);
+  EXPECT_EQ(call(verb::delete_, their_sandbox, {}, kToken).status, 204u);
+  // Each deleted, once its last sandbox has let go of it.
+  const auto deleted = [&](const std::string& name, const std::string& token) {
+    return eventually([&] { return call(verb::delete_, "/v1/volumes/" + name, {}, token).status == 204u; });
+  };
+  EXPECT_TRUE(deleted("data", ""));
+  EXPECT_TRUE(deleted("more", ""));
+  EXPECT_TRUE(deleted("data", kToken));
+  EXPECT_EQ(call(verb::delete_, "/v1/volumes/data").status, 404u);
+  EXPECT_TRUE(json::parse(call(verb::get, "/v1/volumes").body).at("volumes").empty());
+}
+
 // A token's client is "token:NAME", never a local peer: a token named
 // "uid:0" is not root, and sees none of root's sandboxes.
 TEST_F(HostileTenantTest, ATokenNamedLikeALocalPeerIsNotThatPeer) {

@@ -56,6 +56,9 @@ TEST(DaemonConfigParse, AnEmptyObjectGivesTheDefaults) {
   EXPECT_EQ(c.native.image_store, native.image_store);
   EXPECT_EQ(c.native.image_dir, native.image_dir);
   EXPECT_EQ(c.native.cgroup_root, native.cgroup_root);
+  EXPECT_EQ(c.native.disk_dir, native.disk_dir);
+  EXPECT_EQ(c.native.snapshot_dir, native.snapshot_dir);
+  EXPECT_EQ(c.native.volume_dir, native.volume_dir);
   EXPECT_EQ(c.native.default_cpus, native.default_cpus);
   EXPECT_EQ(c.native.default_memory_mib, native.default_memory_mib);
   EXPECT_EQ(c.native.default_pids, native.default_pids);
@@ -85,6 +88,11 @@ TEST(DaemonConfigParse, CeilingsDefaultToASafeShareOfTheHost) {
   EXPECT_EQ(c.limits.max_cpus, 4);
   EXPECT_EQ(c.limits.max_ports, 16u);
   EXPECT_EQ(c.server.max_memory_mib_per_client, 16 * 4096);  // its 16 sandboxes of the default size
+  // Disks, snapshots and volumes take the host's disk: bounded by default.
+  EXPECT_EQ(c.limits.max_disk_mib, 4096);
+  EXPECT_EQ(c.server.max_disk_mib_per_client, 16384);
+  EXPECT_EQ(c.server.max_snapshot_mib_per_client, 16384);
+  EXPECT_EQ(c.server.max_volume_mib_per_client, 16384);
   EXPECT_EQ(c.native.default_memory_mib, 4096);
   EXPECT_EQ(c.server.default_memory_mib, 4096);  // every create is bounded
   EXPECT_EQ(c.native.default_pids, 4096);
@@ -176,6 +184,13 @@ TEST(DaemonConfigParse, ReadsEveryKey) {
     "imageStore": "/srv/store",
     "imageDir": "/srv/images",
     "cgroupRoot": "/sys/fs/cgroup/m2",
+    "diskDir": "/srv/disks",
+    "snapshotDir": "/srv/snapshots",
+    "volumeDir": "/srv/volumes",
+    "maxDiskMiB": 2048,
+    "maxDiskMiBPerClient": 8192,
+    "maxSnapshotMiBPerClient": 4096,
+    "maxVolumeMiBPerClient": 1024,
     "maxConnections": 12,
     "headerTimeoutMs": 1500,
     "bodyTimeoutMs": 2500,
@@ -207,6 +222,13 @@ TEST(DaemonConfigParse, ReadsEveryKey) {
   EXPECT_EQ(c.native.image_store, "/srv/store");
   EXPECT_EQ(c.native.image_dir, "/srv/images");
   EXPECT_EQ(c.native.cgroup_root, "/sys/fs/cgroup/m2");
+  EXPECT_EQ(c.native.disk_dir, "/srv/disks");
+  EXPECT_EQ(c.native.snapshot_dir, "/srv/snapshots");
+  EXPECT_EQ(c.native.volume_dir, "/srv/volumes");
+  EXPECT_EQ(c.limits.max_disk_mib, 2048);
+  EXPECT_EQ(c.server.max_disk_mib_per_client, 8192);
+  EXPECT_EQ(c.server.max_snapshot_mib_per_client, 4096);
+  EXPECT_EQ(c.server.max_volume_mib_per_client, 1024);
   EXPECT_EQ(c.server.max_connections, 12u);
   EXPECT_EQ(c.server.header_timeout, std::chrono::milliseconds(1500));
   EXPECT_EQ(c.server.body_timeout, std::chrono::milliseconds(2500));
@@ -314,6 +336,10 @@ TEST(DaemonConfigParse, RefusesWrongTypesAndRangesByName) {
       {R"({"imageStore":[]})", "imageStore"},
       {R"({"imageDir":{}})", "imageDir"},
       {R"({"cgroupRoot":true})", "cgroupRoot"},
+      {R"({"volumeDir":1})", "volumeDir"},
+      {R"({"maxVolumeMiBPerClient":15})", "maxVolumeMiBPerClient"},
+      {R"({"maxVolumeMiBPerClient":1073741825})", "maxVolumeMiBPerClient"},
+      {R"({"maxSnapshotMiBPerClient":"16"})", "maxSnapshotMiBPerClient"},
       {R"({"maxConnections":0})", "maxConnections"},
       {R"({"headerTimeoutMs":99})", "headerTimeoutMs"},
       {R"({"headerTimeoutMs":3600001})", "headerTimeoutMs"},

@@ -114,6 +114,7 @@ TEST(OpenApi, TheCreateBodyIsTheWiresOwn) {
                      {"memoryMiB", 256},
                      {"diskMiB", 64},
                      {"snapshot", "base-1.0_x"},
+                     {"volumes", {{{"name", "data"}, {"path", "/data"}, {"readOnly", true}}}},
                      {"pids", 64},
                      {"seccompProfile", "{}"},
                      {"image", "host"},
@@ -125,6 +126,23 @@ TEST(OpenApi, TheCreateBodyIsTheWiresOwn) {
   const CreateOptions taken = create_from(full);
   EXPECT_EQ(keys_of(create_json(taken)), property_names("CreateRequest"));
   for (const auto& required : schema("CreateRequest").at("required")) EXPECT_TRUE(full.contains(required));
+  // A volume's mount, both ways.
+  EXPECT_EQ(keys_of(full.at("volumes").at(0)), property_names("VolumeMount"));
+  ASSERT_EQ(taken.volumes.size(), 1u);
+  EXPECT_EQ(taken.volumes[0].name, "data");
+  EXPECT_EQ(taken.volumes[0].path, "/data");
+  EXPECT_TRUE(taken.volumes[0].read_only);
+  EXPECT_EQ(keys_of(create_json(taken).at("volumes").at(0)), property_names("VolumeMount"));
+  EXPECT_EQ(schema("VolumeMount").at("required"), json::array({"name", "path"}));
+  EXPECT_FALSE(create_from({{"lifetimeMs", 1}, {"volumes", {{{"name", "a"}, {"path", "/a"}}}}}).volumes[0].read_only);
+  EXPECT_EQ(schema("CreateRequest").at("properties").at("volumes").at("maxItems"), 16);
+  json seventeen = {{"lifetimeMs", 1}, {"volumes", json::array()}};
+  for (int i = 0; i < 17; ++i) seventeen["volumes"].push_back({{"name", "v" + std::to_string(i)}, {"path", "/v"}});
+  EXPECT_THROW(create_from(seventeen), SandboxError);
+  EXPECT_THROW(create_from({{"lifetimeMs", 1}, {"volumes", {{{"name", "a"}}}}}), SandboxError) << "no path";
+  EXPECT_THROW(create_from({{"lifetimeMs", 1}, {"volumes", {{{"name", "a"}, {"path", "/a"}, {"size", 1}}}}}),
+               SandboxError)
+      << "a key the mount does not have";
 }
 
 TEST(OpenApi, TheExecShapesAreTheWiresOwn) {
@@ -172,6 +190,41 @@ TEST(OpenApi, TheSnapshotShapesAreTheWiresOwn) {
     bool taken = true;
     try {
       check_snapshot_name(name);
+    } catch (const SandboxError&) {
+      taken = false;
+    }
+    EXPECT_EQ(std::regex_search(name, pattern), taken) << name;
+  }
+}
+
+// What a volume is on the wire, both ways; the body a volume's create takes
+// (the route reads it: {"name", "sizeMiB"}); and its names, the contract's.
+TEST(OpenApi, TheVolumeShapesAreTheWiresOwn) {
+  const json written = volume_json(Volume{});
+  EXPECT_EQ(keys_of(written), property_names("Volume"));
+  for (const auto& required : schema("Volume").at("required")) EXPECT_TRUE(written.contains(required));
+  const json full = {{"name", "data"}, {"sizeMiB", 64}, {"createdAt", 1}, {"inUse", true}};
+  EXPECT_EQ(keys_of(full), property_names("Volume"));
+  const Volume read = volume_from(full);
+  EXPECT_EQ(read.name, "data");
+  EXPECT_EQ(read.size_mib, 64);
+  EXPECT_EQ(read.created_ms, 1);
+  EXPECT_TRUE(read.in_use);
+  EXPECT_EQ(property_names("VolumeList"), (std::set<std::string>{"volumes"}));
+  EXPECT_EQ(property_names("VolumeRequest"), (std::set<std::string>{"name", "sizeMiB"}));
+  EXPECT_EQ(schema("VolumeRequest").at("required"), json::array({"name", "sizeMiB"}));
+  const json& size = schema("VolumeRequest").at("properties").at("sizeMiB");
+  EXPECT_EQ(size.at("minimum"), 16);
+  EXPECT_EQ(size.at("maximum"), std::int64_t{1} << 24);
+  EXPECT_EQ(schema("VolumeMount").at("properties").at("name").at("allOf").at(0).at("$ref"),
+            "#/components/schemas/VolumeName");
+  const std::regex pattern(schema("VolumeName").at("pattern").get<std::string>());
+  for (const std::string& name :
+       std::vector<std::string>{"a", "data-1.0_x", "9", std::string(64, 'z'), "", std::string(65, 'z'), "-a", ".a",
+                                "_a", "~v", "a/b", "a b", "..", "é"}) {
+    bool taken = true;
+    try {
+      check_volume_name(name);
     } catch (const SandboxError&) {
       taken = false;
     }

@@ -18,6 +18,7 @@ import {
   type SandboxFeatures,
   type SandboxProvider,
   type Snapshot,
+  type Volume,
 } from './types.js';
 
 export * from './types.js';
@@ -48,6 +49,7 @@ const FEATURES: SandboxFeatures = {
   pause: true,
   disk: true,
   snapshot: true,
+  volumes: true,
   network: ['none', 'all', 'allow'],
 };
 const WORKDIR = '/workspace';
@@ -96,7 +98,7 @@ export interface NativeSandboxBackend extends SandboxBackend {
   fork(count: number, options?: ForkOptions): Promise<NativeSandboxBackend[]>;
 }
 
-/** The provider of mayurad's sandboxes, which can be paused, snapshot and forked. */
+/** The provider of mayurad's sandboxes, which can be paused, snapshot and forked, and of volumes. */
 export interface NativeSandboxProvider extends SandboxProvider {
   create(options: CreateOptions, context?: CallOptions): Promise<NativeSandboxBackend>;
   /** The caller's snapshots (each client has its own names), by name. */
@@ -106,6 +108,22 @@ export interface NativeSandboxProvider extends SandboxProvider {
    * meanwhile is still made); not_found if it has none of that name.
    */
   deleteSnapshot(name: string, options?: CallOptions): Promise<void>;
+  /**
+   * Makes the caller's volume `name` (as a snapshot's), empty, of `sizeMiB`
+   * (16 to 2^24, at most the daemon's maxDiskMiB); its whole size is
+   * reserved on the host. invalid_input if the caller has one of that name;
+   * limit_reached past the daemon's maxVolumeMiBPerClient. A cancellation
+   * while the daemon makes it deletes it.
+   */
+  createVolume(name: string, sizeMiB: number, options?: CallOptions): Promise<Volume>;
+  /** The caller's volumes (each client has its own names), by name. */
+  volumes(options?: CallOptions): Promise<Volume[]>;
+  /**
+   * Deletes one of the caller's volumes and its files; not_found if it has
+   * none of that name, invalid_input while a sandbox has it mounted (one
+   * released a moment ago may still have it: try again a moment later).
+   */
+  deleteVolume(name: string, options?: CallOptions): Promise<void>;
 }
 
 // Bytes cross the wire as a JSON string when they are UTF-8, else as
@@ -167,6 +185,13 @@ function createBody(options: CreateOptions, image: string | undefined): string {
   if (options.memoryMiB !== undefined) body.memoryMiB = options.memoryMiB;
   if (options.diskMiB !== undefined) body.diskMiB = options.diskMiB;
   if (options.snapshot !== undefined) body.snapshot = options.snapshot;
+  if (options.volumes?.length) {
+    body.volumes = options.volumes.map((v) => {
+      const mount: Record<string, unknown> = { name: v.name, path: wireBytes(v.path) };
+      if (v.readOnly !== undefined) mount.readOnly = v.readOnly;
+      return mount;
+    });
+  }
   const chosen = options.image ?? image;
   if (chosen) body.image = chosen;
   if (options.labels) body.labels = wireMap(options.labels);
@@ -238,6 +263,15 @@ function snapshotFrom(value: unknown): Snapshot {
     throw malformed('snapshot');
   }
   return { name: s.name, diskMiB: s.diskMiB as number, storedBytes: s.storedBytes as number, createdAt: s.createdAt as number };
+}
+
+function volumeFrom(value: unknown): Volume {
+  const v = value as Record<string, unknown> | null;
+  if (!v || typeof v !== 'object' || typeof v.name !== 'string' || !Number.isInteger(v.sizeMiB) ||
+      !Number.isInteger(v.createdAt) || typeof v.inUse !== 'boolean') {
+    throw malformed('volume');
+  }
+  return { name: v.name, sizeMiB: v.sizeMiB as number, createdAt: v.createdAt as number, inUse: v.inUse };
 }
 
 class NativeSandbox implements NativeSandboxBackend {
@@ -470,6 +504,39 @@ class NativeProvider implements NativeSandboxProvider {
     });
     // 404 is a name the caller has none of, not a sandbox gone.
     if (answer.status === 404) throw new SandboxError('not_found', `there is no snapshot named ${name}`);
+    if (answer.status !== 204) throw failureOf(answer);
+  }
+
+  async createVolume(name: string, sizeMiB: number, options: CallOptions = {}): Promise<Volume> {
+    if (options.signal?.aborted) throw cancelledError();
+    // As a create: a cancellation while the daemon makes it does not cut the
+    // call short; the volume made is deleted then.
+    const answer = await this.link.call({ method: 'POST', path: '/v1/volumes', body: JSON.stringify({ name, sizeMiB }) });
+    if (answer.status !== 201) throw failureOf(answer);
+    const made = volumeFrom(parseJson(answer.body, 'volume'));
+    if (options.signal?.aborted) {
+      await this.deleteVolume(made.name).catch(() => {});
+      throw cancelledError();
+    }
+    return made;
+  }
+
+  async volumes(options: CallOptions = {}): Promise<Volume[]> {
+    const answer = await this.link.call({ method: 'GET', path: '/v1/volumes', signal: options.signal });
+    if (answer.status !== 200) throw failureOf(answer);
+    const listed = parseJson(answer.body, 'volumes').volumes;
+    if (!Array.isArray(listed)) throw malformed('volumes');
+    return listed.map(volumeFrom);
+  }
+
+  async deleteVolume(name: string, options: CallOptions = {}): Promise<void> {
+    const answer = await this.link.call({
+      method: 'DELETE',
+      path: `/v1/volumes/${encodeURIComponent(name)}`,
+      signal: options.signal,
+    });
+    // As a snapshot's: 404 is a name the caller has none of.
+    if (answer.status === 404) throw new SandboxError('not_found', `there is no volume named ${name}`);
     if (answer.status !== 204) throw failureOf(answer);
   }
 }

@@ -72,6 +72,11 @@ export interface SandboxFeatures {
    * from a snapshot (their snapshot, fork, and the create's snapshot).
    */
   snapshot?: boolean;
+  /**
+   * Whether the caller may keep volumes and a create mount them (the
+   * provider's createVolume, volumes and deleteVolume, the create's volumes).
+   */
+  volumes?: boolean;
   /** The network kinds it can enforce. */
   network: NetworkKind[];
 }
@@ -96,6 +101,12 @@ export interface CreateOptions {
    * not_found if there is none of that name.
    */
   snapshot?: string;
+  /**
+   * Volumes of the caller's to mount (at most 16), each at its path; one
+   * sandbox at a time may have a volume: one another sandbox has fails
+   * invalid_input, a name there is no volume of not_found.
+   */
+  volumes?: VolumeMount[];
   /** The provider's image or template. */
   image?: string;
   labels?: Record<string, string>;
@@ -141,6 +152,35 @@ export interface Snapshot {
   storedBytes: number;
   /** When it was taken, in ms since the epoch. */
   createdAt: number;
+}
+
+/**
+ * A disk of the caller's own, kept under a name of its until deleted: it
+ * outlives the sandboxes that mount it, one at a time.
+ */
+export interface Volume {
+  /** 1 to 64 of A-Z a-z 0-9 . _ -, a letter or digit first. */
+  name: string;
+  /** Its size, and the most its files take (past it a write fails ENOSPC). */
+  sizeMiB: number;
+  /** When it was made, in ms since the epoch. */
+  createdAt: number;
+  /** Whether a sandbox has it mounted now (one released a moment ago may hold it a moment longer). */
+  inUse: boolean;
+}
+
+/** A volume of the caller's mounted into a sandbox at a create. */
+export interface VolumeMount {
+  /** The volume's name. */
+  name: string;
+  /**
+   * Where it goes in the sandbox: an absolute, plain path; not /, nor under
+   * /proc, /dev or /sys, nor the working directory or /tmp whole (under
+   * either it may go).
+   */
+  path: string;
+  /** Mounted read-only: nothing in the sandbox writes it. Default false. */
+  readOnly?: boolean;
 }
 
 export interface ForkOptions extends CallOptions {
@@ -194,4 +234,16 @@ export interface SandboxProvider {
   snapshots?(options?: CallOptions): Promise<Snapshot[]>;
   /** Deletes one of the caller's snapshots; not_found if it has none of that name. */
   deleteSnapshot?(name: string, options?: CallOptions): Promise<void>;
+  /**
+   * Makes a volume of the caller's, empty, of `sizeMiB` (16 or more):
+   * invalid_input if it has one of that name. Where features.volumes is true.
+   */
+  createVolume?(name: string, sizeMiB: number, options?: CallOptions): Promise<Volume>;
+  /** The caller's volumes, by name. */
+  volumes?(options?: CallOptions): Promise<Volume[]>;
+  /**
+   * Deletes one of the caller's volumes and its files: not_found if it has
+   * none of that name, invalid_input while a sandbox has it mounted.
+   */
+  deleteVolume?(name: string, options?: CallOptions): Promise<void>;
 }

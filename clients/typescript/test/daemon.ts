@@ -1,7 +1,7 @@
 // A real mayurad for the tests, on a scratch socket with its own state, cgroup
-// root and id range, and the check that it left nothing behind once it has
-// stopped: no process in its id range, no cgroup under its root (cgroup2 and
-// v1). (That a stopped daemon leaves no network namespace or nftables table
+// root, id range, disks, snapshots and volumes, and the check that it left
+// nothing behind once it has stopped: no process in its id range, no cgroup
+// under its root (cgroup2 and v1), no loop device bound to a file of its. (That a stopped daemon leaves no network namespace or nftables table
 // is the C++ suite's DaemonTest; these tests make sandboxes with no network
 // but a published port's few.)
 
@@ -100,6 +100,7 @@ export async function startDaemon(settings: Record<string, unknown> = {}): Promi
     stateDir: path.join(dir, 'state'),
     diskDir: path.join(dir, 'disks'),
     snapshotDir: path.join(dir, 'snapshots'),
+    volumeDir: path.join(dir, 'volumes'),
     cgroupRoot: cgroupRootFor(name),
     idBase: ID_BASE,
     idSlots: ID_SLOTS,
@@ -127,7 +128,7 @@ export async function startDaemon(settings: Record<string, unknown> = {}): Promi
       const ended = new Promise<void>((resolve) => child.once('exit', () => resolve()));
       child.kill('SIGTERM');
       await ended;
-      checkNothingLeft(config.cgroupRoot, name);
+      await checkNothingLeft(config.cgroupRoot, name, dir);
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -148,8 +149,35 @@ function processesInRange(): number[] {
   return found;
 }
 
-function checkNothingLeft(cgroupRoot: string, name: string): void {
+// The loop devices bound to a file under `dir` (a disk's, a volume's).
+function loopsBoundUnder(dir: string): string[] {
+  const bound: string[] = [];
+  for (const device of fs.readdirSync('/sys/block').filter((d) => d.startsWith('loop'))) {
+    try {
+      const file = fs.readFileSync(`/sys/block/${device}/loop/backing_file`, 'utf8').trim();
+      if (file.startsWith(`${dir}/`)) bound.push(`${device} (${file})`);
+    } catch {
+      // not bound
+    }
+  }
+  return bound;
+}
+
+async function checkNothingLeft(cgroupRoot: string, name: string, dir: string): Promise<void> {
   const left: string[] = [];
+  // A loop device lets go of its file a moment after its last mount goes.
+  let bound = loopsBoundUnder(dir);
+  for (let i = 0; i < 200 && bound.length; ++i) {
+    await new Promise((r) => setTimeout(r, 50));
+    bound = loopsBoundUnder(dir);
+  }
+  if (bound.length) left.push(`loop devices ${bound.join(' ')}`);
+  // Each test deletes the volumes it makes.
+  const volumes = path.join(dir, 'volumes');
+  const kept = fs.existsSync(volumes)
+    ? (fs.readdirSync(volumes, { recursive: true, withFileTypes: true }) as fs.Dirent[]).filter((e) => e.isFile())
+    : [];
+  if (kept.length) left.push(`volumes ${kept.map((e) => e.name).join(' ')}`);
   const processes = processesInRange();
   if (processes.length) left.push(`processes ${processes.join(' ')}`);
   const roots = [cgroupRoot, ...['memory', 'cpu', 'pids', 'cpu,cpuacct'].map((c) => `/sys/fs/cgroup/${c}/${name}`)];
@@ -199,9 +227,10 @@ export async function metric(daemon: Daemon, name: string): Promise<number> {
   return Number(found[1]);
 }
 
-// A daemon for the tests of one describe(), and the sandboxes they make:
-// started before them; after them, the sandboxes released and the daemon
-// stopped (which checks that it left nothing).
+// A daemon for the tests of one describe() (with `settings` of its config
+// beside the test's own), and the sandboxes they make: started before them;
+// after them, the sandboxes released and the daemon stopped (which checks
+// that it left nothing).
 export interface SuiteDaemon {
   daemon: Daemon;
   provider: NativeSandboxProvider;
@@ -210,7 +239,7 @@ export interface SuiteDaemon {
   keep<T extends NativeSandboxBackend[]>(sandboxes: T): T;
 }
 
-export function suiteDaemon(): SuiteDaemon {
+export function suiteDaemon(settings: Record<string, unknown> = {}): SuiteDaemon {
   const made: NativeSandboxBackend[] = [];
   const suite: SuiteDaemon = {
     daemon: undefined as unknown as Daemon,
@@ -226,7 +255,7 @@ export function suiteDaemon(): SuiteDaemon {
     },
   };
   before(async () => {
-    suite.daemon = await startDaemon();
+    suite.daemon = await startDaemon(settings);
     suite.provider = nativeSandboxes({ socket: suite.daemon.socket });
   });
   after(async () => {

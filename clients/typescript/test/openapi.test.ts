@@ -50,6 +50,8 @@ describe('the provider types against mayurad OpenAPI document', () => {
       ['SandboxFeatures', 'Features', []],
       ['FileEntry', 'FileEntry', []],
       ['Snapshot', 'Snapshot', []],
+      ['Volume', 'Volume', []],
+      ['VolumeMount', 'VolumeMount', []],
       // The output comes in the stream's lines before the end line.
       ['ExecResult', 'ExecEnd', ['stdout', 'stderr']],
     ];
@@ -70,8 +72,9 @@ describe('the provider types against mayurad OpenAPI document', () => {
     for (const p of properties('ForkOptions').filter((p) => p !== 'signal')) {
       assert.ok(forkRequest.has(p), `ForkOptions.${p} is in the document's ForkRequest`);
     }
-    // A snapshot is read whole: every property the document lists.
+    // A snapshot and a volume are read whole: every property the document lists.
     assert.deepEqual(new Set(properties('Snapshot')), documented('Snapshot'));
+    assert.deepEqual(new Set(properties('Volume')), documented('Volume'));
   });
 
   it('names the network kinds and the failure reasons alike', () => {

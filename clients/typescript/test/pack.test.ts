@@ -11,7 +11,7 @@ import { describe, it } from 'node:test';
 const here = path.dirname(new URL(import.meta.url).pathname);
 const packageDir = path.resolve(here, '../..');  // build-test/test -> the package
 
-const consumer = `import { nativeSandboxes, SandboxError, type SandboxProvider, type ExecResult, type Snapshot } from '@mayurajs/sandbox-native';
+const consumer = `import { nativeSandboxes, SandboxError, type SandboxProvider, type ExecResult, type Snapshot, type Volume } from '@mayurajs/sandbox-native';
 
 const provider: SandboxProvider = nativeSandboxes({ socket: '/run/mayura/mayurad.sock', image: 'host' });
 export async function run(): Promise<number | null> {
@@ -44,6 +44,17 @@ export async function snapshotAndFork(): Promise<number> {
   const listed: Snapshot[] = await sandboxes.snapshots();
   await sandboxes.deleteSnapshot('base');
   return listed.length + taken.diskMiB + taken.storedBytes + taken.createdAt;
+}
+export async function keepAVolume(): Promise<boolean> {
+  const sandboxes = nativeSandboxes();
+  const made: Volume = await sandboxes.createVolume('data', 64, { signal: new AbortController().signal });
+  const backend = await sandboxes.create({ lifetimeMs: 60_000, volumes: [{ name: made.name, path: '/data' }] });
+  await backend.release();
+  const reader = await sandboxes.create({ lifetimeMs: 60_000, volumes: [{ name: 'data', path: '/data', readOnly: true }] });
+  await reader.release();
+  const listed: Volume[] = await sandboxes.volumes();
+  await sandboxes.deleteVolume('data');
+  return listed.some((v) => v.inUse) || made.sizeMiB + made.createdAt > 0;
 }
 `;
 

@@ -37,8 +37,9 @@ namespace mayura::testing {
 struct ConformanceContext {
   Sandbox sandbox;
   // Where it came from: the tests of features that make sandboxes of their
-  // own (disks, snapshots, fork; at most four alive at once, each with a
-  // disk of 32 MiB) need it, and are not applicable without it.
+  // own (disks, snapshots, fork, volumes; at most four alive at once, each
+  // with a disk of 32 MiB, and a volume of 16 MiB, deleted before it ends)
+  // need it, and are not applicable without it.
   std::optional<Sandboxes> sandboxes = {};
 };
 

@@ -36,6 +36,9 @@ struct ServerOptions {
   // The sum of a client's snapshots' sizes on the host; 0: none. A snapshot
   // that could take it past this is refused before it is taken.
   std::int64_t max_snapshot_mib_per_client = 0;
+  // The sum of a client's volumes' sizes; 0: none. A volume that would take
+  // it past this is refused before it is made.
+  std::int64_t max_volume_mib_per_client = 0;
   std::int64_t default_memory_mib = 0;  // 0: the provider's, and not counted
   // Connections open at once on each listener (the Unix socket's and TLS's
   // budgets are apart, so tokenless TLS clients cannot lock local ones out);
