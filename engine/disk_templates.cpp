@@ -10,6 +10,7 @@
 #include "disk_format.hpp"
 #include "mayura/random_id.hpp"
 #include "sys_error.hpp"
+#include "tenant_dirs.hpp"
 
 namespace mayura::native {
 
@@ -24,12 +25,12 @@ UniqueFd DiskTemplates::open(std::uint64_t bytes, std::uint32_t uid, std::uint32
   const auto key = std::make_tuple(bytes, uid, gid);
   auto it = made_.find(key);
   if (it == made_.end()) {
-    if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) fail_step("making the disk directory " + dir_, errno);
+    make_engine_dir(dir_, "the disk directory");
     const std::string path = dir_ + "/." + id_ + "-" + std::to_string(bytes) + "-" + std::to_string(uid) + "-" +
                              std::to_string(gid) + kTemplateSuffix;
-    disk::format_ext4(path, {.bytes = bytes,
-                             .directories = {{kDiskWorkspace, uid, gid, 0755}, {kDiskTmp, 0, 0, 01777}},
-                             .reserve = false});
+    disk::format_ext4(
+        path,
+        {.bytes = bytes, .directories = {{kDiskWorkspace, uid, gid, 0755}, {kDiskTmp, 0, 0, 01777}}, .reserve = false});
     UniqueFd held(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!held || ::flock(held.get(), LOCK_SH) != 0) {
       const int error = errno;

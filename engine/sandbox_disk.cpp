@@ -19,6 +19,7 @@
 #include "disk_templates.hpp"
 #include "snapshot_store.hpp"
 #include "sys_error.hpp"
+#include "tenant_dirs.hpp"
 #include "trace.hpp"
 
 namespace mayura::native {
@@ -155,7 +156,7 @@ void remove_orphan_disks(const std::string& dir, std::chrono::seconds grace) noe
 SandboxDisk::SandboxDisk(const std::string& dir, const std::string& name, DiskSource source)
     : path_(dir + "/" + name + ".ext4") {
   StepTimer timer("disk");
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) fail_step("making the disk directory " + dir, errno);
+  make_engine_dir(dir, "the disk directory");
   try {
     const int from = source.snapshot ? source.snapshot.get() : source.made_like.get();
     if (from < 0) throw SandboxError(Reason::INTERNAL, "a disk needs a snapshot or a template to be made from");

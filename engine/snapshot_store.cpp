@@ -28,9 +28,7 @@ constexpr char kSuffix[] = ".ext4";
 // left by an engine that died in the middle of one.
 constexpr std::chrono::minutes kForkSnapshotAge{10};
 
-void make_dir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) fail_step("making the snapshot directory " + dir, errno);
-}
+void make_dir(const std::string& dir) { make_engine_dir(dir, "the snapshot directory"); }
 
 void sync_dir(const std::string& dir) {
   const UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

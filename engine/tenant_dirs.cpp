@@ -1,10 +1,36 @@
 #include "tenant_dirs.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 
 #include "mayura/errors.hpp"
+#include "sys_error.hpp"
 
 namespace mayura::native {
+
+namespace {
+
+// Each missing directory of `dir`, 0755, from the top down.
+void make_parents(const std::string& dir, const std::string& what) {
+  if (dir.empty() || dir == "/") return;
+  if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) return;
+  if (errno != ENOENT) fail_step("making " + what + "'s parent " + dir, errno);
+  make_parents(dir.substr(0, dir.find_last_of('/')), what);
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) fail_step("making " + what + "'s parent " + dir, errno);
+}
+
+}  // namespace
+
+void make_engine_dir(const std::string& dir, const std::string& what) {
+  if (::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST) return;
+  if (errno == ENOENT) {
+    make_parents(dir.substr(0, dir.find_last_of('/')), what);
+    if (::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST) return;
+  }
+  fail_step("making " + what + " " + dir, errno);
+}
 
 std::string tenant_dir(const std::string& root, const std::string& tenant) {
   if (tenant.empty()) return root + "/local";

@@ -8,6 +8,11 @@
 
 namespace mayura::native {
 
+// Makes `dir` (0700: root's alone) and whatever is missing above it (0755),
+// as the engine's state directories are made; `what` names it in a
+// failure ("the snapshot directory").
+void make_engine_dir(const std::string& dir, const std::string& what);
+
 // The directory of `tenant` under `root` ("local" for the empty tenant).
 std::string tenant_dir(const std::string& root, const std::string& tenant);
 

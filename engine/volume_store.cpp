@@ -24,9 +24,7 @@ namespace {
 constexpr char kSuffix[] = ".ext4";
 constexpr char kData[] = "data";
 
-void make_dir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) fail_step("making the volume directory " + dir, errno);
-}
+void make_dir(const std::string& dir) { make_engine_dir(dir, "the volume directory"); }
 
 [[noreturn]] void in_use(const std::string& name) {
   throw SandboxError(Reason::INVALID_INPUT, "the volume " + name + " is in use by a sandbox");
@@ -49,6 +47,16 @@ UniqueFd open_locked(const std::string& path, const std::string& name, int mode)
   check_sys(::fstat(fd.get(), &st), "reading the volume " + name);
   if (st.st_nlink == 0) throw SandboxError(Reason::NOT_FOUND, "there is no volume named " + name);
   return fd;
+}
+
+// When the volume was made: its file's birth (a volume's file is written
+// whenever its sandbox writes), or its last change where the host's file
+// system keeps no birth time.
+std::int64_t made_ms(const std::string& path) {
+  struct statx st {};
+  if (::statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_MTIME, &st) != 0) return 0;
+  const statx_timestamp& t = (st.stx_mask & STATX_BTIME) ? st.stx_btime : st.stx_mtime;
+  return static_cast<std::int64_t>(t.tv_sec) * 1000 + t.tv_nsec / 1000000;
 }
 
 }  // namespace
@@ -75,9 +83,7 @@ Volume VolumeStore::create(const std::string& owner, const std::string& name, st
     if (error == EEXIST) throw SandboxError(Reason::INVALID_INPUT, "there is a volume named " + name + " already");
     fail_step("naming the volume " + name, error);
   }
-  struct stat st {};
-  check_sys(::stat(final_path.c_str(), &st), "reading the volume " + name);
-  return {name, size_mib, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000, false};
+  return {name, size_mib, made_ms(final_path), false};
 }
 
 std::vector<Volume> VolumeStore::list(const std::string& owner) const {
@@ -95,8 +101,7 @@ std::vector<Volume> VolumeStore::list(const std::string& owner) const {
     struct stat st {};
     if (::stat(e.path().c_str(), &st) != 0) continue;  // deleted meanwhile
     out.push_back({file.substr(0, file.size() - (sizeof kSuffix - 1)), static_cast<std::int64_t>(st.st_size >> 20),
-                   static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000,
-                   bound.contains(e.path().string())});
+                   made_ms(e.path().string()), bound.contains(e.path().string())});
   }
   std::sort(out.begin(), out.end(), [](const Volume& a, const Volume& b) { return a.name < b.name; });
   return out;
