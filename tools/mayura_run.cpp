@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -21,6 +22,7 @@
 #include <sstream>
 #include <stop_token>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "run_engine.hpp"
@@ -49,6 +51,7 @@ constexpr std::size_t kKept = std::size_t{16} << 20;
 const char* kUsage = R"(usage: mayura-run [OPTIONS] [--] COMMAND [ARG...]
        mayura-run image import|list|inspect|rm ...   (mayura-run image --help)
        mayura-run snapshot list|delete ...   (mayura-run snapshot --help)
+       mayura-run volume create|list|delete ...   (mayura-run volume --help)
 
 Runs COMMAND in a fresh sandbox, streams its output, and releases the sandbox.
 With --image NAME[:TAG] of the store and no COMMAND, the image's Entrypoint
@@ -97,6 +100,11 @@ Options:
                          replacing one of that name; needs --disk or
                          --from-snapshot. The exit status stays the command's;
                          a snapshot that fails is said, and it is 125
+  --volume NAME:PATH[:ro]
+                         mount the volume NAME at PATH (absolute), read-only
+                         with :ro; one sandbox at a time uses a volume, and
+                         once the command has ended the run waits for its
+                         volumes to be let go (repeatable, at most 16)
   --port N               publish the sandbox's port N (a server on its
                          127.0.0.1) on this host's 127.0.0.1; the URL is
                          printed on stderr (repeatable)
@@ -131,6 +139,7 @@ most hosts):
   MAYURA_STATE_DIR       the engine's records (/run/mayura)
   MAYURA_DISK_DIR        where sandboxes' disks are made (/var/lib/mayura/disks)
   MAYURA_SNAPSHOT_DIR    where snapshots are kept (/var/lib/mayura/snapshots)
+  MAYURA_VOLUME_DIR      where volumes are kept (/var/lib/mayura/volumes)
   MAYURA_CGROUP_ROOT     the cgroup2 directory for sandboxes (see doctor)
   MAYURA_ID_BASE, MAYURA_ID_SLOTS   the host id ranges sandboxes map to
   MAYURA_DNS_SERVERS     IPv4 servers (comma-separated) that resolve names for
@@ -193,6 +202,7 @@ struct Args {
   std::optional<std::int64_t> disk_mib;
   std::optional<std::string> from_snapshot;
   std::optional<std::string> snapshot_to;
+  std::vector<mayura::VolumeMount> volumes;
   std::optional<std::int64_t> pids;
   std::optional<std::string> seccomp_file;
   std::vector<int> ports;
@@ -209,6 +219,31 @@ std::string snapshot_name(const std::string& flag, const std::string& name) {
     usage_error(flag + ": " + e.what());
   }
   return name;
+}
+
+// NAME:PATH or NAME:PATH:ro, as --volume takes: a volume's name as the
+// contract takes it, and an absolute path (which the contract checks
+// further, before anything is made); else bad input.
+mayura::VolumeMount volume_mount(const std::string& spec) {
+  const std::string form = "--volume takes NAME:PATH or NAME:PATH:ro, not '" + spec + "'";
+  const auto first = spec.find(':');
+  if (first == std::string::npos) usage_error(form);
+  mayura::VolumeMount mount;
+  mount.name = spec.substr(0, first);
+  mount.path = spec.substr(first + 1);
+  if (const auto second = mount.path.find(':'); second != std::string::npos) {
+    if (mount.path.substr(second + 1) != "ro") usage_error(form);
+    mount.read_only = true;
+    mount.path.resize(second);
+  }
+  if (mount.name.empty() || mount.path.empty()) usage_error(form);
+  try {
+    mayura::check_volume_name(mount.name);
+  } catch (const mayura::SandboxError& e) {
+    usage_error("--volume " + spec + ": " + e.what());
+  }
+  if (mount.path.front() != '/') usage_error("--volume " + spec + ": the path in the sandbox must be absolute");
+  return mount;
 }
 
 // "A:B", both sides non-empty (the first colon splits them), as
@@ -267,6 +302,8 @@ Args parse(int argc, char** argv) {
       a.from_snapshot = snapshot_name(arg, value(arg));
     } else if (arg == "--snapshot-to") {
       a.snapshot_to = snapshot_name(arg, value(arg));
+    } else if (arg == "--volume") {
+      a.volumes.push_back(volume_mount(value(arg)));
     } else if (arg == "--pids") {
       a.pids = parse_count(arg, value(arg), std::int64_t{1} << 22, "a whole number of processes");
     } else if (arg == "--port") {
@@ -392,6 +429,36 @@ std::optional<mayura::Snapshot> snapshot_to(const mayura::Sandbox& sandbox, cons
 // A snapshot as mayurad's API writes one.
 nlohmann::json snapshot_json(const mayura::Snapshot& s) {
   return {{"name", s.name}, {"diskMiB", s.disk_mib}, {"storedBytes", s.stored_bytes}, {"createdAt", s.created_ms}};
+}
+
+// A volume as mayurad's API writes one.
+nlohmann::json volume_json(const mayura::Volume& v) {
+  return {{"name", v.name}, {"sizeMiB", v.size_mib}, {"createdAt", v.created_ms}, {"inUse", v.in_use}};
+}
+
+// Once the command has ended: until the engine lists none of the run's
+// volumes as in use, at most 10 s, so that the next command may take or
+// delete one at once (a daemon finishes a sandbox's removal after its
+// answer, and the volume's with it). One another sandbox took meanwhile is
+// waited for no longer than that; a failure to ask, or a stop, ends it.
+void wait_until_let_go(const mayura::tools::RunEngine& engine, const std::vector<mayura::VolumeMount>& mounts,
+                       const std::stop_token& stop) {
+  if (mounts.empty()) return;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  try {
+    const auto sandboxes = mayura::create_sandboxes(engine.provider(), mayura::SandboxesOptions{});
+    for (;;) {
+      bool held = false;
+      for (const auto& v : sandboxes.volumes()) {
+        held = held || (v.in_use && std::any_of(mounts.begin(), mounts.end(),
+                                                [&v](const mayura::VolumeMount& m) { return m.name == v.name; }));
+      }
+      if (!held || stop.stop_requested() || std::chrono::steady_clock::now() >= give_up) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  } catch (const std::exception&) {
+    // The command's status stands: the wait was a courtesy.
+  }
 }
 
 // False when the reader is gone (EPIPE, or another failure to write).
@@ -558,7 +625,7 @@ int run_snapshot_command(int argc, char** argv) {
       local = true;
     } else if (arg == "--json") {
       json = true;
-    } else if (arg.rfind("-", 0) == 0) {
+    } else if (arg.rfind('-', 0) == 0) {
       bad("unknown option " + arg);
     } else {
       words.push_back(arg);
@@ -627,12 +694,140 @@ int run_snapshot_command(int argc, char** argv) {
   }
 }
 
+const char* kVolumeUsage = R"(usage: mayura-run volume [--local] COMMAND
+
+  create NAME SIZE_MIB  a new, empty volume of SIZE_MIB mebibytes (16 to
+                        16777216), its size its quota; a name taken is
+                        refused
+  list [--json]         the volumes: each one's name, its size, whether a
+                        sandbox uses it now, and when it was made (--json:
+                        an array of {name, sizeMiB, createdAt, inUse},
+                        createdAt in ms since the Unix epoch)
+  delete NAME...        delete volumes, and their files with them (rm is the
+                        same); one that is not there, or in use, is said, and
+                        the exit status is 125
+  --local               the volumes of an engine in this process, never a
+                        daemon's
+
+Mount one with `mayura-run --volume NAME:PATH[:ro] -- COMMAND`; one sandbox at
+a time uses it. They are the daemon's when runs go through one (each of its
+clients has its own), else those of MAYURA_VOLUME_DIR (default
+/var/lib/mayura/volumes): the two are not the same volumes.
+)";
+
+// mayura-run volume create|list|delete; argv[0] is "volume". The volumes of
+// the engine a run would use, as for run_snapshot_command.
+int run_volume_command(int argc, char** argv) {
+  const auto bad = [](const std::string& message) {
+    std::fprintf(stderr, "mayura-run: INVALID_INPUT: %s\n(see mayura-run volume --help)\n", message.c_str());
+    std::exit(kSandboxFailed);
+  };
+  bool local = false, json = false;
+  std::vector<std::string> words;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kVolumeUsage, stdout);
+      return 0;
+    }
+    if (arg == "--local") {
+      local = true;
+    } else if (arg == "--json") {
+      json = true;
+    } else if (arg.rfind('-', 0) == 0) {
+      bad("unknown option " + arg);
+    } else {
+      words.push_back(arg);
+    }
+  }
+  if (words.empty()) {
+    std::fputs(kVolumeUsage, stderr);
+    return kSandboxFailed;
+  }
+  const std::string command = words.front();
+  words.erase(words.begin());
+  const bool make = command == "create";
+  const bool list = command == "list" || command == "ls";
+  const bool remove = command == "delete" || command == "rm";
+  if (!make && !list && !remove) bad("mayura-run volume has no command " + command + " (create, list or delete)");
+  if (make && words.size() != 2) bad("volume create takes a name and a size in MiB");
+  if (list && !words.empty()) bad("volume list takes no names");
+  if (remove && words.empty()) bad("volume delete needs the name of a volume");
+  if (json && !list) bad("--json is for volume list");
+  std::int64_t size_mib = 0;
+  if (make) {
+    const std::string& size = words.back();
+    const bool digits = !size.empty() && size.size() <= 9 && size.find_first_not_of("0123456789") == std::string::npos;
+    if (digits) size_mib = std::stoll(size);
+    if (!digits || size_mib < 16 || size_mib > (std::int64_t{1} << 24)) {
+      bad("volume create takes a size of 16 to 16777216 MiB, not '" + size + "'");
+    }
+    words.pop_back();
+  }
+  for (const auto& name : words) {
+    try {
+      mayura::check_volume_name(name);
+    } catch (const mayura::SandboxError& e) {
+      bad(e.what());
+    }
+  }
+  try {
+    const auto engine = mayura::tools::choose_engine(local);
+    const auto sandboxes = mayura::create_sandboxes(engine.provider(), mayura::SandboxesOptions{});
+    if (!sandboxes.features().volumes) {
+      throw mayura::SandboxError(
+          mayura::Reason::INVALID_INPUT,
+          (engine.daemon.empty() ? std::string("this engine") : engine.daemon) + " keeps no volumes");
+    }
+    if (make) {
+      const mayura::Volume made = sandboxes.create_volume(words.front(), size_mib);
+      std::printf("created %s\n", made.name.c_str());
+      return 0;
+    }
+    if (list) {
+      const auto volumes = sandboxes.volumes();
+      if (json) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& v : volumes) out.push_back(volume_json(v));
+        std::printf("%s\n", out.dump(2).c_str());
+        return 0;
+      }
+      std::printf("%-40s %12s  %-6s  %s\n", "NAME", "SIZE", "IN USE", "CREATED (UTC)");
+      for (const auto& v : volumes) {
+        std::printf("%-40s %8lld MiB  %-6s  %s\n", v.name.c_str(), static_cast<long long>(v.size_mib),
+                    v.in_use ? "yes" : "no", utc_time(v.created_ms).c_str());
+      }
+      return 0;
+    }
+    // Each name on its own: one missing or in use is said, the rest go.
+    int status = 0;
+    for (const auto& name : words) {
+      try {
+        sandboxes.delete_volume(name);
+        std::printf("deleted %s\n", name.c_str());
+      } catch (const mayura::SandboxError& e) {
+        if (e.reason() != mayura::Reason::NOT_FOUND && e.reason() != mayura::Reason::INVALID_INPUT) throw;
+        std::fprintf(stderr, "mayura-run: %s: %s\n", std::string(mayura::reason_name(e.reason())).c_str(), e.what());
+        status = kSandboxFailed;
+      }
+    }
+    return status;
+  } catch (const mayura::SandboxError& e) {
+    std::fprintf(stderr, "mayura-run: %s: %s\n", std::string(mayura::reason_name(e.reason())).c_str(), e.what());
+    return kSandboxFailed;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mayura-run: INTERNAL: %s\n", e.what());
+    return kSandboxFailed;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   mayura::tools::keep_command_line(argv);
   if (argc >= 2 && std::string(argv[1]) == "image") return mayura::tools::run_image_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "snapshot") return run_snapshot_command(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "volume") return run_volume_command(argc - 1, argv + 1);
   Args args = parse(argc, argv);
   if (!args.screenshot.empty()) check_writable("--screenshot", args.screenshot);
   for (const auto& [path, host] : args.copy_out) check_writable("--copy-out", host);
@@ -673,6 +868,7 @@ int main(int argc, char** argv) {
     create.memory_mib = args.memory_mib;
     create.disk_mib = args.disk_mib;
     create.snapshot = args.from_snapshot;
+    create.volumes = args.volumes;
     create.pids = args.pids;
     create.seccomp_profile = profile;
     create.ports = args.ports;
@@ -709,6 +905,7 @@ int main(int argc, char** argv) {
       // sandbox ends with it).
       if (!args.lifetime_given) create.lifetime_ms = 0;
       result = engine.run(create, args.command, exec);
+      wait_until_let_go(engine, args.volumes, stop.get_token());
     } else {
       const auto provider = engine.provider();
       mayura::SandboxesOptions limits;
@@ -729,6 +926,11 @@ int main(int argc, char** argv) {
             mayura::Reason::INVALID_INPUT,
             "--snapshot-to: " + (daemon.empty() ? std::string("this engine") : daemon) + " cannot snapshot a sandbox");
       }
+      if (!args.volumes.empty() && !sandboxes.features().volumes) {
+        throw mayura::SandboxError(
+            mayura::Reason::INVALID_INPUT,
+            "--volume: " + (daemon.empty() ? std::string("this engine") : daemon) + " keeps no volumes");
+      }
       sandbox = sandboxes.create(create, stop.get_token());
       for (const auto& [path, data] : files) sandbox->write_file(path, data);
       for (int port : args.ports) {
@@ -738,6 +940,7 @@ int main(int argc, char** argv) {
       for (const auto& [path, host] : args.copy_out) copied_out = copy_out(*sandbox, path, host) && copied_out;
       if (args.snapshot_to) taken = snapshot_to(*sandbox, *args.snapshot_to);
       sandbox->release();
+      wait_until_let_go(engine, args.volumes, stop.get_token());
     }
 
     if (args.json) {
@@ -766,6 +969,9 @@ int main(int argc, char** argv) {
     } else if (e.reason() == mayura::Reason::NOT_FOUND &&
                std::string_view(e.what()).find("no snapshot") != std::string_view::npos) {
       hint = " (mayura-run snapshot list shows the snapshots there are)";
+    } else if (e.reason() == mayura::Reason::NOT_FOUND &&
+               std::string_view(e.what()).find("no volume") != std::string_view::npos) {
+      hint = " (mayura-run volume list shows the volumes there are; volume create makes one)";
     }
     std::fprintf(stderr, "mayura-run: %s: %s%s\n", std::string(mayura::reason_name(e.reason())).c_str(), e.what(),
                  hint.c_str());

@@ -36,6 +36,7 @@ NativeOptions engine_options_from_env() {
   text("MAYURA_STATE_DIR", o.state_dir);
   text("MAYURA_DISK_DIR", o.disk_dir);
   text("MAYURA_SNAPSHOT_DIR", o.snapshot_dir);
+  text("MAYURA_VOLUME_DIR", o.volume_dir);
   text("MAYURA_CGROUP_ROOT", o.cgroup_root);
   number("MAYURA_ID_BASE", o.id_base);
   number("MAYURA_ID_SLOTS", o.id_slots);

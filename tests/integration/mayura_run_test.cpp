@@ -88,14 +88,16 @@ class MayuraRunTest : public NativeTest, public ::testing::WithParamInterface<Vi
       engine = " MAYURA_HOST=unix://" + socket_;
     } else if (args.rfind("snapshot ", 0) == 0) {
       tool_args = "snapshot --local " + args.substr(9);
+    } else if (args.rfind("volume ", 0) == 0) {
+      tool_args = "volume --local " + args.substr(7);
     } else if (args.rfind("image ", 0) != 0 && args != "doctor") {
       tool_args = "--local " + args;
     }
     // The engine settings are there both ways: a daemon must ignore them.
     const std::string command =
         env + engine + " MAYURA_STATE_DIR=" + options().state_dir + " MAYURA_DISK_DIR=" + options().disk_dir +
-        " MAYURA_SNAPSHOT_DIR=" + options().snapshot_dir + " MAYURA_CGROUP_ROOT=" + options().cgroup_root +
-        " MAYURA_ID_BASE=" + std::to_string(options().id_base) +
+        " MAYURA_SNAPSHOT_DIR=" + options().snapshot_dir + " MAYURA_VOLUME_DIR=" + options().volume_dir +
+        " MAYURA_CGROUP_ROOT=" + options().cgroup_root + " MAYURA_ID_BASE=" + std::to_string(options().id_base) +
         " MAYURA_ID_SLOTS=" + std::to_string(options().id_slots) + " MAYURA_IMAGE_DIR=" + options().image_dir +
         " MAYURA_IMAGE_STORE=" + options().image_store + " " + MAYURA_RUN_PATH + " " + tool_args + " <" + in + " 2>" +
         err + (reader.empty() ? " >" + out : " | " + reader + " >" + out);
@@ -443,6 +445,113 @@ TEST_P(MayuraRunTest, SnapshotOptionsRefuseBadInputBeforeAnythingIsMade) {
     EXPECT_TRUE(failed_with(r, "INVALID_INPUT")) << args << ": " << r.err;
   }
   r = run("snapshot list --json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json::array()) << r.out;
+}
+
+// A volume outlives its runs: one writes into it, the next reads it
+// read-only and cannot write; `volume list` shows it and `delete` removes
+// it, both ways. Each run waits for its volumes to be let go before it
+// exits, so that the next command finds them free at once.
+TEST_P(MayuraRunTest, VolumesAreMadeMountedListedAndDeleted) {
+  Outcome r = run("volume create data 32");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "created data\n");
+  r = run("volume create more 16");
+  EXPECT_EQ(r.status, 0) << r.err;
+  r = run("--volume data:/data -- sh -c 'mkdir /data/src && echo kept > /data/src/f'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  // read-only, under the workdir, beside another read-write; a write fails
+  r =
+      run("--volume data:/workspace/d:ro --volume more:/more -- sh -c 'cat d/src/f > /more/copy; cat d/src/f; "
+          "echo x > d/src/f'");
+  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(r.out, "kept\n");
+  EXPECT_NE(r.err.find("Read-only file system"), std::string::npos) << r.err;
+  // through the steps a run goes (a file copied out), and with --json
+  const std::string copied = options().state_dir + "-copied";
+  r = run("--json --volume more:/more --copy-out /more/copy:" + copied + " -- cat /more/copy");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["stdout"], "kept\n");
+  EXPECT_EQ(read_host(copied), "kept\n");
+  std::filesystem::remove(copied);
+  r = run("volume list");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("NAME ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(" IN USE "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\ndata "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" 32 MiB  no "), std::string::npos) << r.out;
+  r = run("volume list --json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  const auto listed = nlohmann::json::parse(r.out);
+  ASSERT_EQ(listed.size(), 2u) << r.out;
+  EXPECT_EQ(listed[0]["name"], "data");
+  EXPECT_EQ(listed[0]["sizeMiB"], 32);
+  EXPECT_EQ(listed[0]["inUse"], false);
+  EXPECT_GT(listed[0]["createdAt"].get<std::int64_t>(), 0);
+  EXPECT_EQ(listed[1]["name"], "more");
+  // a name taken is refused, and the volume stays as it was
+  EXPECT_TRUE(failed_with(run("volume create data 16"), "INVALID_INPUT", "data"));
+  // deleted right after a run: its volume was let go before it exited
+  r = run("--volume data:/data -- true");
+  EXPECT_EQ(r.status, 0) << r.err;
+  r = run("volume delete data more");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "deleted data\ndeleted more\n");
+  r = run("volume list --json");
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json::array()) << r.out;
+  // gone: nothing mounts it, and deleting it again is said
+  EXPECT_TRUE(failed_with(run("--volume data:/data -- true"), "NOT_FOUND", "no volume named data"));
+  EXPECT_TRUE(failed_with(run("volume delete data"), "NOT_FOUND", "no volume named data"));
+}
+
+// Bad input is refused before anything is made: nothing runs, nothing is kept.
+TEST_P(MayuraRunTest, VolumeOptionsRefuseBadInputBeforeAnythingIsMade) {
+  Outcome r = run("--volume missing:/v -- sh -c 'echo ran'");
+  EXPECT_TRUE(failed_with(r, "NOT_FOUND", "no volume named missing")) << r.err;
+  EXPECT_EQ(r.out, "");
+  std::string seventeen;
+  for (int i = 0; i < 17; ++i) seventeen += " --volume v" + std::to_string(i) + ":/v" + std::to_string(i);
+  const std::vector<std::string> bad = {"--volume v -- true",
+                                        "--volume v: -- true",
+                                        "--volume :/v -- true",
+                                        "--volume v:/v: -- true",
+                                        "--volume v:/v:rw -- true",
+                                        "--volume v:/v:ro:ro -- true",
+                                        "--volume v:relative -- true",
+                                        "--volume .v:/v -- true",
+                                        "--volume a/b:/v -- true",
+                                        "--volume v:/ -- true",
+                                        "--volume v:/proc/v -- true",
+                                        "--volume v:/a/../b -- true",
+                                        "--volume v:/tmp -- true",
+                                        "--volume v:/a --volume v:/b -- true",
+                                        "--volume v:/a --volume w:/a -- true",
+                                        seventeen + " -- true",
+                                        "--volume -- true",
+                                        "volume create",
+                                        "volume create v",
+                                        "volume create v 8",
+                                        "volume create v 16x",
+                                        "volume create v 16777217",
+                                        "volume create v 16 32",
+                                        "volume create .v 16",
+                                        "volume create v 16 --json",
+                                        "volume delete",
+                                        "volume delete ../x",
+                                        "volume list x",
+                                        "volume frob",
+                                        "volume list --nope"};
+  for (const std::string& args : bad) {
+    r = run(args);
+    EXPECT_TRUE(failed_with(r, "INVALID_INPUT")) << args << ": " << r.err;
+    EXPECT_EQ(r.out, "") << args;
+  }
+  r = run("--volume v:/v:rw -- true");
+  EXPECT_NE(r.err.find("NAME:PATH or NAME:PATH:ro"), std::string::npos) << r.err;
+  EXPECT_TRUE(failed_with(run("volume delete missing"), "NOT_FOUND", "no volume named missing"));
+  r = run("volume list --json");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json::array()) << r.out;
 }
