@@ -605,6 +605,47 @@ std::string mebibytes(std::int64_t bytes) {
   return buf;
 }
 
+// The words of `mayura-run snapshot|volume ...`: --local and --json, then
+// the command and its names. For --help, or no command, the usage is
+// printed and `exit` is the status to end with (else -1).
+struct StoreCommand {
+  int exit = -1;
+  bool local = false;
+  bool json = false;
+  std::string command;
+  std::vector<std::string> words;
+};
+
+template <class Bad>
+StoreCommand parse_store_command(int argc, char** argv, const char* usage, const Bad& bad) {
+  StoreCommand parsed;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(usage, stdout);
+      parsed.exit = 0;
+      return parsed;
+    }
+    if (arg == "--local") {
+      parsed.local = true;
+    } else if (arg == "--json") {
+      parsed.json = true;
+    } else if (arg.rfind('-', 0) == 0) {
+      bad("unknown option " + arg);
+    } else {
+      parsed.words.push_back(arg);
+    }
+  }
+  if (parsed.words.empty()) {
+    std::fputs(usage, stderr);
+    parsed.exit = kSandboxFailed;
+    return parsed;
+  }
+  parsed.command = parsed.words.front();
+  parsed.words.erase(parsed.words.begin());
+  return parsed;
+}
+
 // mayura-run snapshot list|delete; argv[0] is "snapshot". The snapshots of
 // the engine a run would use: a daemon's (through the light client when it
 // is on a unix socket), or one in this process.
@@ -613,30 +654,12 @@ int run_snapshot_command(int argc, char** argv) {
     std::fprintf(stderr, "mayura-run: INVALID_INPUT: %s\n(see mayura-run snapshot --help)\n", message.c_str());
     std::exit(kSandboxFailed);
   };
-  bool local = false, json = false;
-  std::vector<std::string> words;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kSnapshotUsage, stdout);
-      return 0;
-    }
-    if (arg == "--local") {
-      local = true;
-    } else if (arg == "--json") {
-      json = true;
-    } else if (arg.rfind('-', 0) == 0) {
-      bad("unknown option " + arg);
-    } else {
-      words.push_back(arg);
-    }
-  }
-  if (words.empty()) {
-    std::fputs(kSnapshotUsage, stderr);
-    return kSandboxFailed;
-  }
-  const std::string command = words.front();
-  words.erase(words.begin());
+  StoreCommand parsed = parse_store_command(argc, argv, kSnapshotUsage, bad);
+  if (parsed.exit >= 0) return parsed.exit;
+  const bool local = parsed.local;
+  const bool json = parsed.json;
+  const std::string& command = parsed.command;
+  std::vector<std::string>& words = parsed.words;
   const bool list = command == "list" || command == "ls";
   const bool remove = command == "delete" || command == "rm";
   if (!list && !remove) bad("mayura-run snapshot has no command " + command + " (list or delete)");
@@ -722,30 +745,12 @@ int run_volume_command(int argc, char** argv) {
     std::fprintf(stderr, "mayura-run: INVALID_INPUT: %s\n(see mayura-run volume --help)\n", message.c_str());
     std::exit(kSandboxFailed);
   };
-  bool local = false, json = false;
-  std::vector<std::string> words;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kVolumeUsage, stdout);
-      return 0;
-    }
-    if (arg == "--local") {
-      local = true;
-    } else if (arg == "--json") {
-      json = true;
-    } else if (arg.rfind('-', 0) == 0) {
-      bad("unknown option " + arg);
-    } else {
-      words.push_back(arg);
-    }
-  }
-  if (words.empty()) {
-    std::fputs(kVolumeUsage, stderr);
-    return kSandboxFailed;
-  }
-  const std::string command = words.front();
-  words.erase(words.begin());
+  StoreCommand parsed = parse_store_command(argc, argv, kVolumeUsage, bad);
+  if (parsed.exit >= 0) return parsed.exit;
+  const bool local = parsed.local;
+  const bool json = parsed.json;
+  const std::string& command = parsed.command;
+  std::vector<std::string>& words = parsed.words;
   const bool make = command == "create";
   const bool list = command == "list" || command == "ls";
   const bool remove = command == "delete" || command == "rm";
