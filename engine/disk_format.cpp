@@ -263,6 +263,14 @@ void format_ext4(const std::string& path, const FormatOptions& options) {
   UniqueFd fd(::open(path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600));
   if (!fd) fail_step(kWhat + "creating " + path, errno);
   RemoveUnlessKept file(path);
+  format_ext4_into(fd.get(), options);
+  file.keep();
+}
+
+void format_ext4_into(int file, const FormatOptions& options) {
+  check_options(options);
+  const UniqueFd fd(::fcntl(file, F_DUPFD_CLOEXEC, 0));
+  if (!fd) fail_step(kWhat + "holding its file", errno);
   if (options.reserve) {
     reserve(fd.get(), options.bytes);
   } else if (::ftruncate(fd.get(), static_cast<off_t>(options.bytes)) != 0) {
@@ -278,7 +286,6 @@ void format_ext4(const std::string& path, const FormatOptions& options) {
   reserve_special_inodes(fs.get());
   add_journal(fs.get());
   finish(std::move(fs));
-  file.keep();
 }
 
 }  // namespace mayura::disk

@@ -36,5 +36,8 @@ struct FormatOptions {
 // bits or a directory's name that is not one plain component, INTERNAL otherwise. On failure the file is removed (a
 // path that was already there is left as it was).
 void format_ext4(const std::string& path, const FormatOptions& options);
+// The same into `file`, an empty regular file open for writing (an
+// O_TMPFILE, linked to its name once whole); nothing is removed on failure.
+void format_ext4_into(int file, const FormatOptions& options);
 
 }  // namespace mayura::disk

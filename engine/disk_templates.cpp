@@ -17,7 +17,7 @@ namespace mayura::native {
 DiskTemplates::DiskTemplates(std::string dir) : dir_(std::move(dir)), id_(random_hex(16)) {}
 
 DiskTemplates::~DiskTemplates() {
-  for (const auto& [key, made] : made_) ::unlink(made.first.c_str());
+  for (const auto& [key, made] : made_) ::unlink(made.path.c_str());
 }
 
 UniqueFd DiskTemplates::open(std::uint64_t bytes, std::uint32_t uid, std::uint32_t gid) {
@@ -25,6 +25,16 @@ UniqueFd DiskTemplates::open(std::uint64_t bytes, std::uint32_t uid, std::uint32
   const auto key = std::make_tuple(bytes, uid, gid);
   auto it = made_.find(key);
   if (it == made_.end()) {
+    // A few sizes serve most creates: past kKept, the least lately used goes
+    // (a create of every size must not pile up files and descriptors).
+    if (made_.size() >= kKept) {
+      auto oldest = made_.begin();
+      for (auto m = made_.begin(); m != made_.end(); ++m) {
+        if (m->second.used < oldest->second.used) oldest = m;
+      }
+      ::unlink(oldest->second.path.c_str());
+      made_.erase(oldest);
+    }
     make_engine_dir(dir_, "the disk directory");
     const std::string path = dir_ + "/." + id_ + "-" + std::to_string(bytes) + "-" + std::to_string(uid) + "-" +
                              std::to_string(gid) + kTemplateSuffix;
@@ -37,10 +47,11 @@ UniqueFd DiskTemplates::open(std::uint64_t bytes, std::uint32_t uid, std::uint32
       ::unlink(path.c_str());
       fail_step("holding the disk template " + path, error);
     }
-    it = made_.emplace(key, std::make_pair(path, std::move(held))).first;
+    it = made_.emplace(key, Made{path, std::move(held), 0}).first;
   }
-  UniqueFd copy(::open(it->second.first.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!copy) fail_step("opening the disk template " + it->second.first, errno);
+  it->second.used = ++uses_;
+  UniqueFd copy(::open(it->second.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!copy) fail_step("opening the disk template " + it->second.path, errno);
   return copy;
 }
 

@@ -37,9 +37,17 @@ class DiskTemplates {
   std::string dir_;
   std::string id_;
   std::mutex mutex_;
-  // By size and owner: the template's path, and its file held locked (a
-  // shared lock: an engine starting tells a live engine's templates by it).
-  std::map<std::tuple<std::uint64_t, std::uint32_t, std::uint32_t>, std::pair<std::string, UniqueFd>> made_;
+  static constexpr std::size_t kKept = 8;
+  // A template: its path, its file held locked (a shared lock: an engine
+  // starting tells a live engine's templates by it), and when it was last
+  // used (a count of uses).
+  struct Made {
+    std::string path;
+    UniqueFd held;
+    std::uint64_t used = 0;
+  };
+  std::map<std::tuple<std::uint64_t, std::uint32_t, std::uint32_t>, Made> made_;  // by size and owner
+  std::uint64_t uses_ = 0;
 };
 
 }  // namespace mayura::native

@@ -368,12 +368,13 @@ InitProcess launch_init(Zygote& zygote, int netns, int cgroup_fd, std::uint32_t 
       // A volume's path the root cannot hold (under the image's read-only
       // directories) is the caller's to change.
       const auto op = static_cast<std::size_t>(status.extra >> 16);
-      if (static_cast<protocol::SetupStep>(status.value) == protocol::SetupStep::rootfs && op < config.plan.size() &&
-          config.plan[op].kind == rootfs::OpKind::handed && config.plan[op].dst != config.workdir &&
-          config.plan[op].dst != "/tmp") {
+      const bool place_refused = err == EROFS || err == EACCES || err == EPERM || err == ENOTDIR || err == ELOOP;
+      if (place_refused && static_cast<protocol::SetupStep>(status.value) == protocol::SetupStep::rootfs &&
+          op < config.plan.size() && config.plan[op].kind == rootfs::OpKind::handed &&
+          config.plan[op].dst != config.workdir && config.plan[op].dst != "/tmp") {
         fail_step("mounting a volume at " + config.plan[op].dst +
-                      " (the image's directories are read-only: a volume goes where a directory is or can be made, "
-                      "such as at the top or under the workdir)",
+                      " (a volume goes where a directory is or can be made, such as at the top or under the "
+                      "workdir, with no symlink on its way; the image's directories are read-only)",
                   err, Reason::INVALID_INPUT);
       }
       fail_step(setup_step_name(status.value, status.extra), err, reason);

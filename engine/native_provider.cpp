@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 
 #include "cgroups.hpp"
@@ -133,12 +134,28 @@ void check_host_memory() {
   }
 }
 
+// The stores' directories as the kernel names them (no symlink, no
+// trailing slash): a loop device's backing file is told by its path, which
+// must be the one the engine compares. Relative ones are left for
+// check_options to refuse.
+NativeOptions with_canonical_dirs(NativeOptions o) {
+  for (std::string* dir : {&o.disk_dir, &o.snapshot_dir, &o.volume_dir}) {
+    std::error_code ec;
+    if (!dir->empty() && dir->front() == '/') {
+      const auto canonical = std::filesystem::weakly_canonical(*dir, ec);
+      if (!ec) *dir = canonical.string();
+      while (dir->size() > 1 && dir->back() == '/') dir->pop_back();
+    }
+  }
+  return o;
+}
+
 // The seccomp filters a sandbox's commands run under, installed in order.
 using Filters = std::vector<seccomp::Program>;
 
 class NativeProvider final : public SandboxProvider {
  public:
-  explicit NativeProvider(const NativeOptions& options) : options_(options) {
+  explicit NativeProvider(const NativeOptions& options) : options_(with_canonical_dirs(options)) {
     check_options(options_);
     if (::geteuid() != 0) throw SandboxError(Reason::UNSUPPORTED, "the native provider needs root");
     raise_open_file_limit();

@@ -111,7 +111,11 @@ void SandboxCore::finish() noexcept {
     }
     init.kill_and_wait();  // pid 1 dying takes every process of the namespace with it
     timer.step("init reaped");
-    cgroup.destroy();
+    {
+      // A snapshot under way stops at its next range, and thaws first.
+      std::lock_guard freeze_lock(freeze_mutex_);
+      cgroup.destroy();
+    }
     timer.step("cgroups removed");
     {
       std::lock_guard disk_lock(disk_mutex_);  // after a snapshot reading it
@@ -186,7 +190,11 @@ Snapshot SandboxCore::snapshot(const std::string& owner, const std::string& name
     if (ending_.load()) gone();
     throw SandboxError(Reason::INVALID_INPUT, "the sandbox has no disk to snapshot (create it with a disk size)");
   }
+  // Under freeze_mutex_, which finish() takes before it removes the cgroup:
+  // a release waits for the copy's next range at most (the copy stops once
+  // the end has begun), never for the whole copy.
   std::lock_guard lock(freeze_mutex_);
+  if (ending_.load()) gone();
   return snapshots->write(owner, name, [&](int file) {
     StepTimer timer("snapshot");
     const UniqueFd from(::open(disk.path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
@@ -195,22 +203,29 @@ Snapshot SandboxCore::snapshot(const std::string& owner, const std::string& name
     // every way out, unless it was paused before.
     struct Frozen {
       const cgroups::SandboxCgroup& cgroup;
-      bool was_frozen;
+      bool thaw;
+      void let_go() {
+        if (std::exchange(thaw, false)) cgroup.freeze(false, kFreezeBound);
+      }
       ~Frozen() {
-        if (was_frozen) return;
         try {
-          cgroup.freeze(false, kFreezeBound);
-        } catch (const SandboxError&) {
-          // A sandbox ended meanwhile has nothing left to thaw.
+          let_go();
+        } catch (...) {
+          // Failing already: that failure is the one to report.
         }
       }
-    } frozen{cgroup, frozen_};
-    if (!frozen.was_frozen) cgroup.freeze(true, kFreezeBound);
+    } frozen{cgroup, !frozen_};
+    if (frozen.thaw) cgroup.freeze(true, kFreezeBound);
     timer.step("frozen");
     disk.sync();
     timer.step("written out");
-    copy_disk_file(from.get(), file, disk.bytes());
+    const auto ended = [this] { return ending_.load(); };
+    copy_disk_file(from.get(), file, disk.bytes(), ended);
     timer.step("copied");
+    // Its processes killed during the copy may have written as they died:
+    // such a copy is no snapshot.
+    if (ended()) gone();
+    frozen.let_go();
   });
 }
 

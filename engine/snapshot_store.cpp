@@ -48,12 +48,16 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-// Copies [offset, end) of `from` into `to` at the same place.
-void copy_range(int from, int to, off_t offset, off_t end) {
+// Copies [offset, end) of `from` into `to` at the same place, in pieces,
+// asking `stopped` before each.
+void copy_range(int from, int to, off_t offset, off_t end, const std::function<bool()>& stopped) {
+  constexpr off_t kPiece = off_t{64} << 20;
   while (offset < end) {
+    if (stopped && stopped()) throw SandboxError(Reason::GONE, "the sandbox ended while its disk was copied");
     off_t in = offset;
     off_t out = offset;
-    const ssize_t n = ::copy_file_range(from, &in, to, &out, static_cast<std::size_t>(end - offset), 0);
+    const ssize_t n =
+        ::copy_file_range(from, &in, to, &out, static_cast<std::size_t>(std::min(end - offset, kPiece)), 0);
     if (n < 0) {
       if (errno == EINTR) continue;
       fail_step("copying the sandbox's disk", errno, errno == ENOSPC ? Reason::LIMIT_REACHED : Reason::INTERNAL);
@@ -65,7 +69,7 @@ void copy_range(int from, int to, off_t offset, off_t end) {
 
 }  // namespace
 
-void copy_disk_file(int from, int to, std::uint64_t size) {
+void copy_disk_file(int from, int to, std::uint64_t size, const std::function<bool()>& stopped) {
   if (::ioctl(to, FICLONE, from) == 0) return;
   // The ranges first: a page read ahead of a range counts as data once it
   // is cached (an unwritten extent with pages is data to SEEK_DATA), and
@@ -84,7 +88,7 @@ void copy_disk_file(int from, int to, std::uint64_t size) {
     ranges.emplace_back(data, std::min(hole, end));
     offset = hole;
   }
-  for (const auto& [data, hole] : ranges) copy_range(from, to, data, hole);
+  for (const auto& [data, hole] : ranges) copy_range(from, to, data, hole, stopped);
   if (::ftruncate(to, end) != 0) fail_step("sizing the copy of the sandbox's disk", errno);
   // Neither file is read through the host's cache again soon (a loop device
   // reads its file directly): the pages the copy cached are let go.

@@ -22,8 +22,9 @@ namespace mayura::native {
 // Copies `size` bytes of `from` into `to` (both regular files, `to` empty):
 // a clone of its blocks where the host's file system shares them (XFS,
 // btrfs), else only the ranges that hold data, so that a disk's unwritten
-// space stays a hole. Throws SandboxError naming the step.
-void copy_disk_file(int from, int to, std::uint64_t size);
+// space stays a hole. Throws SandboxError naming the step; GONE once
+// `stopped` (asked between pieces of at most 64 MiB) says so.
+void copy_disk_file(int from, int to, std::uint64_t size, const std::function<bool()>& stopped = {});
 
 class SnapshotStore {
  public:

@@ -34,6 +34,12 @@ void make_engine_dir(const std::string& dir, const std::string& what) {
 
 std::string tenant_dir(const std::string& root, const std::string& tenant) {
   if (tenant.empty()) return root + "/local";
+  // Its hex must fit a file name (255 bytes).
+  if (tenant.size() > kMaxStoredTenantBytes) {
+    throw SandboxError(Reason::INVALID_INPUT, "a tenant's name of " + std::to_string(tenant.size()) +
+                                                  " bytes is too long to keep snapshots or volumes for (at most " +
+                                                  std::to_string(kMaxStoredTenantBytes) + ")");
+  }
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string dir = root + "/t-";
   for (const unsigned char c : tenant) {

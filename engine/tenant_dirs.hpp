@@ -4,6 +4,7 @@
 // any tenant string is a safe directory name and no two tenants share one;
 // and the names of what is kept in them, one plain path component each.
 
+#include <cstddef>
 #include <string>
 
 namespace mayura::native {
@@ -13,7 +14,10 @@ namespace mayura::native {
 // failure ("the snapshot directory").
 void make_engine_dir(const std::string& dir, const std::string& what);
 
-// The directory of `tenant` under `root` ("local" for the empty tenant).
+inline constexpr std::size_t kMaxStoredTenantBytes = 120;
+
+// The directory of `tenant` under `root` ("local" for the empty tenant);
+// INVALID_INPUT for a tenant over kMaxStoredTenantBytes.
 std::string tenant_dir(const std::string& root, const std::string& tenant);
 
 // INVALID_INPUT unless `name` is 1 to 128 of A-Z a-z 0-9 . _ - ~, not

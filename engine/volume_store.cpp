@@ -13,7 +13,6 @@
 
 #include "disk_format.hpp"
 #include "mayura/errors.hpp"
-#include "mayura/random_id.hpp"
 #include "sandbox_disk.hpp"
 #include "sys_error.hpp"
 #include "tenant_dirs.hpp"
@@ -71,17 +70,18 @@ Volume VolumeStore::create(const std::string& owner, const std::string& name, st
   const std::string dir = tenant_dir(dir_, owner);
   make_dir(dir_);
   make_dir(dir);
-  // Made under a name of its own, then linked to its name: whole or not at
-  // all, and never over another's (link fails EEXIST where rename would not).
-  const std::string temporary = dir + "/.tmp-" + random_hex(16) + kSuffix;
-  disk::format_ext4(temporary,
-                    {.bytes = static_cast<std::uint64_t>(size_mib) << 20, .directories = {{kData, uid_, gid_, 0755}}});
-  const int linked = ::link(temporary.c_str(), final_path.c_str());
-  const int error = errno;
-  ::unlink(temporary.c_str());
-  if (linked != 0) {
-    if (error == EEXIST) throw SandboxError(Reason::INVALID_INPUT, "there is a volume named " + name + " already");
-    fail_step("naming the volume " + name, error);
+  // Made in a file with no name, then linked to its name: whole or not at
+  // all (an engine dying halfway leaves nothing), and never over another's
+  // (linkat fails EEXIST where rename would replace).
+  const UniqueFd file(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (!file) fail_step("making the volume " + name, errno);
+  disk::format_ext4_into(
+      file.get(), {.bytes = static_cast<std::uint64_t>(size_mib) << 20, .directories = {{kData, uid_, gid_, 0755}}});
+  if (::fsync(file.get()) != 0) fail_step("syncing the volume " + name, errno);
+  const std::string self = "/proc/self/fd/" + std::to_string(file.get());
+  if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, final_path.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+    if (errno == EEXIST) throw SandboxError(Reason::INVALID_INPUT, "there is a volume named " + name + " already");
+    fail_step("naming the volume " + name, errno);
   }
   return {name, size_mib, made_ms(final_path), false};
 }

@@ -468,10 +468,13 @@ std::size_t handed_to(const Op& op) {
   return n;
 }
 
-// The handed op: the engine's mount attached on dst (made if missing).
+// The handed op: the engine's mount attached on dst (made if missing). Its
+// path follows no symlink an image planted (ELOOP): a volume's path names
+// the place it goes, not another the image points to.
 int attach_handed(int root, const Op& op, Fd& mount) {
   if (!mount) return errno = EINVAL, -1;
-  Fd target = ensure_dir(root, op.dst, 0755);
+  if (!ensure_dir(root, op.dst, 0755)) return -1;
+  Fd target(openat2_no_symlinks(root, relative(op.dst), O_PATH | O_DIRECTORY));
   if (!target) return -1;
   const int done = attach(mount.get(), target.get());
   mount.reset();

@@ -182,53 +182,62 @@ Owned Routes::create_counting_runs(const CreateOptions& options, const Client& c
   }
 }
 
-void Routes::check_snapshot_room(const Owned& o, const std::string& name) {
+class Routes::MakingLease {
+ public:
+  // `held`: what `owner` has, not counting what is being made.
+  MakingLease(Making& making, const std::string& owner, std::int64_t mib, std::int64_t held, std::int64_t most,
+              const std::function<std::string(std::int64_t)>& refusal)
+      : making_(making), owner_(owner), mib_(mib) {
+    std::lock_guard lock(making_.mutex);
+    const auto it = making_.mib.find(owner);
+    const std::int64_t all = held + (it == making_.mib.end() ? 0 : it->second);
+    if (all + mib > most) throw SandboxError(Reason::LIMIT_REACHED, refusal(all));
+    making_.mib[owner] += mib;
+  }
+  MakingLease(const MakingLease&) = delete;
+  MakingLease& operator=(const MakingLease&) = delete;
+  ~MakingLease() {
+    std::lock_guard lock(making_.mutex);
+    if ((making_.mib[owner_] -= mib_) == 0) making_.mib.erase(owner_);
+  }
+
+ private:
+  Making& making_;
+  std::string owner_;
+  std::int64_t mib_;
+};
+
+Snapshot Routes::take_snapshot(const Owned& o, const std::string& name) {
   const std::int64_t most = registry_.quota().snapshot_mib;
-  if (most <= 0) return;
-  // What the client's snapshots take now (one of the same name goes), and
-  // at worst the whole disk for the new one.
+  if (most <= 0) return o.sandbox.snapshot(name);
+  // The sandbox owner's: the snapshot is its, whoever asks (root may). What
+  // its snapshots take now (one of the same name goes), and at worst the
+  // whole disk for the new one.
   std::int64_t held = 0;
-  // The sandbox owner's: the snapshot is its, whoever asks (root may).
   for (const Snapshot& s : sandboxes_.snapshots(o.owner)) {
     if (s.name != name) held += (s.stored_bytes + (1 << 20) - 1) >> 20;
   }
-  if (held + o.disk_mib > most) {
-    throw SandboxError(Reason::LIMIT_REACHED, "a snapshot of this sandbox's " + std::to_string(o.disk_mib) +
-                                                  " MiB disk with its owner's snapshots' " + std::to_string(held) +
-                                                  " MiB could pass the operator's ceiling of " + std::to_string(most) +
-                                                  " (mayurad's maxSnapshotMiBPerClient)");
-  }
+  const MakingLease lease(snapshots_making_, o.owner, o.disk_mib, held, most, [&](std::int64_t all) {
+    return "a snapshot of this sandbox's " + std::to_string(o.disk_mib) + " MiB disk with its owner's snapshots' " +
+           std::to_string(all) + " MiB could pass the operator's ceiling of " + std::to_string(most) +
+           " (mayurad's maxSnapshotMiBPerClient)";
+  });
+  return o.sandbox.snapshot(name);
 }
 
 Volume Routes::create_volume(const std::string& name, std::int64_t size_mib, const Client& client) {
   const std::int64_t most = registry_.quota().volume_mib;
   if (most <= 0) return sandboxes_.create_volume(name, size_mib, client.name);
-  {
-    std::lock_guard lock(volumes_mutex_);
-    // What the client's volumes take (one of the same name is refused as
-    // taken, not counted twice), with those being made.
-    const auto making = volumes_creating_.find(client.name);
-    std::int64_t held = making == volumes_creating_.end() ? 0 : making->second;
-    for (const Volume& v : sandboxes_.volumes(client.name)) {
-      if (v.name != name) held += v.size_mib;
-    }
-    if (held + size_mib > most) {
-      throw SandboxError(Reason::LIMIT_REACHED, "a volume of " + std::to_string(size_mib) +
-                                                    " MiB with this client's volumes' " + std::to_string(held) +
-                                                    " MiB is over the operator's ceiling of " + std::to_string(most) +
-                                                    " (mayurad's maxVolumeMiBPerClient)");
-    }
-    volumes_creating_[client.name] += size_mib;
+  // What the client's volumes take (one of the same name is refused as
+  // taken, not counted twice), with those being made.
+  std::int64_t held = 0;
+  for (const Volume& v : sandboxes_.volumes(client.name)) {
+    if (v.name != name) held += v.size_mib;
   }
-  struct Unreserve {
-    Routes* self;
-    const std::string& owner;
-    std::int64_t mib;
-    ~Unreserve() {
-      std::lock_guard lock(self->volumes_mutex_);
-      if ((self->volumes_creating_[owner] -= mib) == 0) self->volumes_creating_.erase(owner);
-    }
-  } unreserve{this, client.name, size_mib};
+  const MakingLease lease(volumes_making_, client.name, size_mib, held, most, [&](std::int64_t all) {
+    return "a volume of " + std::to_string(size_mib) + " MiB with this client's volumes' " + std::to_string(all) +
+           " MiB is over the operator's ceiling of " + std::to_string(most) + " (mayurad's maxVolumeMiBPerClient)";
+  });
   return sandboxes_.create_volume(name, size_mib, client.name);
 }
 
@@ -435,8 +444,7 @@ Reply Routes::dispatch(const RouteMatch& m, const std::string& body, const Clien
       auto o = registry_.find(id, client);
       if (!o) throw UnknownSandbox{id};
       const std::string name = snapshot_name(parse_body(body, "the snapshot request"));
-      check_snapshot_room(*o, name);
-      return json_reply(201, snapshot_json(o->sandbox.snapshot(name)));
+      return json_reply(201, snapshot_json(take_snapshot(*o, name)));
     }
     case Resource::fork: {
       auto o = registry_.find(id, client);

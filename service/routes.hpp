@@ -64,9 +64,11 @@ class Routes {
         default_memory_mib_(default_memory_mib),
         hidden_paths_(std::move(hidden_paths)) {}
 
-  // LIMIT_REACHED if a snapshot `name` of `o`'s disk could take its owner's
-  // snapshots past their ceiling.
-  void check_snapshot_room(const Owned& o, const std::string& name);
+  // A snapshot `name` of `o`'s disk, its owner's, within the sum of its
+  // snapshots' sizes its quota allows (LIMIT_REACHED, naming the setting,
+  // before the copy; the whole disk counted for the new one, and for each
+  // being taken).
+  Snapshot take_snapshot(const Owned& o, const std::string& name);
   // The client's new volume, within the sum of its volumes' sizes its quota
   // allows (LIMIT_REACHED, naming the setting, before anything is made).
   Volume create_volume(const std::string& name, std::int64_t size_mib, const Client& client);
@@ -129,10 +131,18 @@ class Routes {
   std::size_t runs_ending_ = 0;
   std::uint64_t runs_ended_ = 0;
 
-  // The sizes of the volumes being made, by owner: counted as held until
-  // each is made (and listed) or refused.
-  std::mutex volumes_mutex_;
-  std::map<std::string, std::int64_t> volumes_creating_;
+  // The sizes of the volumes and snapshots being made, by owner: counted
+  // as held until each is made (and listed) or refused.
+  struct Making {
+    std::mutex mutex;
+    std::map<std::string, std::int64_t> mib;
+  };
+  // Holds `mib` of `owner`'s in `making` until it goes, if `held` (what
+  // the owner has now, with `making`'s) leaves room under `most`; else
+  // throws LIMIT_REACHED with `what`.
+  class MakingLease;
+  Making volumes_making_;
+  Making snapshots_making_;
 
   Sandboxes sandboxes_;
   ServiceInfo info_;

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <optional>
 #include <thread>
 
 #include "harness.hpp"
@@ -164,6 +165,35 @@ TEST_F(SnapshotTest, ASnapshotOfABusySandboxIsConsistentAndItGoesOn) {
   restored.release();
   s.release();
   sandboxes().delete_snapshot("busy");
+}
+
+// A release while a snapshot copies: the copy stops (GONE) and leaves no
+// snapshot and no temporary file, or it had finished; either way the
+// removal is not held up by it, and nothing leaks (the harness checks).
+TEST_F(SnapshotTest, AReleaseDuringASnapshotEndsItCleanly) {
+  auto s = create(with_disk(512));
+  sh(s, "head -c 400M /dev/urandom > /workspace/big");
+  std::optional<Reason> ended;
+  std::thread taker([&] {
+    try {
+      s.snapshot("raced");
+    } catch (const SandboxError& e) {
+      ended = e.reason();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto released = std::chrono::steady_clock::now();
+  s.release();
+  taker.join();
+  if (ended) {
+    EXPECT_EQ(*ended, Reason::GONE);
+    EXPECT_TRUE(sandboxes().snapshots().empty());
+  } else {
+    sandboxes().delete_snapshot("raced");
+  }
+  EXPECT_TRUE(files_under(options().snapshot_dir).empty());
+  // Its removal went on: a create that needs its id slot is not refused.
+  EXPECT_LT(std::chrono::steady_clock::now() - released, std::chrono::seconds(60));
 }
 
 TEST_F(SnapshotTest, APausedSandboxStaysPausedThroughItsSnapshot) {

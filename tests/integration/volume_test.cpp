@@ -138,6 +138,9 @@ TEST_F(VolumeTest, BadVolumeCallsAreRefusedBeforeAnythingIsMade) {
   std::string message;
   EXPECT_EQ(reason_of([&] { create(with_volume("v", "/usr/vol")).release(); }, &message), Reason::INVALID_INPUT);
   EXPECT_NE(message.find("/usr/vol"), std::string::npos) << message;
+  // Nor through a symlink of the image's (/bin, on a merged /usr), which a
+  // volume's path never follows.
+  EXPECT_EQ(reason_of([&] { create(with_volume("v", "/bin/vol")).release(); }), Reason::INVALID_INPUT);
   CreateOptions twice = with_volume("v", "/a");
   twice.volumes.push_back({"v", "/b", false});
   EXPECT_EQ(reason_of([&] { create(twice); }), Reason::INVALID_INPUT);
