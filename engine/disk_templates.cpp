@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "disk_format.hpp"
+#include "mayura/rootfs/plan.hpp"
 #include "mayura/random_id.hpp"
 #include "sys_error.hpp"
 #include "tenant_dirs.hpp"
@@ -38,9 +39,9 @@ UniqueFd DiskTemplates::open(std::uint64_t bytes, std::uint32_t uid, std::uint32
     make_engine_dir(dir_, "the disk directory");
     const std::string path = dir_ + "/." + id_ + "-" + std::to_string(bytes) + "-" + std::to_string(uid) + "-" +
                              std::to_string(gid) + kTemplateSuffix;
-    disk::format_ext4(
-        path,
-        {.bytes = bytes, .directories = {{kDiskWorkspace, uid, gid, 0755}, {kDiskTmp, 0, 0, 01777}}, .reserve = false});
+    disk::format_ext4(path, {.bytes = bytes,
+                             .directories = {{rootfs::kDiskWorkspace, uid, gid, 0755}, {rootfs::kDiskTmp, 0, 0, 01777}},
+                             .reserve = false});
     UniqueFd held(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!held || ::flock(held.get(), LOCK_SH) != 0) {
       const int error = errno;

@@ -17,9 +17,6 @@
 namespace mayura::native {
 
 inline constexpr char kTemplateSuffix[] = ".template";
-// A sandbox's disk's two directories: its workdir's and its /tmp's.
-inline constexpr char kDiskWorkspace[] = "workspace";
-inline constexpr char kDiskTmp[] = "tmp";
 
 class DiskTemplates {
  public:

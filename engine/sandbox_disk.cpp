@@ -114,20 +114,13 @@ bool wait_unbound(const std::string& path, std::chrono::milliseconds bound) {
   }
 }
 
-UniqueFd mount_disk_file(int file, bool read_only, Reason unusable) {
+UniqueFd mount_disk_file(int file, bool read_only, Reason unusable, std::string* device) {
   const UniqueFd loop = attach_loop(file, read_only);
   loop_info64 info{};
   check_sys(::ioctl(loop.get(), LOOP_GET_STATUS64, &info), "reading the disk's loop device");
-  return mount_ext4("/dev/loop" + std::to_string(info.lo_number), read_only, unusable);
-}
-
-UniqueFd disk_directory(int mount, const char* dir) {
-  UniqueFd tree(::open_tree(mount, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
-  // A disk that lacks it (a snapshot's, a volume's) was not one of ours.
-  if (!tree)
-    fail_step(std::string("opening the disk's ") + dir + " directory", errno,
-              errno == ENOENT ? Reason::INVALID_INPUT : Reason::INTERNAL);
-  return tree;
+  const std::string path = "/dev/loop" + std::to_string(info.lo_number);
+  if (device) *device = path;
+  return mount_ext4(path, read_only, unusable);
 }
 
 void remove_orphan_disks(const std::string& dir, std::chrono::seconds grace) noexcept {
@@ -167,7 +160,7 @@ SandboxDisk::SandboxDisk(const std::string& dir, const std::string& name, DiskSo
     struct stat st {};
     check_sys(::fstat(file.get(), &st), "reading the sandbox's disk");
     bytes_ = static_cast<std::uint64_t>(st.st_size);
-    mount_ = mount_disk_file(file.get(), false, source.snapshot ? Reason::INVALID_INPUT : Reason::INTERNAL);
+    mount_ = mount_disk_file(file.get(), false, source.snapshot ? Reason::INVALID_INPUT : Reason::INTERNAL, &device_);
     top_.reset(::openat(mount_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!top_) fail_step("opening the sandbox's disk", errno);
     timer.step("loop device bound and mounted");
@@ -178,16 +171,12 @@ SandboxDisk::SandboxDisk(const std::string& dir, const std::string& name, DiskSo
 }
 
 std::vector<UniqueFd> SandboxDisk::take_mounts() {
+  // One mount of its top for each directory the plan hands on (the init
+  // clones the directory from it): a second mount of the same device is
+  // the same file system.
   std::vector<UniqueFd> mounts;
-  for (const char* dir : {kDiskWorkspace, kDiskTmp}) {
-    UniqueFd tree(::open_tree(mount_.get(), dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
-    // A snapshot's disk that lacks one was not a sandbox's.
-    if (!tree)
-      fail_step(std::string("opening the disk's ") + dir + " directory", errno,
-                errno == ENOENT ? Reason::INVALID_INPUT : Reason::INTERNAL);
-    mounts.push_back(std::move(tree));
-  }
-  mount_.reset();
+  mounts.push_back(std::move(mount_));
+  mounts.push_back(mount_ext4(device_, false, Reason::INTERNAL));
   return mounts;
 }
 
@@ -200,6 +189,7 @@ SandboxDisk& SandboxDisk::operator=(SandboxDisk&& other) noexcept {
     remove();
     path_ = std::exchange(other.path_, {});
     bytes_ = std::exchange(other.bytes_, 0);
+    device_ = std::exchange(other.device_, {});
     mount_ = std::move(other.mount_);
     top_ = std::move(other.top_);
   }

@@ -31,8 +31,9 @@ void remove_orphan_disks(const std::string& dir, std::chrono::seconds grace = st
 // The ext4 in `file`, attached to a loop device and mounted, detached (no
 // path reaches it): read-only if `read_only`. The loop device lets go of the
 // file once the last mount goes. `unusable`: the reason when the kernel
-// finds no ext4 there. Throws SandboxError naming the step.
-UniqueFd mount_disk_file(int file, bool read_only, Reason unusable);
+// finds no ext4 there. Throws SandboxError naming the step. `device`, if
+// given, gets the loop device's path.
+UniqueFd mount_disk_file(int file, bool read_only, Reason unusable, std::string* device = nullptr);
 
 // The files loop devices are bound to now, by the path each was bound by.
 std::set<std::string> loop_bound_files();
@@ -40,9 +41,6 @@ std::set<std::string> loop_bound_files();
 // sandbox's last mount of a disk gone, the kernel lets go of its device a
 // moment later. False if one still is.
 bool wait_unbound(const std::string& path, std::chrono::milliseconds bound);
-
-// A detached clone of the directory `dir` of a disk's mount.
-UniqueFd disk_directory(int mount, const char* dir);
 
 // What a disk is copied from: a snapshot's file, or, for a new one of
 // `mib`, its template (DiskTemplates).
@@ -66,6 +64,7 @@ class SandboxDisk {
   SandboxDisk(SandboxDisk&& other) noexcept
       : path_(std::exchange(other.path_, {})),
         bytes_(std::exchange(other.bytes_, 0)),
+        device_(std::exchange(other.device_, {})),
         mount_(std::move(other.mount_)),
         top_(std::move(other.top_)) {}
   SandboxDisk& operator=(SandboxDisk&& other) noexcept;
@@ -76,9 +75,9 @@ class SandboxDisk {
   explicit operator bool() const { return !path_.empty(); }
   const std::string& path() const { return path_; }
   std::uint64_t bytes() const { return bytes_; }
-  // Detached mounts of its workspace and its tmp, in that order, once: the
-  // launch idmaps them with the sandbox's user namespace and hands them to
-  // the init.
+  // Detached mounts of its top, one for its workspace and one for its tmp
+  // (the plan's handed ops name the directory), once: the launch idmaps
+  // them with the sandbox's user namespace and hands them to the init.
   std::vector<UniqueFd> take_mounts();
   // Writes everything the sandbox wrote to its file (the sandbox stopped
   // first, so that nothing is written meanwhile): the file is then a
@@ -89,6 +88,7 @@ class SandboxDisk {
   void remove() noexcept;
   std::string path_;
   std::uint64_t bytes_ = 0;
+  std::string device_;  // its loop device
   UniqueFd mount_;
   UniqueFd top_;  // its top directory, kept open to sync it
 };

@@ -13,6 +13,7 @@
 
 #include "disk_format.hpp"
 #include "mayura/errors.hpp"
+#include "mayura/rootfs/plan.hpp"
 #include "sandbox_disk.hpp"
 #include "sys_error.hpp"
 #include "tenant_dirs.hpp"
@@ -21,7 +22,6 @@ namespace mayura::native {
 namespace {
 
 constexpr char kSuffix[] = ".ext4";
-constexpr char kData[] = "data";
 
 void make_dir(const std::string& dir) { make_engine_dir(dir, "the volume directory"); }
 
@@ -75,8 +75,8 @@ Volume VolumeStore::create(const std::string& owner, const std::string& name, st
   // (linkat fails EEXIST where rename would replace).
   const UniqueFd file(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
   if (!file) fail_step("making the volume " + name, errno);
-  disk::format_ext4_into(
-      file.get(), {.bytes = static_cast<std::uint64_t>(size_mib) << 20, .directories = {{kData, uid_, gid_, 0755}}});
+  disk::format_ext4_into(file.get(), {.bytes = static_cast<std::uint64_t>(size_mib) << 20,
+                                      .directories = {{rootfs::kVolumeData, uid_, gid_, 0755}}});
   if (::fsync(file.get()) != 0) fail_step("syncing the volume " + name, errno);
   const std::string self = "/proc/self/fd/" + std::to_string(file.get());
   if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, final_path.c_str(), AT_SYMLINK_FOLLOW) != 0) {
@@ -151,7 +151,10 @@ UniqueFd VolumeStore::lock_waiting_for_an_ending_sandbox(const std::string& file
 HeldVolume VolumeStore::hold(const std::string& owner, const std::string& name, bool read_only) {
   HeldVolume held;
   held.path = path(owner, name);
-  held.lock = lock_waiting_for_an_ending_sandbox(held.path, name, read_only ? O_RDONLY : O_RDWR);
+  // The lock on an open file of its own: the loop device keeps the file it
+  // is given until a moment after it is unbound, and the lock must go as
+  // soon as it is (let_go), not with the kernel's last reference.
+  held.lock = lock_waiting_for_an_ending_sandbox(held.path, name, O_RDONLY);
   {
     std::lock_guard lock(mutex_);
     std::erase_if(holders_, [](const auto& entry) { return entry.second.expired(); });
@@ -159,8 +162,10 @@ HeldVolume VolumeStore::hold(const std::string& owner, const std::string& name, 
   }
   // Its last sandbox's file system may be a moment from gone.
   if (!wait_unbound(held.path, std::chrono::seconds(5))) in_use(name);
-  const UniqueFd mount = mount_disk_file(held.lock.get(), read_only, Reason::INVALID_INPUT);
-  held.mount = disk_directory(mount.get(), kData);
+  const UniqueFd file(::open(held.path.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW));
+  if (!file) fail_step("opening the volume " + name, errno);
+  // Its top: the plan's handed op names its data directory.
+  held.mount = mount_disk_file(file.get(), read_only, Reason::INVALID_INPUT);
   return held;
 }
 

@@ -37,6 +37,15 @@ Op bind(const std::string& src, const std::string& dst, std::uint32_t flags = 0)
   return op;
 }
 
+// The directory `dir` of a disk the engine hands over, on `dst`.
+Op handed(const std::string& dir, const std::string& dst) {
+  Op op;
+  op.kind = OpKind::handed;
+  op.src = dir;
+  op.dst = dst;
+  return op;
+}
+
 Op simple(OpKind kind, const std::string& dst, std::string data = {}, std::uint32_t mode = 0755,
           std::uint32_t flags = 0) {
   Op op;
@@ -85,8 +94,8 @@ constexpr std::array kProcReadOnly = {"sys", "bus", "fs", "irq", "tty", "sysvipc
 void add_common(Plan& plan, const RootOptions& o) {
   if (o.workdir_on_disk) {
     // Both on the engine's disk, in its quota: a snapshot holds both.
-    plan.push_back(simple(OpKind::handed, o.workdir));
-    plan.push_back(simple(OpKind::handed, "/tmp"));
+    plan.push_back(handed(kDiskWorkspace, o.workdir));
+    plan.push_back(handed(kDiskTmp, "/tmp"));
   } else {
     plan.push_back(tmpfs(o.workdir, o.workdir_bytes, o.inodes, 0755, o.uid, o.gid, kKeepContents));
     plan.push_back(tmpfs("/tmp", o.tmp_bytes, o.inodes, 01777, 0, 0));
@@ -230,7 +239,7 @@ Plan plan_for(const Image& image, const RootOptions& o) {
   plan.push_back(simple(OpKind::override_file, "/etc/resolv.conf", o.resolv_conf, 0644, kOptional));
   add_common(plan, o);
   // Last: a volume may go under the workdir or /tmp.
-  for (const std::string& path : o.volumes) plan.push_back(simple(OpKind::handed, path));
+  for (const std::string& path : o.volumes) plan.push_back(handed(kVolumeData, path));
   return plan;
 }
 

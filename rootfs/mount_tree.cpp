@@ -476,9 +476,35 @@ int attach_handed(int root, const Op& op, Fd& mount) {
   if (!ensure_dir(root, op.dst, 0755)) return -1;
   Fd target(openat2_no_symlinks(root, relative(op.dst), O_PATH | O_DIRECTORY));
   if (!target) return -1;
-  const int done = attach(mount.get(), target.get());
+  if (op.src.empty()) {
+    const int done = attach(mount.get(), target.get());
+    mount.reset();
+    return done;
+  }
+  // The mount is a disk's top, and its directory `src` goes on dst. A
+  // detached mount cannot be cloned from on every kernel (6.1 refuses), so
+  // the top is attached in the scaffold first, the directory cloned from
+  // there, and the top detached again (the clone keeps the file system).
+  if (::mkdirat(root, kScaffold, 0700) != 0) return -1;
+  int result = -1;
+  int saved = 0;
+  {
+    Fd at(::openat(root, kScaffold, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (at && attach(mount.get(), at.get()) == 0) {
+      Fd top(::openat(root, kScaffold, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      Fd dir(top ? ::open_tree(top.get(), op.src.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW)
+                 : -1);
+      result = dir ? attach(dir.get(), target.get()) : -1;
+      saved = errno;
+      if (top) detach(top.get());
+    } else {
+      saved = errno;
+    }
+  }
   mount.reset();
-  return done;
+  ::unlinkat(root, kScaffold, AT_REMOVEDIR);
+  errno = saved;
+  return result;
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ layouts=("$@")
 # starts from.
 # The service's suites (mayurad, the remote provider, mayura-run through a
 # daemon) run wherever the engine does: a daemon is how most hosts use it.
-core='ExecTest|LifetimeTest|LimitsTest|UnifiedCgroupTest|MayuraRunTest|MayuraRunEngineTest|NativeConformance|InProcessServerTest|DaemonTest|HostileTenantTest'
+core='ExecTest|LifetimeTest|LimitsTest|UnifiedCgroupTest|PauseTest|DiskTest|SnapshotTest|VolumeTest|MayuraRunTest|MayuraRunEngineTest|NativeConformance|InProcessServerTest|DaemonTest|HostileTenantTest'
 wide="$core|RemoteConformance|FilesTest|ImagesTest|ImageStoreTest|NetworkTest|HostLinkTest|PortsTest"
 # A login session runs what where the engine starts from changes (the engine's cgroup root, and so
 # exec, lifetimes, limits, mayura-run and the daemon), not the conformance

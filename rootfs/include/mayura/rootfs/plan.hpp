@@ -27,7 +27,8 @@ enum class OpKind : std::uint32_t {
   image_layers = 11,
   // A file system the engine mounted and hands over (a sandbox's disk, made
   // and idmapped on the host: the sandbox's root could not), attached on
-  // dst. It comes after any image's layers, in plan order.
+  // dst; with src, its directory src is (a clone of it). It comes after any
+  // image's layers, in plan order.
   handed = 12,
 };
 
@@ -57,6 +58,12 @@ struct Op {
 using Plan = std::vector<Op>;
 
 // Sizes and names the plan needs from the engine's options.
+// The directories of the engine's disks that a handed op names (its src):
+// a sandbox's disk's workdir and /tmp, a volume's data.
+inline constexpr char kDiskWorkspace[] = "workspace";
+inline constexpr char kDiskTmp[] = "tmp";
+inline constexpr char kVolumeData[] = "data";
+
 struct RootOptions {
   std::string workdir = "/workspace";
   std::string hostname = "sandbox";
