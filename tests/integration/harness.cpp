@@ -169,8 +169,10 @@ NativeOptions isolated_options() {
       std::string(store_dir && *store_dir ? store_dir : "/run") + "/mayura-test-" + std::to_string(pid) + "-store";
   o.disk_dir =
       std::string(store_dir && *store_dir ? store_dir : "/run") + "/mayura-test-" + std::to_string(pid) + "-disks";
-  o.snapshot_dir =
-      std::string(store_dir && *store_dir ? store_dir : "/run") + "/mayura-test-" + std::to_string(pid) + "-snapshots";
+  // Snapshots on a disk, not tmpfs: the tests check that only what was
+  // written is stored, which needs a file system that keeps holes.
+  o.snapshot_dir = std::string(store_dir && *store_dir ? store_dir : "/var/tmp") + "/mayura-test-" +
+                   std::to_string(pid) + "-snapshots";
   o.volume_dir =
       std::string(store_dir && *store_dir ? store_dir : "/run") + "/mayura-test-" + std::to_string(pid) + "-volumes";
   return o;
