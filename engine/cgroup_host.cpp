@@ -105,6 +105,7 @@ Host detect(const Probe& probe) {
   place(host.memory, "memory");
   place(host.cpu, "cpu");
   place(host.pids, "pids");
+  host.io.v2 = has_word(offered, "io");
   for (const auto& m : mounts) {
     if ((m.fstype == "cgroup" || m.fstype == "cgroup2") && has_option(m.super_options, "favordynmods"))
       host.favor_dynmods = true;
@@ -159,6 +160,7 @@ std::string Host::describe() const {
   add(cpu, "cpus");
   add(memory, swap_limit ? "memory (no swap)" : "memory");
   add(pids, "pids");
+  add(io, "disk I/O");
   line += "; enforces " + (enforced.empty() ? std::string("no limit") : enforced);
   if (!missing.empty()) line += "; cannot enforce " + missing;
   if (moves_on_create() && !favor_dynmods) {

@@ -38,6 +38,10 @@ struct Host {
   // The cgroup2 mount, or where an engine mounts its own on a legacy host.
   std::string v2_or_engines() const { return v2.empty() ? std::string(kEngineCgroup2) : v2; }
   Controller memory, cpu, pids;
+  // A disk's I/O bounds (io.max): on cgroup2 only. v1's blkio cannot bound
+  // buffered writes (their writeback is charged to no cgroup of v1's), so
+  // it would be no bound on a sandbox.
+  Controller io;
   bool swap_limit = false;  // swap can be held at zero (memsw on v1; swap.max on v2)
   // Some hierarchy is mounted with favordynmods. Without it, a move by a
   // write to cgroup.procs after a quiet spell waits for an RCU grace period

@@ -24,6 +24,15 @@ struct Limits {
   bool operator==(const Limits&) const = default;
 };
 
+// Bounds on one block device's reads and writes, each per second; 0: none.
+struct IoBounds {
+  std::uint64_t read_bytes = 0;
+  std::uint64_t write_bytes = 0;
+  std::uint64_t read_ops = 0;
+  std::uint64_t write_ops = 0;
+  bool operator==(const IoBounds&) const = default;
+};
+
 // Bounds on all of an engine's sandboxes together, set on its cgroup roots
 // (cgroup2's and each v1 hierarchy's): none where not given.
 struct RootTotals {
@@ -58,6 +67,13 @@ void enable_v2_command_limits(int sandbox_dir, const Host& host);
 // only if `commands_limited`, the pids controller handed down to them).
 // Throws SandboxError naming the file that could not be written.
 void apply_v2(int sandbox_dir, int commands_dir, const Host& host, const Limits& limits, bool commands_limited);
+
+// io.max's line bounding `device` ("MAJ:MIN rbps=... wbps=... riops=...
+// wiops=..."; "max" where none, and a line of all "max" lifts the bounds).
+std::string io_max_line(dev_t device, const IoBounds& bounds);
+// Writes that line into a sandbox's cgroup2 directory. Throws SandboxError
+// naming the file.
+void apply_v2_io(int sandbox_dir, dev_t device, const IoBounds& bounds);
 
 // How many processes the OOM killer has killed in a sandbox, from its
 // counter file kept open: read on every exec, so one read, no open.

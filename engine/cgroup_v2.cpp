@@ -1,6 +1,7 @@
-// Limits on cgroup2: memory.max and memory.swap.max and cpu.max on the
-// sandbox's cgroup, pids.max on its commands' cgroup.
+// Limits on cgroup2: memory.max and memory.swap.max and cpu.max and io.max
+// on the sandbox's cgroup, pids.max on its commands' cgroup.
 
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -90,6 +91,7 @@ Host enable_v2_controllers(const Host& host, const std::string& mount, const std
   enable(usable.memory, "memory");
   enable(usable.cpu, "cpu");
   enable(usable.pids, "pids");
+  enable(usable.io, "io");
   // Swap can be held at zero only where the kernel accounts it: then every
   // cgroup below the root, the engine's first, has memory.swap.max.
   if (usable.memory.v2) usable.swap_limit = ::access((root + "/memory.swap.max").c_str(), F_OK) == 0;
@@ -128,6 +130,17 @@ void apply_v2(int sandbox_dir, int commands_dir, const Host& host, const Limits&
 
 void apply_v2_command_limit(int commands_dir, const Limits& limits) {
   set(commands_dir, "pids.max", or_max(limits.pids));
+}
+
+std::string io_max_line(dev_t device, const IoBounds& bounds) {
+  const auto bound = [](std::uint64_t v) { return v ? std::to_string(v) : std::string("max"); };
+  return std::to_string(major(device)) + ":" + std::to_string(minor(device)) + " rbps=" + bound(bounds.read_bytes) +
+         " wbps=" + bound(bounds.write_bytes) + " riops=" + bound(bounds.read_ops) +
+         " wiops=" + bound(bounds.write_ops);
+}
+
+void apply_v2_io(int sandbox_dir, dev_t device, const IoBounds& bounds) {
+  set(sandbox_dir, "io.max", io_max_line(device, bounds));
 }
 
 std::uint64_t v2_oom_kills(int sandbox_dir) {

@@ -306,6 +306,12 @@ void SandboxCgroup::apply(const Limits& limits) {
   applied_ = limits;
 }
 
+void SandboxCgroup::bound_io(const std::vector<dev_t>& devices, const IoBounds& bounds) const {
+  if (devices.empty()) return;
+  const UniqueFd dir = open_dir("");
+  for (dev_t device : devices) apply_v2_io(dir.get(), device, bounds);
+}
+
 void SandboxCgroup::settle() {
   dir_.reset();  // the init is in: from here every use opens what it needs
   if (commands_limited_ || !host_.pids.v2) return;

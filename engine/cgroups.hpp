@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "cgroup_host.hpp"
 #include "cgroup_limits.hpp"
@@ -73,6 +74,10 @@ class SandboxCgroup {
   // Sets (or changes) the sandbox's limits; writes nothing if they are the
   // ones it has. The commands' process bound on cgroup2 waits for settle().
   void apply(const Limits& limits);
+  // Bounds the I/O of each of `devices` (io.max; the host has the io
+  // controller on cgroup2): all zero lifts the bounds. Throws SandboxError
+  // naming the file.
+  void bound_io(const std::vector<dev_t>& devices, const IoBounds& bounds) const;
   // Sets the sandbox's weight when cpus are contended, relative to the
   // engine's other sandboxes (cpu.weight, 1 to 10000; cpu.shares on v1).
   // 0 or the errno (ENOENT once the sandbox is removed); 0 where the host

@@ -196,6 +196,7 @@ class NativeProvider final : public SandboxProvider {
     f.disk = true;      // a loop device's ext4
     f.snapshot = true;  // a copy of that disk's file
     f.volumes = true;   // more of those, kept
+    f.disk_io = places_.cgroups.host.io.available();
     return f;
   }
 
@@ -254,6 +255,7 @@ class NativeProvider final : public SandboxProvider {
     // and its lifetime.
     try {
       core->cgroup.apply(limits);
+      if (options.disk_io) bound_io(*core, *options.disk_io);
       core->network_context = &network_;
       core->set_network(options.network);
       timer.step("network");
@@ -439,6 +441,15 @@ class NativeProvider final : public SandboxProvider {
       }
     });
     if (failed) std::rethrow_exception(failed);
+  }
+
+  // Each of its devices (its disk's, its volumes') bounded on its own.
+  static void bound_io(native::SandboxCore& core, const DiskIo& io) {
+    const auto count = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+    core.io_bounds = {count(io.read_bps), count(io.write_bps), count(io.read_iops), count(io.write_iops)};
+    if (core.disk) core.io_devices.push_back(core.disk.device_number());
+    for (const native::HeldVolume& v : core.volumes) core.io_devices.push_back(v.device);
+    core.bound_io(true);
   }
 
   // The create's limits, or the engine's defaults where it sets none (and

@@ -109,6 +109,11 @@ void SandboxCore::finish() noexcept {
       std::lock_guard network_lock(network_mutex_);
       network.reset();  // its veth goes now, not when the kernel gets round to the namespace
     }
+    try {
+      bound_io(false);  // what it left unwritten goes out at the host's pace
+    } catch (const SandboxError&) {
+      // Its cgroup is gone already: nothing is bounded any more.
+    }
     init.kill_and_wait();  // pid 1 dying takes every process of the namespace with it
     timer.step("init reaped");
     {
@@ -217,6 +222,26 @@ Snapshot SandboxCore::snapshot(const std::string& owner, const std::string& name
     } frozen{cgroup, !frozen_};
     if (frozen.thaw) cgroup.freeze(true, kFreezeBound);
     timer.step("frozen");
+    // Its dirty pages' writeback is charged to it: the engine writes them
+    // out at the host's pace, not the sandbox's bound.
+    struct Unbounded {
+      const SandboxCore& core;
+      bool lifted = false;
+      explicit Unbounded(const SandboxCore& c) : core(c) {
+        core.bound_io(false);
+        lifted = true;
+      }
+      void restore() {
+        if (std::exchange(lifted, false)) core.bound_io(true);
+      }
+      ~Unbounded() {
+        try {
+          restore();
+        } catch (...) {
+          // Failing already, or ending: no cgroup left to bound.
+        }
+      }
+    } unbounded{*this};
     disk.sync();
     timer.step("written out");
     const auto ended = [this] { return ending_.load(); };
@@ -225,8 +250,14 @@ Snapshot SandboxCore::snapshot(const std::string& owner, const std::string& name
     // Its processes killed during the copy may have written as they died:
     // such a copy is no snapshot.
     if (ended()) gone();
+    unbounded.restore();  // before it runs again
     frozen.let_go();
   });
+}
+
+void SandboxCore::bound_io(bool bounded) const {
+  if (io_devices.empty()) return;
+  cgroup.bound_io(io_devices, bounded ? io_bounds : cgroups::IoBounds{});
 }
 
 void SandboxCore::set_network(const Network& next) {

@@ -47,6 +47,14 @@ class SandboxCore {
   SandboxDisk disk;     // its workdir's and /tmp's disk, if it has one: removed as it ends (under disk_mutex_)
   // Its volumes, held while it lives (let go as it ends, after its mounts).
   std::vector<HeldVolume> volumes;
+  // The I/O bounds on its disk's and volumes' devices (none if empty):
+  // lifted while the engine writes the disk out for a snapshot, and as it
+  // ends, so that neither waits on the sandbox's own bound.
+  std::vector<dev_t> io_devices;
+  cgroups::IoBounds io_bounds;
+  // Sets them (bounded) or lifts them: a sandbox ending may have no cgroup
+  // left to write to, which is no failure.
+  void bound_io(bool bounded) const;
   // Where its snapshots go (the provider's store, which it may outlive).
   std::shared_ptr<const SnapshotStore> snapshots;
   std::map<std::string, std::string> base_env;  // every command's, before the exec's own

@@ -163,6 +163,8 @@ SandboxDisk::SandboxDisk(const std::string& dir, const std::string& name, DiskSo
     mount_ = mount_disk_file(file.get(), false, source.snapshot ? Reason::INVALID_INPUT : Reason::INTERNAL, &device_);
     top_.reset(::openat(mount_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!top_) fail_step("opening the sandbox's disk", errno);
+    check_sys(::fstat(top_.get(), &st), "reading the sandbox's disk");
+    device_number_ = st.st_dev;
     timer.step("loop device bound and mounted");
   } catch (...) {
     remove();
@@ -190,6 +192,7 @@ SandboxDisk& SandboxDisk::operator=(SandboxDisk&& other) noexcept {
     path_ = std::exchange(other.path_, {});
     bytes_ = std::exchange(other.bytes_, 0);
     device_ = std::exchange(other.device_, {});
+    device_number_ = std::exchange(other.device_number_, 0);
     mount_ = std::move(other.mount_);
     top_ = std::move(other.top_);
   }

@@ -10,6 +10,8 @@
 // when the disk goes; the loop device lets go of it when the last mount of
 // the file system goes with the sandbox's mount namespace.
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <set>
@@ -65,6 +67,7 @@ class SandboxDisk {
       : path_(std::exchange(other.path_, {})),
         bytes_(std::exchange(other.bytes_, 0)),
         device_(std::exchange(other.device_, {})),
+        device_number_(std::exchange(other.device_number_, 0)),
         mount_(std::move(other.mount_)),
         top_(std::move(other.top_)) {}
   SandboxDisk& operator=(SandboxDisk&& other) noexcept;
@@ -75,6 +78,8 @@ class SandboxDisk {
   explicit operator bool() const { return !path_.empty(); }
   const std::string& path() const { return path_; }
   std::uint64_t bytes() const { return bytes_; }
+  // Its loop device's number, which its I/O bounds name.
+  dev_t device_number() const { return device_number_; }
   // Detached mounts of its top, one for its workspace and one for its tmp
   // (the plan's handed ops name the directory), once: the launch idmaps
   // them with the sandbox's user namespace and hands them to the init.
@@ -89,6 +94,7 @@ class SandboxDisk {
   std::string path_;
   std::uint64_t bytes_ = 0;
   std::string device_;  // its loop device
+  dev_t device_number_ = 0;
   UniqueFd mount_;
   UniqueFd top_;  // its top directory, kept open to sync it
 };

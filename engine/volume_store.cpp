@@ -166,6 +166,9 @@ HeldVolume VolumeStore::hold(const std::string& owner, const std::string& name, 
   if (!file) fail_step("opening the volume " + name, errno);
   // Its top: the plan's handed op names its data directory.
   held.mount = mount_disk_file(file.get(), read_only, Reason::INVALID_INPUT);
+  struct stat st {};
+  check_sys(::fstat(held.mount.get(), &st), "reading the volume " + name);
+  held.device = st.st_dev;
   return held;
 }
 

@@ -6,6 +6,8 @@
 // on its file for as long as it lives: one sandbox at a time, and no
 // deletion while it is in use.
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -23,8 +25,9 @@ namespace mayura::native {
 // detached mount.
 struct HeldVolume {
   std::string path;
-  UniqueFd lock;   // the volume's file, locked: released as the sandbox ends
-  UniqueFd mount;  // handed to the init (idmapped first)
+  UniqueFd lock;     // the volume's file, locked: released as the sandbox ends
+  UniqueFd mount;    // handed to the init (idmapped first)
+  dev_t device = 0;  // its loop device's number, which its I/O bounds name
   // Set as its sandbox's end begins: a create asking for the volume then
   // waits for the lock instead of failing "in use".
   std::shared_ptr<std::atomic<bool>> ending = std::make_shared<std::atomic<bool>>(false);

@@ -135,6 +135,27 @@ void check_volume_mounts(const Features& features, const CreateOptions& o) {
   }
 }
 
+// Bounds the kernel can keep without stalling the sandbox's own end: a
+// disk slower than 1 MiB or 16 operations a second would hold its last
+// flush for minutes.
+void check_disk_io(const Features& features, const CreateOptions& o) {
+  if (!features.disk_io) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot bound a disk's I/O");
+  if (!o.disk_mib && !o.snapshot && o.volumes.empty())
+    throw SandboxError(Reason::INVALID_INPUT, "disk_io bounds a disk or a volume, and the create asks for neither");
+  const auto bytes = [](std::int64_t v, const char* name) {
+    if (v != 0 && (v < (std::int64_t{1} << 20) || v > (std::int64_t{1} << 50)))
+      throw SandboxError(Reason::INVALID_INPUT, std::string("disk_io.") + name + " must be 0 or from 2^20 to 2^50");
+  };
+  const auto ops = [](std::int64_t v, const char* name) {
+    if (v != 0 && (v < 16 || v > (std::int64_t{1} << 40)))
+      throw SandboxError(Reason::INVALID_INPUT, std::string("disk_io.") + name + " must be 0 or from 16 to 2^40");
+  };
+  bytes(o.disk_io->read_bps, "read_bps");
+  bytes(o.disk_io->write_bps, "write_bps");
+  ops(o.disk_io->read_iops, "read_iops");
+  ops(o.disk_io->write_iops, "write_iops");
+}
+
 }  // namespace
 
 void check_create(const SandboxesOptions& limits, const Features& features, std::int64_t provider_max,
@@ -175,6 +196,7 @@ void check_create(const SandboxesOptions& limits, const Features& features, std:
     }
   }
   check_volume_mounts(features, o);
+  if (o.disk_io) check_disk_io(features, o);
   if (o.snapshot) {
     if (!features.snapshot) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot start from a snapshot");
     check_snapshot_name(*o.snapshot);

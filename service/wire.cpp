@@ -201,7 +201,8 @@ json features_json(const Features& f) {
   for (NetworkKind k : f.network) kinds.push_back(std::string(network_kind_name(k)));
   return {{"stdin", f.stdin},   {"ports", f.ports},       {"desktop", f.desktop}, {"cpus", f.cpus},
           {"memory", f.memory}, {"pids", f.pids},         {"seccomp", f.seccomp}, {"pause", f.pause},
-          {"disk", f.disk},     {"snapshot", f.snapshot}, {"volumes", f.volumes}, {"network", kinds}};
+          {"disk", f.disk},     {"snapshot", f.snapshot}, {"volumes", f.volumes}, {"diskIo", f.disk_io},
+          {"network", kinds}};
 }
 
 Features features_from(const json& value) {
@@ -221,6 +222,7 @@ Features features_from(const json& value) {
   flag("disk", out.disk);
   flag("snapshot", out.snapshot);
   flag("volumes", out.volumes);
+  flag("diskIo", out.disk_io);
   if (const json* kinds = f.take("network")) {
     if (!kinds->is_array()) bad("features.network", "must be an array");
     for (const auto& k : *kinds) {
@@ -257,6 +259,12 @@ json create_json(const CreateOptions& o) {
     }
     j["volumes"] = std::move(mounts);
   }
+  if (o.disk_io) {
+    j["diskIo"] = {{"readBps", o.disk_io->read_bps},
+                   {"writeBps", o.disk_io->write_bps},
+                   {"readIops", o.disk_io->read_iops},
+                   {"writeIops", o.disk_io->write_iops}};
+  }
   return j;
 }
 
@@ -285,6 +293,20 @@ DesktopSize desktop_size_from(const json& value) {
 
 // The contract takes at most 16; more are refused before they are read.
 constexpr std::size_t kMaxVolumeMounts = 16;
+
+DiskIo disk_io_from(const json& value) {
+  Fields f(value, "diskIo");
+  DiskIo io;
+  const auto take = [&](const char* key, std::int64_t& into) {
+    if (const json* v = f.take(key)) into = integer(*v, key, 0, std::int64_t{1} << 50);
+  };
+  take("readBps", io.read_bps);
+  take("writeBps", io.write_bps);
+  take("readIops", io.read_iops);
+  take("writeIops", io.write_iops);
+  f.done();
+  return io;
+}
 
 VolumeMount volume_mount_from(const json& value) {
   Fields f(value, "a volume of the create");
@@ -436,6 +458,7 @@ CreateOptions create_from(const json& value) {
     if (v->size() > kMaxVolumeMounts) bad("volumes", "must be at most 16");
     for (const json& m : *v) o.volumes.push_back(volume_mount_from(m));
   }
+  if (const json* v = f.take("diskIo")) o.disk_io = disk_io_from(*v);
   f.done();
   return o;
 }

@@ -93,6 +93,11 @@ Options:
   --disk MIB             put the working directory and /tmp on a disk of its
                          own of MIB mebibytes (16 or more) instead of memory;
                          past it a write fails "No space left on device"
+  --disk-io BOUNDS       bound the I/O of the disk and of each volume, per
+                         second: a comma-separated list of rbps=, wbps= (bytes;
+                         with K, M or G for KiB, MiB, GiB), riops=, wiops=
+                         (operations), e.g. wbps=10M,riops=500; where the
+                         host has cgroup2's io controller
   --from-snapshot NAME   start from the snapshot NAME: the working directory
                          and /tmp on a copy of its disk (of its size)
   --snapshot-to NAME     once the command has ended, whatever its exit status
@@ -200,6 +205,7 @@ struct Args {
   std::optional<double> cpus;
   std::optional<std::int64_t> memory_mib;
   std::optional<std::int64_t> disk_mib;
+  std::optional<mayura::DiskIo> disk_io;
   std::optional<std::string> from_snapshot;
   std::optional<std::string> snapshot_to;
   std::vector<mayura::VolumeMount> volumes;
@@ -219,6 +225,41 @@ std::string snapshot_name(const std::string& flag, const std::string& name) {
     usage_error(flag + ": " + e.what());
   }
   return name;
+}
+
+// rbps=N,wbps=N,riops=N,wiops=N (any of them, in any order), as --disk-io
+// takes: bytes with an optional K, M or G (binary); the contract checks the
+// ranges, before anything is made.
+mayura::DiskIo disk_io(const std::string& spec) {
+  const std::string form = "--disk-io takes KEY=N[,KEY=N...] with rbps, wbps, riops or wiops, not '" + spec + "'";
+  mayura::DiskIo io;
+  std::size_t at = 0;
+  while (at <= spec.size()) {
+    const std::size_t comma = std::min(spec.find(',', at), spec.size());
+    const std::string item = spec.substr(at, comma - at);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos) usage_error(form);
+    const std::string key = item.substr(0, eq);
+    std::string number = item.substr(eq + 1);
+    std::int64_t scale = 1;
+    const bool bytes = key == "rbps" || key == "wbps";
+    if (bytes && !number.empty()) {
+      const char unit = number.back();
+      if (unit == 'K' || unit == 'k') scale = std::int64_t{1} << 10;
+      if (unit == 'M' || unit == 'm') scale = std::int64_t{1} << 20;
+      if (unit == 'G' || unit == 'g') scale = std::int64_t{1} << 30;
+      if (scale != 1) number.pop_back();
+    }
+    const std::int64_t v =
+        parse_count("--disk-io " + key, number, (std::int64_t{1} << 50) / scale, "a whole number") * scale;
+    if (key == "rbps") io.read_bps = v;
+    else if (key == "wbps") io.write_bps = v;
+    else if (key == "riops") io.read_iops = v;
+    else if (key == "wiops") io.write_iops = v;
+    else usage_error(form);
+    at = comma + 1;
+  }
+  return io;
 }
 
 // NAME:PATH or NAME:PATH:ro, as --volume takes: a volume's name as the
@@ -298,6 +339,8 @@ Args parse(int argc, char** argv) {
       a.memory_mib = parse_count(arg, value(arg), std::int64_t{1} << 30, "a whole number of MiB");
     } else if (arg == "--disk") {
       a.disk_mib = parse_count(arg, value(arg), std::int64_t{1} << 24, "a whole number of MiB");
+    } else if (arg == "--disk-io") {
+      a.disk_io = disk_io(value(arg));
     } else if (arg == "--from-snapshot") {
       a.from_snapshot = snapshot_name(arg, value(arg));
     } else if (arg == "--snapshot-to") {
@@ -872,6 +915,7 @@ int main(int argc, char** argv) {
     create.cpus = args.cpus;
     create.memory_mib = args.memory_mib;
     create.disk_mib = args.disk_mib;
+    create.disk_io = args.disk_io;
     create.snapshot = args.from_snapshot;
     create.volumes = args.volumes;
     create.pids = args.pids;

@@ -4,10 +4,13 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "harness.hpp"
 
@@ -89,6 +92,87 @@ TEST_F(DiskTest, ABadSizeIsRefusedBeforeAnythingIsMade) {
     }
   }
   EXPECT_TRUE(only_disk(options().disk_dir).empty());
+}
+
+// A sandbox's io.max as the host holds it, its lines sorted ("" if none or
+// not one sandbox).
+std::string io_max_of_the_one_sandbox(const std::string& cgroup_root) {
+  std::vector<std::string> dirs;
+  for (const auto& e : fs::directory_iterator(cgroup_root)) {
+    if (e.is_directory()) dirs.push_back(e.path());
+  }
+  if (dirs.size() != 1) return "";
+  std::istringstream in(read_host(dirs.front() + "/io.max"));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  std::string all;
+  for (const std::string& line : lines) all += line + "\n";
+  return all;
+}
+
+// The disk's and a volume's devices each bounded in the sandbox's io.max,
+// a direct write held to the bound, the bound kept through a snapshot; a
+// host without the io controller on cgroup2 refuses before making anything.
+TEST_F(DiskTest, ADisksIoIsBoundedByTheKernelWhereTheHostCan) {
+  const bool v2 = test_layout().rfind("v2-", 0) == 0;
+  EXPECT_EQ(sandboxes().features().disk_io, v2) << test_layout();
+  sandboxes().create_volume("bounded", 32);
+  CreateOptions c = with_disk(64);
+  c.volumes = {{"bounded", "/data", false}};
+  c.disk_io = DiskIo{.read_bps = 0, .write_bps = 1 << 20, .read_iops = 0, .write_iops = 1000};
+  if (!v2) {
+    try {
+      create(c);
+      ADD_FAILURE() << "a disk's I/O was bounded on " << test_layout();
+    } catch (const SandboxError& e) {
+      EXPECT_EQ(e.reason(), Reason::INVALID_INPUT) << e.what();
+      EXPECT_NE(std::string(e.what()).find("cannot bound a disk's I/O"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(only_disk(options().disk_dir).empty());
+    sandboxes().delete_volume("bounded");
+    return;
+  }
+  {
+    auto s = create(c);
+    const std::string bound = " rbps=max wbps=1048576 riops=max wiops=1000\n";
+    std::string expected = sh(s, "stat -c '%Hd:%Ld' /workspace; stat -c '%Hd:%Ld' /data");
+    std::istringstream devices(expected);
+    std::vector<std::string> lines;
+    for (std::string d; std::getline(devices, d);) lines.push_back(d + bound);
+    std::sort(lines.begin(), lines.end());
+    expected.clear();
+    for (const std::string& l : lines) expected += l;
+    ASSERT_EQ(lines.size(), 2u);
+    EXPECT_EQ(io_max_of_the_one_sandbox(options().cgroup_root), expected);
+    // 3 MiB written past the page cache at 1 MiB a second takes at least
+    // two seconds (a slower machine only takes longer).
+    const auto start = std::chrono::steady_clock::now();
+    sh(s, "dd if=/dev/zero of=/workspace/f bs=1M count=3 oflag=direct 2>/dev/null");
+    EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
+    // A snapshot writes the disk out unbounded, and leaves the bound as it was.
+    s.snapshot("bounded");
+    EXPECT_EQ(io_max_of_the_one_sandbox(options().cgroup_root), expected);
+    // Bad bounds are refused before anything is made.
+    for (const DiskIo& bad : {DiskIo{.read_bps = 1000}, DiskIo{.write_iops = 1}, DiskIo{.write_bps = -1}}) {
+      CreateOptions b = with_disk(16);
+      b.disk_io = bad;
+      EXPECT_THROW(create(b), SandboxError);
+    }
+    CreateOptions no_disk;
+    no_disk.disk_io = DiskIo{.write_bps = 1 << 20};
+    EXPECT_THROW(create(no_disk), SandboxError);
+  }
+  sandboxes().delete_snapshot("bounded");
+  // The volume is let go a moment after its sandbox.
+  EXPECT_TRUE(eventually([&] {
+    try {
+      sandboxes().delete_volume("bounded");
+      return true;
+    } catch (const SandboxError&) {
+      return false;
+    }
+  }));
 }
 
 // Disks an engine that died left (no loop device bound to them) are removed

@@ -316,17 +316,17 @@ TEST_P(MayuraRunTest, VersionAndDoctorSayWhatTheCgroupsEnforce) {
     kind = "\ncgroups: hybrid (cgroup2 at /sys/fs/cgroup/unified";
     enforces =
         "enforces cpus [v1 /sys/fs/cgroup/cpu], memory (no swap) [v1 /sys/fs/cgroup/memory], pids [v1 "
-        "/sys/fs/cgroup/pids]";
+        "/sys/fs/cgroup/pids]; cannot enforce disk I/O";
     placed = "\nsandboxes under /sys/fs/cgroup/unified/mayura (the engine runs in the root cgroup)\n";
   } else if (layout == "v1") {
     kind = "\ncgroups: legacy (cgroup v1 only; the engine mounts a cgroup2 of its own";
     enforces =
         "enforces cpus [v1 /sys/fs/cgroup/cpu,cpuacct], memory (no swap) [v1 /sys/fs/cgroup/memory], pids [v1 "
-        "/sys/fs/cgroup/pids]";
+        "/sys/fs/cgroup/pids]; cannot enforce disk I/O";
     placed = "\nsandboxes under /run/mayura-cgroup2/mayura (the engine runs in the root cgroup)\n";
   } else {
     kind = "\ncgroups: unified (cgroup2 at /sys/fs/cgroup)";
-    enforces = "enforces cpus [cgroup2], memory (no swap) [cgroup2], pids [cgroup2]";
+    enforces = "enforces cpus [cgroup2], memory (no swap) [cgroup2], pids [cgroup2], disk I/O [cgroup2]";
     if (layout == "v2-root") {
       placed = "\nsandboxes under /sys/fs/cgroup/mayura (the engine runs in the root cgroup)\n";
     } else if (layout == "v2-delegated") {
@@ -375,6 +375,19 @@ TEST_P(MayuraRunTest, LimitsReachTheCommand) {
   EXPECT_EQ(r.out, "ext2/ext3\n");
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  // --disk-io: bounded where the host has cgroup2's io controller, refused
+  // clearly elsewhere; a malformed one before anything is made.
+  r = run("--disk 32 --disk-io wbps=1M,riops=100 -- sh -c 'echo bounded'");
+  if (test_layout().rfind("v2-", 0) == 0) {
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "bounded\n");
+  } else {
+    EXPECT_TRUE(failed_with(r, "INVALID_INPUT", "cannot bound a disk's I/O")) << r.err;
+  }
+  for (const char* bad : {"wbps", "wbps=2X", "bps=1", "wbps=1M,", "riops=1.5"}) {
+    r = run(std::string("--disk 32 --disk-io ") + bad + " -- true");
+    EXPECT_TRUE(failed_with(r, "INVALID_INPUT", "--disk-io")) << bad << ": " << r.err;
+  }
 }
 
 // --snapshot-to keeps the disk as the command left it, whatever its exit

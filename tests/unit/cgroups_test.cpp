@@ -81,7 +81,8 @@ TEST(CgroupHost, UnifiedHostEnforcesEverythingOnCgroup2) {
   EXPECT_TRUE(host.swap_limit);
   const std::string line = host.describe();
   EXPECT_EQ(line.rfind("cgroups: unified (cgroup2 at /sys/fs/cgroup)", 0), 0u) << line;
-  EXPECT_NE(line.find("enforces cpus [cgroup2], memory (no swap) [cgroup2], pids [cgroup2]"), std::string::npos)
+  EXPECT_NE(line.find("enforces cpus [cgroup2], memory (no swap) [cgroup2], pids [cgroup2], disk I/O [cgroup2]"),
+            std::string::npos)
       << line;
   EXPECT_EQ(line.find("cannot"), std::string::npos) << line;
 }
@@ -105,6 +106,9 @@ TEST(CgroupHost, HybridHostLikeThisOneLimitsOnV1) {
   EXPECT_EQ(host.pids.v1, "/sys/fs/cgroup/pids");
   EXPECT_TRUE(host.swap_limit);
   EXPECT_NE(host.describe().find("hybrid"), std::string::npos);
+  // v1's blkio cannot bound buffered writes: no disk I/O bound on v1.
+  EXPECT_FALSE(host.io.available());
+  EXPECT_NE(host.describe().find("cannot enforce disk I/O"), std::string::npos) << host.describe();
 }
 
 // A move waits for an RCU grace period unless some hierarchy favours

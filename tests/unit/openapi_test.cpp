@@ -115,6 +115,7 @@ TEST(OpenApi, TheCreateBodyIsTheWiresOwn) {
                      {"diskMiB", 64},
                      {"snapshot", "base-1.0_x"},
                      {"volumes", {{{"name", "data"}, {"path", "/data"}, {"readOnly", true}}}},
+                     {"diskIo", {{"readBps", 1 << 20}, {"writeBps", 2 << 20}, {"readIops", 100}, {"writeIops", 50}}},
                      {"pids", 64},
                      {"seccompProfile", "{}"},
                      {"image", "host"},
@@ -133,6 +134,13 @@ TEST(OpenApi, TheCreateBodyIsTheWiresOwn) {
   EXPECT_EQ(taken.volumes[0].path, "/data");
   EXPECT_TRUE(taken.volumes[0].read_only);
   EXPECT_EQ(keys_of(create_json(taken).at("volumes").at(0)), property_names("VolumeMount"));
+  // The disk's I/O bounds, both ways, each in its own field.
+  EXPECT_EQ(keys_of(full.at("diskIo")), property_names("DiskIo"));
+  ASSERT_TRUE(taken.disk_io);
+  EXPECT_EQ(*taken.disk_io, (DiskIo{1 << 20, 2 << 20, 100, 50}));
+  EXPECT_EQ(create_json(taken).at("diskIo"), full.at("diskIo"));
+  EXPECT_THROW(create_from({{"lifetimeMs", 1}, {"diskIo", {{"readBps", -1}}}}), SandboxError);
+  EXPECT_THROW(create_from({{"lifetimeMs", 1}, {"diskIo", {{"bps", 1}}}}), SandboxError) << "a key it does not have";
   EXPECT_EQ(schema("VolumeMount").at("required"), json::array({"name", "path"}));
   EXPECT_FALSE(create_from({{"lifetimeMs", 1}, {"volumes", {{{"name", "a"}, {"path", "/a"}}}}}).volumes[0].read_only);
   EXPECT_EQ(schema("CreateRequest").at("properties").at("volumes").at("maxItems"), 16);

@@ -83,9 +83,10 @@ TEST(ServiceFeatures, RoundTripEveryField) {
   EXPECT_EQ(back.network, f.network);
 
   // each flag alone, so that no two are swapped
-  const std::array<bool Features::*, 7> flags = {&Features::stdin,  &Features::ports,  &Features::desktop,
-                                                 &Features::cpus,   &Features::memory, &Features::pids,
-                                                 &Features::seccomp};
+  const std::array<bool Features::*, 12> flags = {&Features::stdin,    &Features::ports,   &Features::desktop,
+                                                  &Features::cpus,     &Features::memory,  &Features::pids,
+                                                  &Features::seccomp,  &Features::pause,   &Features::disk,
+                                                  &Features::snapshot, &Features::volumes, &Features::disk_io};
   for (auto flag : flags) {
     Features one;
     one.*flag = true;

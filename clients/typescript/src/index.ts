@@ -50,6 +50,7 @@ const FEATURES: SandboxFeatures = {
   disk: true,
   snapshot: true,
   volumes: true,
+  // diskIo: the daemon's host decides (its io controller on cgroup2).
   network: ['none', 'all', 'allow'],
 };
 const WORKDIR = '/workspace';
@@ -191,6 +192,14 @@ function createBody(options: CreateOptions, image: string | undefined): string {
       if (v.readOnly !== undefined) mount.readOnly = v.readOnly;
       return mount;
     });
+  }
+  if (options.diskIo) {
+    const io: Record<string, number> = {};
+    for (const key of ['readBps', 'writeBps', 'readIops', 'writeIops'] as const) {
+      const value = options.diskIo[key];
+      if (value !== undefined) io[key] = value;
+    }
+    body.diskIo = io;
   }
   const chosen = options.image ?? image;
   if (chosen) body.image = chosen;

@@ -77,6 +77,12 @@ export interface SandboxFeatures {
    * provider's createVolume, volumes and deleteVolume, the create's volumes).
    */
   volumes?: boolean;
+  /**
+   * Whether a create may bound its disk's I/O (diskIo): where the daemon's
+   * host has the io controller on cgroup2. Absent: not known here (a create
+   * asking for it where the host cannot fails invalid_input).
+   */
+  diskIo?: boolean;
   /** The network kinds it can enforce. */
   network: NetworkKind[];
 }
@@ -107,6 +113,12 @@ export interface CreateOptions {
    * invalid_input, a name there is no volume of not_found.
    */
   volumes?: VolumeMount[];
+  /**
+   * Bounds on the I/O of the disk and of each volume (each device bounded on
+   * its own), per second, enforced by the kernel: needs diskMiB, snapshot or
+   * a volume. 0 or absent: no bound.
+   */
+  diskIo?: DiskIo;
   /** The provider's image or template. */
   image?: string;
   labels?: Record<string, string>;
@@ -170,6 +182,14 @@ export interface Volume {
 }
 
 /** A volume of the caller's mounted into a sandbox at a create. */
+/** Per second; a bytes' bound is 0 or from 2^20, an operations' 0 or from 16. */
+export interface DiskIo {
+  readBps?: number;
+  writeBps?: number;
+  readIops?: number;
+  writeIops?: number;
+}
+
 export interface VolumeMount {
   /** The volume's name. */
   name: string;

@@ -52,6 +52,7 @@ describe('the provider types against mayurad OpenAPI document', () => {
       ['Snapshot', 'Snapshot', []],
       ['Volume', 'Volume', []],
       ['VolumeMount', 'VolumeMount', []],
+      ['DiskIo', 'DiskIo', []],
       // The output comes in the stream's lines before the end line.
       ['ExecResult', 'ExecEnd', ['stdout', 'stderr']],
     ];

@@ -40,6 +40,7 @@ struct Features {
   bool disk = false;                 // honours CreateOptions::disk_mib
   bool snapshot = false;             // Sandbox::snapshot and fork, CreateOptions::snapshot
   bool volumes = false;              // Sandboxes::create_volume, CreateOptions::volumes
+  bool disk_io = false;              // honours CreateOptions::disk_io
   std::vector<NetworkKind> network;  // the kinds it can enforce
 };
 
@@ -47,6 +48,15 @@ struct Features {
 struct DesktopSize {
   int width = 1280;
   int height = 800;
+};
+
+// Bounds on a disk's reads and writes, each per second; 0: no bound.
+struct DiskIo {
+  std::int64_t read_bps = 0;
+  std::int64_t write_bps = 0;
+  std::int64_t read_iops = 0;
+  std::int64_t write_iops = 0;
+  bool operator==(const DiskIo&) const = default;
 };
 
 // A volume (Sandboxes::create_volume) mounted into a sandbox at `path`.
@@ -82,6 +92,10 @@ struct CreateOptions {
   // one sandbox at a time: one in use fails INVALID_INPUT before anything
   // is made. At most 16.
   std::vector<VolumeMount> volumes;
+  // Bounds on the I/O of its disk and of each of its volumes (each device
+  // bounded on its own), enforced by the kernel (cgroup2's io.max): needs
+  // a disk or a volume. None: as fast as the host's disk.
+  std::optional<DiskIo> disk_io;
   // An OCI/Docker JSON seccomp profile (the text); none: the provider's
   // default profile. Unknown syscall names in it are skipped.
   std::optional<std::string> seccomp_profile;
