@@ -219,6 +219,11 @@ class NativeProvider final : public SandboxProvider {
     const cgroups::Limits limits = limits_for(options);
     const Filters filters = seccomp_for(options);
     SandboxImage image = resolve_sandbox_image(options, options_);
+    if (options.writable_root && image.image.layers.empty()) {
+      throw SandboxError(Reason::INVALID_INPUT, "a writable root needs an image from the image store, not " +
+                                                    image.image.name +
+                                                    " (the host's and a directory image's files are no sandbox's)");
+    }
     native::DiskSource disk = disk_for(options);
     const std::string workdir = image.workdir.empty() ? options_.workdir : image.workdir;
     for (const VolumeMount& v : options.volumes) {
@@ -248,7 +253,8 @@ class NativeProvider final : public SandboxProvider {
     }
     timer.step(core ? "prepared sandbox taken" : "no prepared sandbox");
     if (!core) {
-      core = build(image, filters, cancellation, options.tenant, std::move(disk), options.volumes, std::move(volumes));
+      core = build(image, filters, cancellation, options.tenant, std::move(disk), options.volumes, std::move(volumes),
+                   options.writable_root);
       timer.step("built");
     }
     // What is this create's own: its limits, its network, its ports, its env
@@ -320,7 +326,8 @@ class NativeProvider final : public SandboxProvider {
   std::shared_ptr<native::SandboxCore> build(const SandboxImage& image, const Filters& filters,
                                              const std::stop_token& cancellation, const std::string& tenant,
                                              native::DiskSource disk, const std::vector<VolumeMount>& mounts = {},
-                                             std::vector<native::HeldVolume> volumes = {}, bool ahead = false) {
+                                             std::vector<native::HeldVolume> volumes = {}, bool writable_root = false,
+                                             bool ahead = false) {
     StepTimer timer("build");
     check_host_memory();
     auto core = std::make_shared<native::SandboxCore>();
@@ -339,6 +346,7 @@ class NativeProvider final : public SandboxProvider {
     root.gid = image.gid.value_or(options_.gid);
     root.workdir_bytes = options_.workdir_mib << 20;
     root.workdir_on_disk = on_disk;
+    root.root_on_disk = writable_root;
     for (const VolumeMount& v : mounts) root.volumes.push_back(v.path);
     root.tmp_bytes = options_.tmp_mib << 20;
     root.shm_bytes = options_.shm_mib << 20;
@@ -399,7 +407,7 @@ class NativeProvider final : public SandboxProvider {
     }
     const cgroups::SandboxCgroup& cgroup = core->cgroup;
     // The disk's two, then each volume's, in the plan's order.
-    std::vector<UniqueFd> handed = core->disk ? core->disk.take_mounts() : std::vector<UniqueFd>{};
+    std::vector<UniqueFd> handed = core->disk ? core->disk.take_mounts(writable_root) : std::vector<UniqueFd>{};
     for (native::HeldVolume& v : volumes) handed.push_back(std::move(v.mount));
     core->volumes = std::move(volumes);
     core->init = launch_init(
@@ -545,7 +553,7 @@ class NativeProvider final : public SandboxProvider {
                                  [this](const std::stop_token& stop) {
                                    SandboxImage host;
                                    host.image = rootfs::Image{"host", "/", true, {}};
-                                   return build(host, default_seccomp_, stop, "", {}, {}, {}, true);
+                                   return build(host, default_seccomp_, stop, "", {}, {}, {}, false, true);
                                  },
                                  *activity_};
 };

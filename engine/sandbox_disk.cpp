@@ -172,11 +172,12 @@ SandboxDisk::SandboxDisk(const std::string& dir, const std::string& name, DiskSo
   }
 }
 
-std::vector<UniqueFd> SandboxDisk::take_mounts() {
+std::vector<UniqueFd> SandboxDisk::take_mounts(bool with_root) {
   // One mount of its top for each directory the plan hands on (the init
   // clones the directory from it): a second mount of the same device is
   // the same file system.
   std::vector<UniqueFd> mounts;
+  if (with_root) mounts.push_back(mount_ext4(device_, false, Reason::INTERNAL));
   mounts.push_back(std::move(mount_));
   mounts.push_back(mount_ext4(device_, false, Reason::INTERNAL));
   return mounts;

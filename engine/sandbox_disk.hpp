@@ -81,9 +81,10 @@ class SandboxDisk {
   // Its loop device's number, which its I/O bounds name.
   dev_t device_number() const { return device_number_; }
   // Detached mounts of its top, one for its workspace and one for its tmp
-  // (the plan's handed ops name the directory), once: the launch idmaps
-  // them with the sandbox's user namespace and hands them to the init.
-  std::vector<UniqueFd> take_mounts();
+  // (the plan's handed ops name the directory), after one for a writable
+  // root's upper layer if `with_root`, once: the launch idmaps them with
+  // the sandbox's user namespace and hands them to the init.
+  std::vector<UniqueFd> take_mounts(bool with_root);
   // Writes everything the sandbox wrote to its file (the sandbox stopped
   // first, so that nothing is written meanwhile): the file is then a
   // consistent file system, its journal at worst replayed when mounted.

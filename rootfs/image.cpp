@@ -199,6 +199,13 @@ Image resolve_image(const std::string& image, const std::string& image_dir) {
 }
 
 Plan plan_for(const Image& image, const RootOptions& o) {
+  // Only a stored image's layers take an upper layer: the host's and a
+  // directory image's files belong to no user of the sandbox.
+  if (o.root_on_disk && (image.host || image.layers.empty()))
+    throw ImageError("a writable root needs an image from the image store, not " + image.name,
+                     ImageError::Kind::bad_input);
+  if (o.root_on_disk && !o.workdir_on_disk)
+    throw ImageError("a writable root lives on the sandbox's disk, and it has none", ImageError::Kind::bad_input);
   Plan plan;
   if (image.host) {
     plan.push_back(bind("/usr", "/usr"));
@@ -217,6 +224,7 @@ Plan plan_for(const Image& image, const RootOptions& o) {
     // The workdir is kept: an image's WorkingDir holds its app, which stays
     // visible under the writable tmpfs.
     layers.src = "dev/proc/sys/tmp";
+    if (o.root_on_disk) layers.flags |= kWritable;
     plan.push_back(layers);
   } else {
     const std::string workdir_name = top_level_of(o.workdir);

@@ -144,8 +144,8 @@ bool skipped(const std::string& names, const std::string& name) {
 }
 
 // Binds every top-level entry of `image` (an open directory) into the root,
-// read-only; symlinks are made again.
-int bind_entries(int root, int image, const std::string& skip) {
+// read-only unless `writable`; symlinks are made again.
+int bind_entries(int root, int image, const std::string& skip, bool writable) {
   const int copy = ::dup(image);
   std::unique_ptr<DIR, int (*)(DIR*)> dir(copy >= 0 ? ::fdopendir(copy) : nullptr, ::closedir);
   if (!dir) {
@@ -167,7 +167,7 @@ int bind_entries(int root, int image, const std::string& skip) {
     }
     if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) continue;
     Fd tree(::open_tree(image, name.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW));
-    if (!tree || set_attrs(tree.get(), 0, true) != 0) return -1;
+    if (!tree || set_attrs(tree.get(), writable ? std::uint32_t{kWritable} : 0u, true) != 0) return -1;
     Fd target = S_ISDIR(st.st_mode) ? ensure_dir(root, "/" + name, 0755) : ensure_file(root, "/" + name);
     if (!target || attach(tree.get(), target.get()) != 0) return -1;
   }
@@ -182,13 +182,29 @@ constexpr const char* kScaffold = ".mayura-scaffold";
 
 int detach(int fd) { return ::umount2(fd_path(fd).c_str(), MNT_DETACH); }
 
+// A directory `name` of `parent`, made if missing; an O_PATH fd of it,
+// reached with no symlink.
+Fd own_dir(int parent, const char* name, mode_t mode) {
+  if (::mkdirat(parent, name, mode) != 0 && errno != EEXIST) return Fd();
+  return Fd(::openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+}
+
 // A stored image: its layers attached in the scaffolding, an overlay of them
-// mounted read-only (userxattr: the store marks opaque directories with
+// mounted (userxattr: the store marks opaque directories with
 // user.overlay.opaque, and an overlay mounted in a user namespace reads no
 // trusted xattrs), its entries bound into the root, and the scaffolding
-// detached again. The bound entries keep the overlay alive.
-int mount_image(int root, const Op& op, std::vector<Fd>& layers) {
-  if (layers.empty() || layers.size() > 128) return errno = EINVAL, -1;
+// detached again. The bound entries keep the overlay alive. Read-only; or,
+// with kWritable, written over on the disk whose top is the last mount
+// handed (its kDiskRoot holds the upper and work directories).
+int mount_image(int root, const Op& op, std::vector<Fd>& handed) {
+  const bool writable = (op.flags & kWritable) != 0;
+  Fd disk;
+  if (writable && !handed.empty()) {
+    disk = std::move(handed.back());
+    handed.pop_back();
+  }
+  std::vector<Fd>& layers = handed;
+  if (layers.empty() || layers.size() > 128 || (writable && !disk)) return errno = EINVAL, -1;
   if (::mkdirat(root, kScaffold, 0700) != 0) return -1;
   Fd scaffold(::openat(root, kScaffold, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!scaffold) return -1;
@@ -209,19 +225,43 @@ int mount_image(int root, const Op& op, std::vector<Fd>& layers) {
     lower += (lower.empty() ? "" : ":") + fd_path(lowers.back().get());
   }
   // An overlay without an upper layer needs two lower ones.
-  if (lowers.size() == 1) {
+  if (lowers.size() == 1 && !writable) {
     if (::mkdirat(scaffold.get(), "empty", 0555) != 0) return -1;
     lowers.push_back(subdir("empty", O_PATH));
     if (!lowers.back()) return -1;
     lower += ":" + fd_path(lowers.back().get());
   }
+  std::string data = "lowerdir=" + lower;
+  Fd top;  // the disk's, attached in the scaffolding while the overlay is made
+  std::vector<Fd> upper_and_work;
+  if (writable) {
+    if (::mkdirat(scaffold.get(), "disk", 0700) != 0) return -1;
+    Fd at = subdir("disk", O_PATH);
+    if (!at || attach(disk.get(), at.get()) != 0) return -1;
+    disk.reset();
+    top = subdir("disk", O_PATH);
+    Fd dir = top ? own_dir(top.get(), kDiskRoot, 0755) : Fd();
+    Fd upper = dir ? own_dir(dir.get(), "upper", 0755) : Fd();
+    Fd work = dir ? own_dir(dir.get(), "work", 0700) : Fd();
+    if (!upper || !work) {
+      const int saved = errno;
+      if (top) detach(top.get());
+      errno = saved;
+      return -1;
+    }
+    // The overlay holds the directories it names; the paths need only
+    // last until it is mounted.
+    data += ",upperdir=" + fd_path(upper.get()) + ",workdir=" + fd_path(work.get());
+    upper_and_work.push_back(std::move(upper));
+    upper_and_work.push_back(std::move(work));
+  }
   Fd merged;
   if (::mkdirat(scaffold.get(), "merged", 0700) == 0) {
     Fd merged_at = subdir("merged", O_PATH);
-    if (merged_at && mount_fs("overlay", merged_at.get(), MS_RDONLY | MS_NOSUID | MS_NODEV,
-                              "lowerdir=" + lower + ",userxattr") == 0) {
+    const unsigned long flags = MS_NOSUID | MS_NODEV | (writable ? 0 : MS_RDONLY);
+    if (merged_at && mount_fs("overlay", merged_at.get(), flags, data + ",userxattr") == 0) {
       merged = subdir("merged", O_RDONLY);
-      result = merged ? bind_entries(root, merged.get(), op.src) : -1;
+      result = merged ? bind_entries(root, merged.get(), op.src, writable) : -1;
     }
   }
   const int saved = errno;
@@ -229,10 +269,14 @@ int mount_image(int root, const Op& op, std::vector<Fd>& layers) {
   for (const auto& l : lowers) detach(l.get());
   merged.reset();
   lowers.clear();
+  upper_and_work.clear();
+  if (top) detach(top.get());
+  top.reset();
   // Empty directories now; the scaffold goes from the root.
   for (std::size_t i = 0; i < layers.size(); ++i) ::unlinkat(scaffold.get(), std::to_string(i).c_str(), AT_REMOVEDIR);
   ::unlinkat(scaffold.get(), "empty", AT_REMOVEDIR);
   ::unlinkat(scaffold.get(), "merged", AT_REMOVEDIR);
+  ::unlinkat(scaffold.get(), "disk", AT_REMOVEDIR);
   ::unlinkat(root, kScaffold, AT_REMOVEDIR);
   errno = saved;
   return result;
@@ -459,7 +503,7 @@ namespace {
 std::size_t handed_to(const Op& op) {
   if (op.kind == OpKind::handed) return 1;
   if (op.kind != OpKind::image_layers) return 0;
-  std::size_t n = 0;
+  std::size_t n = (op.flags & kWritable) ? 1 : 0;  // the disk's top after the layers
   for (std::size_t at = 0; at < op.data.size();) {
     const std::size_t end = std::min(op.data.find('\n', at), op.data.size());
     n += end > at ? 1 : 0;

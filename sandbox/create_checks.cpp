@@ -197,6 +197,9 @@ void check_create(const SandboxesOptions& limits, const Features& features, std:
   }
   check_volume_mounts(features, o);
   if (o.disk_io) check_disk_io(features, o);
+  if (o.writable_root && !o.disk_mib && !o.snapshot)
+    throw SandboxError(Reason::INVALID_INPUT,
+                       "a writable root lives on the sandbox's disk: give disk_mib or a snapshot");
   if (o.snapshot) {
     if (!features.snapshot) throw SandboxError(Reason::INVALID_INPUT, "the provider cannot start from a snapshot");
     check_snapshot_name(*o.snapshot);

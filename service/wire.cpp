@@ -245,6 +245,7 @@ json create_json(const CreateOptions& o) {
   if (o.memory_mib) j["memoryMiB"] = *o.memory_mib;
   if (o.disk_mib) j["diskMiB"] = *o.disk_mib;
   if (o.snapshot) j["snapshot"] = *o.snapshot;
+  if (o.writable_root) j["writableRoot"] = true;
   if (o.pids) j["pids"] = *o.pids;
   if (o.seccomp_profile) j["seccompProfile"] = bytes_json(*o.seccomp_profile);
   if (!o.image.empty()) j["image"] = o.image;
@@ -446,6 +447,7 @@ CreateOptions create_from(const json& value) {
   if (const json* v = f.take("memoryMiB")) o.memory_mib = integer(*v, "memoryMiB", kMinMemoryMib, kMaxMemoryMib);
   if (const json* v = f.take("diskMiB")) o.disk_mib = integer(*v, "diskMiB", 16, std::int64_t{1} << 24);
   if (const json* v = f.take("snapshot")) o.snapshot = text(*v, "snapshot");
+  if (const json* v = f.take("writableRoot")) o.writable_root = boolean(*v, "writableRoot");
   if (const json* v = f.take("pids")) o.pids = integer(*v, "pids", 1, kMaxPids);
   if (const json* v = f.take("seccompProfile")) o.seccomp_profile = bytes_from(*v, "seccompProfile");
   if (const json* v = f.take("image")) o.image = text(*v, "image");

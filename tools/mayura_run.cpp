@@ -93,6 +93,9 @@ Options:
   --disk MIB             put the working directory and /tmp on a disk of its
                          own of MIB mebibytes (16 or more) instead of memory;
                          past it a write fails "No space left on device"
+  --writable-root        make the root writable too, on the disk (needs --disk
+                         or --from-snapshot, and an image from the store):
+                         what the image's root installs stays, in its quota
   --disk-io BOUNDS       bound the I/O of the disk and of each volume, per
                          second: a comma-separated list of rbps=, wbps= (bytes;
                          with K, M or G for KiB, MiB, GiB), riops=, wiops=
@@ -206,6 +209,7 @@ struct Args {
   std::optional<std::int64_t> memory_mib;
   std::optional<std::int64_t> disk_mib;
   std::optional<mayura::DiskIo> disk_io;
+  bool writable_root = false;
   std::optional<std::string> from_snapshot;
   std::optional<std::string> snapshot_to;
   std::vector<mayura::VolumeMount> volumes;
@@ -339,6 +343,8 @@ Args parse(int argc, char** argv) {
       a.memory_mib = parse_count(arg, value(arg), std::int64_t{1} << 30, "a whole number of MiB");
     } else if (arg == "--disk") {
       a.disk_mib = parse_count(arg, value(arg), std::int64_t{1} << 24, "a whole number of MiB");
+    } else if (arg == "--writable-root") {
+      a.writable_root = true;
     } else if (arg == "--disk-io") {
       a.disk_io = disk_io(value(arg));
     } else if (arg == "--from-snapshot") {
@@ -916,6 +922,7 @@ int main(int argc, char** argv) {
     create.memory_mib = args.memory_mib;
     create.disk_mib = args.disk_mib;
     create.disk_io = args.disk_io;
+    create.writable_root = args.writable_root;
     create.snapshot = args.from_snapshot;
     create.volumes = args.volumes;
     create.pids = args.pids;

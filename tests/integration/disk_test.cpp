@@ -13,8 +13,11 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "image_archives.hpp"
+#include "mayura/images.hpp"
 
 namespace fs = std::filesystem;
+namespace img = mayura::testing::images;
 
 namespace mayura::testing {
 namespace {
@@ -173,6 +176,77 @@ TEST_F(DiskTest, ADisksIoIsBoundedByTheKernelWhereTheHostCan) {
       return false;
     }
   }));
+}
+
+// A writable root: what the image's root user installs into /etc, /usr or
+// /opt goes to the disk (in its quota, deletions too), a snapshot keeps it,
+// another sandbox of the image sees none of it; the root's own top and the
+// engine's files stay read-only; the host's image and a create with no
+// disk are refused before anything is made.
+TEST_F(DiskTest, AWritableRootOnTheDiskKeepsWhatTheImagesRootInstalls) {
+  const std::string archive = options().state_dir + "-busybox.tar";
+  img::write_oci_archive(archive, img::busybox_spec(img::Compression::gzip), "busybox:1");
+  ImageStore(options().image_store).import_archive(archive);
+  fs::remove(archive);
+  CreateOptions c = with_disk(64);
+  c.image = "busybox:1";
+  c.user = "0";
+  c.writable_root = true;
+  {
+    auto s = create(c);
+    EXPECT_EQ(sh(s, "stat -f -c %t /etc"), "794c7630\n");  // OVERLAYFS_SUPER_MAGIC
+    sh(s,
+       "set -e; echo installed > /etc/tool.conf; mkdir -p /usr/local/bin; echo 'echo tool ran' > /usr/local/bin/tool; "
+       "echo changed > /opt/opaque/new; rm /srv/a");
+    EXPECT_EQ(sh(s, "sh /usr/local/bin/tool; cat /etc/tool.conf /opt/opaque/new; cat /srv/a-link; test ! -e /srv/a"),
+              "tool ran\ninstalled\nchanged\none file, two names\n");
+    // The root's own top stays read-only.
+    for (const char* refused : {"mkdir /newtop", "touch /newfile"}) {
+      const ExecResult r = s.exec({"sh", "-c", refused});
+      EXPECT_NE(r.exit_code, 0) << refused;
+      EXPECT_NE(r.stderr.find("Read-only file system"), std::string::npos) << refused << ": " << r.stderr;
+    }
+    // In the disk's quota.
+    const ExecResult big = s.exec({"sh", "-c", "cat /dev/zero > /usr/big"});
+    EXPECT_NE(big.stderr.find("No space left on device"), std::string::npos) << big.stderr;
+    sh(s, "rm -f /usr/big");
+    s.snapshot("installed");
+  }
+  {
+    CreateOptions from = c;
+    from.disk_mib.reset();
+    from.snapshot = "installed";
+    auto restored = create(from);
+    EXPECT_EQ(sh(restored, "sh /usr/local/bin/tool; cat /etc/tool.conf; test ! -e /srv/a && echo gone"),
+              "tool ran\ninstalled\ngone\n");
+    CreateOptions plain;
+    plain.image = "busybox:1";
+    plain.user = "0";
+    auto other = create(plain);
+    EXPECT_EQ(sh(other, "cat /srv/a; test ! -e /etc/tool.conf && echo none"), "one file, two names\nnone\n");
+    const ExecResult r = other.exec({"touch", "/etc/x"});
+    EXPECT_NE(r.stderr.find("Read-only file system"), std::string::npos) << r.stderr;
+  }
+  sandboxes().delete_snapshot("installed");
+  // Refused before anything is made: the host's files are no sandbox's, and
+  // the upper layer lives on the disk.
+  CreateOptions host = with_disk(16);
+  host.writable_root = true;
+  CreateOptions no_disk;
+  no_disk.image = "busybox:1";
+  no_disk.writable_root = true;
+  for (const auto& [bad, says] :
+       {std::pair{host, "needs an image from the image store"}, std::pair{no_disk, "lives on the sandbox's disk"}}) {
+    try {
+      create(bad);
+      ADD_FAILURE() << "made: " << says;
+    } catch (const SandboxError& e) {
+      EXPECT_EQ(e.reason(), Reason::INVALID_INPUT) << e.what();
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+  // (The released sandboxes' disks go off the release's path.)
+  EXPECT_TRUE(eventually([&] { return only_disk(options().disk_dir).empty(); }));
 }
 
 // Disks an engine that died left (no loop device bound to them) are removed

@@ -384,6 +384,10 @@ TEST_P(MayuraRunTest, LimitsReachTheCommand) {
   } else {
     EXPECT_TRUE(failed_with(r, "INVALID_INPUT", "cannot bound a disk's I/O")) << r.err;
   }
+  // --writable-root: on a disk, and an image from the store only.
+  EXPECT_TRUE(failed_with(run("--writable-root -- true"), "INVALID_INPUT", "lives on the sandbox's disk"));
+  EXPECT_TRUE(
+      failed_with(run("--disk 16 --writable-root -- true"), "INVALID_INPUT", "needs an image from the image store"));
   for (const char* bad : {"wbps", "wbps=2X", "bps=1", "wbps=1M,", "riops=1.5"}) {
     r = run(std::string("--disk 32 --disk-io ") + bad + " -- true");
     EXPECT_TRUE(failed_with(r, "INVALID_INPUT", "--disk-io")) << bad << ": " << r.err;

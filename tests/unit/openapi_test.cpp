@@ -114,6 +114,7 @@ TEST(OpenApi, TheCreateBodyIsTheWiresOwn) {
                      {"memoryMiB", 256},
                      {"diskMiB", 64},
                      {"snapshot", "base-1.0_x"},
+                     {"writableRoot", true},
                      {"volumes", {{{"name", "data"}, {"path", "/data"}, {"readOnly", true}}}},
                      {"diskIo", {{"readBps", 1 << 20}, {"writeBps", 2 << 20}, {"readIops", 100}, {"writeIops", 50}}},
                      {"pids", 64},
@@ -134,6 +135,8 @@ TEST(OpenApi, TheCreateBodyIsTheWiresOwn) {
   EXPECT_EQ(taken.volumes[0].path, "/data");
   EXPECT_TRUE(taken.volumes[0].read_only);
   EXPECT_EQ(keys_of(create_json(taken).at("volumes").at(0)), property_names("VolumeMount"));
+  EXPECT_TRUE(taken.writable_root);
+  EXPECT_FALSE(create_json(create_from({{"lifetimeMs", 1}})).contains("writableRoot"));
   // The disk's I/O bounds, both ways, each in its own field.
   EXPECT_EQ(keys_of(full.at("diskIo")), property_names("DiskIo"));
   ASSERT_TRUE(taken.disk_io);

@@ -186,6 +186,7 @@ function createBody(options: CreateOptions, image: string | undefined): string {
   if (options.memoryMiB !== undefined) body.memoryMiB = options.memoryMiB;
   if (options.diskMiB !== undefined) body.diskMiB = options.diskMiB;
   if (options.snapshot !== undefined) body.snapshot = options.snapshot;
+  if (options.writableRoot) body.writableRoot = true;
   if (options.volumes?.length) {
     body.volumes = options.volumes.map((v) => {
       const mount: Record<string, unknown> = { name: v.name, path: wireBytes(v.path) };

@@ -108,6 +108,13 @@ export interface CreateOptions {
    */
   snapshot?: string;
   /**
+   * The root writable too, on the disk (diskMiB or snapshot required): what
+   * the image's root user installs into /usr, /etc or /var stays, in the
+   * disk's quota, and a snapshot keeps it. Only an image from the daemon's
+   * store (invalid_input otherwise).
+   */
+  writableRoot?: boolean;
+  /**
    * Volumes of the caller's to mount (at most 16), each at its path; one
    * sandbox at a time may have a volume: one another sandbox has fails
    * invalid_input, a name there is no volume of not_found.

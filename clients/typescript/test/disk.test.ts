@@ -45,4 +45,13 @@ describe('a disk through mayurad', () => {
       await s.release();
     }
   });
+
+  it('sends writableRoot: refused without a disk, and on the host\'s image', async () => {
+    for (const options of [{ writableRoot: true }, { writableRoot: true, diskMiB: 16 }]) {
+      await assert.rejects(
+        suite.provider.create({ lifetimeMs: 120_000, ...options }),
+        (e: Error & { reason?: string }) => e.reason === 'invalid_input',
+      );
+    }
+  });
 });

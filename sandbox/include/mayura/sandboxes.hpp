@@ -86,7 +86,7 @@ class Sandbox {
   void resume() const;
   bool paused() const;
   // Copies the sandbox's disk (CreateOptions::disk_mib: its working
-  // directory and /tmp) into the snapshot `name` of its tenant, replacing
+  // directory and /tmp, and a writable root's upper layer) into the snapshot `name` of its tenant, replacing
   // one of that name: a failure or a crash leaves the old one or the new.
   // Its processes are stopped only while the copy is taken (a paused
   // sandbox stays paused). INVALID_INPUT for a bad name (1 to 64 of

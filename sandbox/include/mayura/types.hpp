@@ -37,7 +37,7 @@ struct Features {
   bool pids = false;                 // honours CreateOptions::pids
   bool seccomp = false;              // honours CreateOptions::seccomp_profile
   bool pause = false;                // Sandbox::pause and resume
-  bool disk = false;                 // honours CreateOptions::disk_mib
+  bool disk = false;                 // honours CreateOptions::disk_mib and writable_root
   bool snapshot = false;             // Sandbox::snapshot and fork, CreateOptions::snapshot
   bool volumes = false;              // Sandboxes::create_volume, CreateOptions::volumes
   bool disk_io = false;              // honours CreateOptions::disk_io
@@ -87,6 +87,14 @@ struct CreateOptions {
   // set, must be the same). Commands start afresh: a snapshot holds files,
   // not processes. None: a new, empty disk if disk_mib is set.
   std::optional<std::string> snapshot;
+  // The root writable too, on the same disk (which disk_mib or snapshot
+  // must give): an overlay over the image whose upper layer is on the disk,
+  // so that the image's root user can install packages into /usr, /etc or
+  // /var, within the disk's quota; a snapshot holds it with the rest. New
+  // entries at the top of the root itself are still refused (EROFS). Only
+  // an image from the image store: the host's and a directory image's
+  // files belong to no user of the sandbox. False: the root is read-only.
+  bool writable_root = false;
   // Volumes of the caller's (the tenant's) mounted at their paths, after
   // the workdir and /tmp (so one may go under either). A volume is used by
   // one sandbox at a time: one in use fails INVALID_INPUT before anything

@@ -23,7 +23,10 @@ enum class OpKind : std::uint32_t {
   // An image from the store: its layers (data: one host directory per line,
   // bottom first; the engine hands them over idmapped) merged by a read-only
   // overlay, whose top-level entries are bound into the root like a
-  // directory image's, except the names in src ('/'-separated).
+  // directory image's, except the names in src ('/'-separated). With
+  // kWritable, the engine hands one mount more after the layers, a disk's
+  // top: the overlay's upper layer is its directory kDiskRoot, and the
+  // entries are bound writable.
   image_layers = 11,
   // A file system the engine mounted and hands over (a sandbox's disk, made
   // and idmapped on the host: the sandbox's root could not), attached on
@@ -63,6 +66,9 @@ using Plan = std::vector<Op>;
 inline constexpr char kDiskWorkspace[] = "workspace";
 inline constexpr char kDiskTmp[] = "tmp";
 inline constexpr char kVolumeData[] = "data";
+// A writable root's overlay: its upper and work directories, under this one
+// of the disk's top (made when missing: a disk from before has none).
+inline constexpr char kDiskRoot[] = "root";
 
 struct RootOptions {
   std::string workdir = "/workspace";
@@ -73,6 +79,9 @@ struct RootOptions {
   // The workdir and /tmp on a disk the engine hands over (two handed ops)
   // instead of tmpfs; it starts empty, over whatever the image has there.
   bool workdir_on_disk = false;
+  // An image from the store written over on that disk (image_layers with
+  // kWritable); the disk's top is handed before the workdir's and /tmp's.
+  bool root_on_disk = false;
   std::uint64_t tmp_bytes = 512ull << 20;
   std::uint64_t shm_bytes = 64ull << 20;
   std::uint64_t inodes = 262144;  // per writable tmpfs
