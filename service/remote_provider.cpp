@@ -340,22 +340,10 @@ class RemoteProvider final : public SandboxProvider {
   std::int64_t max_lifetime_ms() const override { return max_lifetime_ms_; }
 
   std::vector<Snapshot> snapshots(const std::string&) override {
-    const HttpAnswer a = link_->call(http_verb::get, "/v1/snapshots");
-    if (a.status != 200) throw failure_of(a);
-    const json body = parse_answer(a, "the snapshots");
-    return decoded("snapshots", [&] {
-      std::vector<Snapshot> out;
-      for (const json& s : body.at("snapshots")) out.push_back(service::snapshot_from(s));
-      return out;
-    });
+    return listed<Snapshot>("snapshots", "the snapshots", service::snapshot_from);
   }
 
-  void delete_snapshot(const std::string&, const std::string& name) override {
-    const HttpAnswer a = link_->call(http_verb::delete_, target("/v1/snapshots/" + name));
-    // 404 is a name the daemon's client has none of (not a sandbox gone).
-    if (a.status == 404) throw SandboxError(Reason::NOT_FOUND, "there is no snapshot named " + name);
-    if (a.status != 204) throw failure_of(a);
-  }
+  void delete_snapshot(const std::string&, const std::string& name) override { deleted("snapshot", name); }
 
   // The daemon's client's volumes, whatever the owner here (as snapshots).
   Volume create_volume(const std::string&, const std::string& name, std::int64_t size_mib) override {
@@ -367,22 +355,10 @@ class RemoteProvider final : public SandboxProvider {
   }
 
   std::vector<Volume> volumes(const std::string&) override {
-    const HttpAnswer a = link_->call(http_verb::get, "/v1/volumes");
-    if (a.status != 200) throw failure_of(a);
-    const json body = parse_answer(a, "the volumes");
-    return decoded("volumes", [&] {
-      std::vector<Volume> out;
-      for (const json& v : body.at("volumes")) out.push_back(service::volume_from(v));
-      return out;
-    });
+    return listed<Volume>("volumes", "the volumes", service::volume_from);
   }
 
-  void delete_volume(const std::string&, const std::string& name) override {
-    const HttpAnswer a = link_->call(http_verb::delete_, target("/v1/volumes/" + name));
-    // 404 is a name the daemon's client has none of (not a sandbox gone).
-    if (a.status == 404) throw SandboxError(Reason::NOT_FOUND, "there is no volume named " + name);
-    if (a.status != 204) throw failure_of(a);
-  }
+  void delete_volume(const std::string&, const std::string& name) override { deleted("volume", name); }
 
   std::unique_ptr<SandboxBackend> create(const CreateOptions& options, std::stop_token cancellation) override {
     CreateOptions o = options;
@@ -406,6 +382,26 @@ class RemoteProvider final : public SandboxProvider {
   }
 
  private:
+  // The daemon's client's snapshots or volumes (GET /v1/KIND: {KIND: [...]}).
+  template <typename T>
+  std::vector<T> listed(const char* kind, const char* what, T (*from)(const json&)) {
+    const HttpAnswer a = link_->call(http_verb::get, std::string("/v1/") + kind);
+    if (a.status != 200) throw failure_of(a);
+    const json body = parse_answer(a, what);
+    return decoded(kind, [&] {
+      std::vector<T> out;
+      for (const json& item : body.at(kind)) out.push_back(from(item));
+      return out;
+    });
+  }
+
+  // DELETE /v1/KINDs/NAME: 404 is a name the daemon's client has none of
+  // (not a sandbox gone).
+  void deleted(const std::string& kind, const std::string& name) {
+    const HttpAnswer a = link_->call(http_verb::delete_, target("/v1/" + kind + "s/" + name));
+    if (a.status == 404) throw SandboxError(Reason::NOT_FOUND, "there is no " + kind + " named " + name);
+    if (a.status != 204) throw failure_of(a);
+  }
   std::shared_ptr<const Link> link_;
   std::string image_;
   std::string id_;

@@ -1,6 +1,8 @@
 #include "routes.hpp"
 
 #include <chrono>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "route_table.hpp"
@@ -144,6 +146,22 @@ Reply error_reply(unsigned status, Reason reason, std::string_view message) {
 Reply error_reply(Reason reason, std::string_view message) {
   return error_reply(static_cast<unsigned>(status_for(reason)), reason, message);
 }
+
+namespace {
+
+// DELETE of a snapshot or a volume of the client's: a name it has none of
+// is 404, as an id is, as if it never was.
+Reply deleted(std::string_view kind, const std::string& name, const std::function<void()>& remove) {
+  try {
+    remove();
+  } catch (const SandboxError& e) {
+    if (e.reason() != Reason::NOT_FOUND) throw;
+    return error_reply(404, Reason::NOT_FOUND, "there is no " + std::string(kind) + " " + name.substr(0, 64));
+  }
+  return no_content();
+}
+
+}  // namespace
 
 std::size_t Routes::body_limit(const RouteMatch& match) const {
   return match.route && match.route->file_body ? max_file_bytes_ : max_json_bytes_;
@@ -460,16 +478,8 @@ Reply Routes::dispatch(const RouteMatch& m, const std::string& body, const Clien
       for (const Snapshot& s : sandboxes_.snapshots(client.name)) list.push_back(snapshot_json(s));
       return json_reply(200, {{"snapshots", list}});
     }
-    case Resource::delete_snapshot: {
-      try {
-        sandboxes_.delete_snapshot(id, client.name);
-      } catch (const SandboxError& e) {
-        // A name this client has none of, like an id: 404, as if it never was.
-        if (e.reason() != Reason::NOT_FOUND) throw;
-        return error_reply(404, Reason::NOT_FOUND, "there is no snapshot " + id.substr(0, 64));
-      }
-      return no_content();
-    }
+    case Resource::delete_snapshot:
+      return deleted("snapshot", id, [&] { sandboxes_.delete_snapshot(id, client.name); });
     case Resource::volumes: {
       json list = json::array();
       for (const Volume& v : sandboxes_.volumes(client.name)) list.push_back(volume_json(v));
@@ -479,16 +489,7 @@ Reply Routes::dispatch(const RouteMatch& m, const std::string& body, const Clien
       const auto [name, size_mib] = volume_request(parse_body(body, "the volume request"));
       return json_reply(201, volume_json(create_volume(name, size_mib, client)));
     }
-    case Resource::delete_volume: {
-      try {
-        sandboxes_.delete_volume(id, client.name);
-      } catch (const SandboxError& e) {
-        // As a snapshot's: a name this client has none of is 404.
-        if (e.reason() != Reason::NOT_FOUND) throw;
-        return error_reply(404, Reason::NOT_FOUND, "there is no volume " + id.substr(0, 64));
-      }
-      return no_content();
-    }
+    case Resource::delete_volume: return deleted("volume", id, [&] { sandboxes_.delete_volume(id, client.name); });
     case Resource::url: {
       Sandbox s = owned(id, client);
       return json_reply(200, {{"url", s.url(static_cast<int>(number_param(t, "port", 0, 1 << 20)))}});

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
+#include <initializer_list>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -695,6 +697,47 @@ StoreCommand parse_store_command(int argc, char** argv, const char* usage, const
   return parsed;
 }
 
+// Runs `body` on the sandboxes of the engine a run would use (a daemon's if
+// one is on its unix socket, unless `local`), refusing an engine without
+// `feature` ("keeps no WHAT"). A failure is said; the status is then 125.
+int with_store_engine(bool local, bool mayura::Features::*feature, const char* what,
+                      const std::function<int(const mayura::Sandboxes&)>& body) {
+  try {
+    const auto engine = mayura::tools::choose_engine(local);
+    const auto sandboxes = mayura::create_sandboxes(engine.provider(), mayura::SandboxesOptions{});
+    if (!(sandboxes.features().*feature)) {
+      throw mayura::SandboxError(
+          mayura::Reason::INVALID_INPUT,
+          (engine.daemon.empty() ? std::string("this engine") : engine.daemon) + " keeps no " + what);
+    }
+    return body(sandboxes);
+  } catch (const mayura::SandboxError& e) {
+    std::fprintf(stderr, "mayura-run: %s: %s\n", std::string(mayura::reason_name(e.reason())).c_str(), e.what());
+    return kSandboxFailed;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mayura-run: INTERNAL: %s\n", e.what());
+    return kSandboxFailed;
+  }
+}
+
+// Deletes each name on its own: one refused for a reason in `said` (not
+// there, in use) is said and makes the status 125, and the rest still go.
+int delete_each(const std::vector<std::string>& names, const std::function<void(const std::string&)>& remove,
+                std::initializer_list<mayura::Reason> said) {
+  int status = 0;
+  for (const auto& name : names) {
+    try {
+      remove(name);
+      std::printf("deleted %s\n", name.c_str());
+    } catch (const mayura::SandboxError& e) {
+      if (std::find(said.begin(), said.end(), e.reason()) == said.end()) throw;
+      std::fprintf(stderr, "mayura-run: %s: %s\n", std::string(mayura::reason_name(e.reason())).c_str(), e.what());
+      status = kSandboxFailed;
+    }
+  }
+  return status;
+}
+
 // mayura-run snapshot list|delete; argv[0] is "snapshot". The snapshots of
 // the engine a run would use: a daemon's (through the light client when it
 // is on a unix socket), or one in this process.
@@ -722,14 +765,7 @@ int run_snapshot_command(int argc, char** argv) {
       bad(e.what());
     }
   }
-  try {
-    const auto engine = mayura::tools::choose_engine(local);
-    const auto sandboxes = mayura::create_sandboxes(engine.provider(), mayura::SandboxesOptions{});
-    if (!sandboxes.features().snapshot) {
-      throw mayura::SandboxError(
-          mayura::Reason::INVALID_INPUT,
-          (engine.daemon.empty() ? std::string("this engine") : engine.daemon) + " keeps no snapshots");
-    }
+  return with_store_engine(local, &mayura::Features::snapshot, "snapshots", [&](const mayura::Sandboxes& sandboxes) {
     if (list) {
       const auto snapshots = sandboxes.snapshots();
       if (json) {
@@ -745,25 +781,9 @@ int run_snapshot_command(int argc, char** argv) {
       }
       return 0;
     }
-    int status = 0;
-    for (const auto& name : words) {
-      try {
-        sandboxes.delete_snapshot(name);
-        std::printf("deleted %s\n", name.c_str());
-      } catch (const mayura::SandboxError& e) {
-        if (e.reason() != mayura::Reason::NOT_FOUND) throw;
-        std::fprintf(stderr, "mayura-run: NOT_FOUND: %s\n", e.what());
-        status = kSandboxFailed;
-      }
-    }
-    return status;
-  } catch (const mayura::SandboxError& e) {
-    std::fprintf(stderr, "mayura-run: %s: %s\n", std::string(mayura::reason_name(e.reason())).c_str(), e.what());
-    return kSandboxFailed;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mayura-run: INTERNAL: %s\n", e.what());
-    return kSandboxFailed;
-  }
+    return delete_each(words, [&](const std::string& name) { sandboxes.delete_snapshot(name); },
+                       {mayura::Reason::NOT_FOUND});
+  });
 }
 
 const char* kVolumeUsage = R"(usage: mayura-run volume [--local] COMMAND
@@ -825,14 +845,7 @@ int run_volume_command(int argc, char** argv) {
       bad(e.what());
     }
   }
-  try {
-    const auto engine = mayura::tools::choose_engine(local);
-    const auto sandboxes = mayura::create_sandboxes(engine.provider(), mayura::SandboxesOptions{});
-    if (!sandboxes.features().volumes) {
-      throw mayura::SandboxError(
-          mayura::Reason::INVALID_INPUT,
-          (engine.daemon.empty() ? std::string("this engine") : engine.daemon) + " keeps no volumes");
-    }
+  return with_store_engine(local, &mayura::Features::volumes, "volumes", [&](const mayura::Sandboxes& sandboxes) {
     if (make) {
       const mayura::Volume made = sandboxes.create_volume(words.front(), size_mib);
       std::printf("created %s\n", made.name.c_str());
@@ -853,26 +866,9 @@ int run_volume_command(int argc, char** argv) {
       }
       return 0;
     }
-    // Each name on its own: one missing or in use is said, the rest go.
-    int status = 0;
-    for (const auto& name : words) {
-      try {
-        sandboxes.delete_volume(name);
-        std::printf("deleted %s\n", name.c_str());
-      } catch (const mayura::SandboxError& e) {
-        if (e.reason() != mayura::Reason::NOT_FOUND && e.reason() != mayura::Reason::INVALID_INPUT) throw;
-        std::fprintf(stderr, "mayura-run: %s: %s\n", std::string(mayura::reason_name(e.reason())).c_str(), e.what());
-        status = kSandboxFailed;
-      }
-    }
-    return status;
-  } catch (const mayura::SandboxError& e) {
-    std::fprintf(stderr, "mayura-run: %s: %s\n", std::string(mayura::reason_name(e.reason())).c_str(), e.what());
-    return kSandboxFailed;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mayura-run: INTERNAL: %s\n", e.what());
-    return kSandboxFailed;
-  }
+    return delete_each(words, [&](const std::string& name) { sandboxes.delete_volume(name); },
+                       {mayura::Reason::NOT_FOUND, mayura::Reason::INVALID_INPUT});
+  });
 }
 
 }  // namespace

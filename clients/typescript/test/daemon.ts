@@ -21,6 +21,7 @@ import {
   type CreateOptions,
   type NativeSandboxBackend,
   type NativeSandboxProvider,
+  type SandboxBackend,
 } from '../src/index.js';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
@@ -263,4 +264,19 @@ export function suiteDaemon(settings: Record<string, unknown> = {}): SuiteDaemon
     await suite.daemon.stop();
   });
   return suite;
+}
+
+/** Waits `ms` milliseconds. */
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A command's stdout, the command having succeeded. */
+export async function run(s: SandboxBackend, script: string): Promise<string> {
+  const r = await s.exec(['sh', '-c', script]);
+  assert.equal(r.exitCode, 0, r.stderr);
+  return r.stdout;
+}
+
+/** A sandbox file's contents as text. */
+export async function text(s: SandboxBackend, path: string): Promise<string> {
+  return new TextDecoder().decode(await s.readFile(path));
 }

@@ -8,21 +8,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { type NativeSandboxBackend, type VolumeMount } from '../src/index.js';
-import { daemonGet, reasonOf, suiteDaemon } from './daemon.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-// A command's stdout, the command having succeeded.
-async function run(s: NativeSandboxBackend, script: string): Promise<string> {
-  const r = await s.exec(['sh', '-c', script]);
-  assert.equal(r.exitCode, 0, r.stderr);
-  return r.stdout;
-}
-
-async function text(s: NativeSandboxBackend, path: string): Promise<string> {
-  return new TextDecoder().decode(await s.readFile(path));
-}
+import { type VolumeMount } from '../src/index.js';
+import { daemonGet, reasonOf, run, sleep, suiteDaemon, text } from './daemon.js';
 
 describe('volumes through mayurad', () => {
   // A client's volumes together: 64 MiB at most.
