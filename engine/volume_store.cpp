@@ -87,8 +87,10 @@ Volume VolumeStore::create(const std::string& owner, const std::string& name, st
 }
 
 std::vector<Volume> VolumeStore::list(const std::string& owner) const {
-  // In use: mounted, so bound to a loop device. (Not told by its lock,
-  // which a look would take a moment from a create or a delete.)
+  // In use: mounted, so bound to a loop device (not told by its lock, which
+  // a look would take a moment from a create or a delete), by a sandbox
+  // that is not ending: one released a moment ago is no user any more (a
+  // create or a delete waits for its removal).
   const std::set<std::string> bound = loop_bound_files();
   std::vector<Volume> out;
   std::error_code ec;
@@ -101,7 +103,8 @@ std::vector<Volume> VolumeStore::list(const std::string& owner) const {
     struct stat st {};
     if (::stat(e.path().c_str(), &st) != 0) continue;  // deleted meanwhile
     out.push_back({file.substr(0, file.size() - (sizeof kSuffix - 1)), static_cast<std::int64_t>(st.st_size >> 20),
-                   made_ms(e.path().string()), bound.contains(e.path().string())});
+                   made_ms(e.path().string()),
+                   bound.contains(e.path().string()) && !held_by_an_ending_sandbox(e.path().string())});
   }
   std::sort(out.begin(), out.end(), [](const Volume& a, const Volume& b) { return a.name < b.name; });
   return out;
@@ -124,7 +127,7 @@ void HeldVolume::let_go() noexcept {
   mount.reset();
 }
 
-bool VolumeStore::held_by_an_ending_sandbox(const std::string& file) {
+bool VolumeStore::held_by_an_ending_sandbox(const std::string& file) const {
   std::lock_guard lock(mutex_);
   const auto it = holders_.find(file);
   if (it == holders_.end()) return false;

@@ -61,11 +61,11 @@ class VolumeStore {
   std::string path(const std::string& owner, const std::string& name) const;
   // Whether the volume at `path` is held by one of this engine's sandboxes
   // whose end has begun.
-  bool held_by_an_ending_sandbox(const std::string& file);
+  bool held_by_an_ending_sandbox(const std::string& file) const;
   // The volume's file, locked; one of this engine's sandboxes whose end
   // has begun is waited for (at most 10 s).
   UniqueFd lock_waiting_for_an_ending_sandbox(const std::string& file, const std::string& name, int mode);
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::map<std::string, std::weak_ptr<std::atomic<bool>>> holders_;  // by path, under mutex_
   std::string dir_;
   std::uint32_t uid_;

@@ -74,9 +74,18 @@ std::string streamed_result_json(const ExecResult& result) {
   return event_line(j);
 }
 
+// A run's sandbox, released before its answer's last line goes: the
+// client's next call, which may come at once, finds it gone and its
+// volumes free, not still running. Released after the stream instead if
+// the stream ended before that line (a client gone, a write failed).
+struct RunEnd {
+  const Routes::Run* run = nullptr;
+  bool released = false;
+};
+
 template <class Stream>
 awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsigned version, bool keep_alive,
-                            std::function<void()>* before_last, const std::string& paced_as) {
+                            RunEnd* run_end, const std::string& paced_as) {
   std::optional<http::response<http::empty_body>> head;
   std::optional<http::response_serializer<http::empty_body>> serializer;
   auto send_head = [&]() -> awaitable<bool> {
@@ -117,7 +126,16 @@ awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsi
       }
       continue;
     }
-    if (*before_last) (*before_last)();
+    if (run_end) {
+      State* state = &s;
+      const Routes::Run* run = run_end->run;
+      state->routes.run_ending();
+      run_end->released = true;
+      co_await offload(state->blocking, state->metrics.blocking_running, [state, run]() -> Reply {
+        state->routes.end_run(*run);
+        return {};
+      });
+    }
     std::optional<Reply> failure;
     if (event.error) {
       try {
@@ -149,7 +167,7 @@ awaitable<bool> stream_exec(Stream& stream, State& s, ExecChannel& channel, unsi
 // stops it. (Arguments by value: GCC 12's coroutines.)
 template <class Stream>
 awaitable<bool> stream_command(Stream& stream, State& s, unsigned version, bool keep_alive, Sandbox sandbox,
-                               ExecRequest request, std::function<void()>* before_last, std::string paced_as) {
+                               ExecRequest request, RunEnd* run_end, std::string paced_as) {
   auto channel = std::make_shared<ExecChannel>(co_await asio::this_coro::executor, kChannelDepth);
   {
     std::lock_guard lock(s.channels_mutex);
@@ -182,7 +200,7 @@ awaitable<bool> stream_command(Stream& stream, State& s, unsigned version, bool 
                      });
   beast::get_lowest_layer(stream).expires_never();
   bool gone = false;
-  auto outcome = co_await (stream_exec(stream, s, *channel, version, keep_alive, before_last, paced_as) ||
+  auto outcome = co_await (stream_exec(stream, s, *channel, version, keep_alive, run_end, paced_as) ||
                            stop_when_gone(stream, *stop, gone));
   // However the stream ended (a write that failed or timed out included),
   // the command ends with it: a command that has ended already is not
@@ -212,11 +230,10 @@ awaitable<bool> serve_exec(Stream& stream, State& s, const Request& req, const s
     const bool more = co_await write_reply(stream, s, std::move(*refused), req.version(), req.keep_alive());
     co_return more;
   }
-  std::function<void()> nothing;
   // (named first: GCC 12 destroys a co_await's temporaries twice)
   std::string paced_as = client.admin ? std::string() : client.name;
   const bool more = co_await stream_command(stream, s, req.version(), req.keep_alive(), std::move(sandbox),
-                                            std::move(request), &nothing, std::move(paced_as));
+                                            std::move(request), nullptr, std::move(paced_as));
   co_return more;
 }
 
@@ -253,8 +270,7 @@ Reply blocking_share_spent() {
 }
 
 // A run: the create on the blocking pool, the command streamed as an exec's,
-// then the release, after the answer has ended (the client has all it waits
-// for) and before the connection's next request.
+// and the release before the answer's last line (RunEnd).
 template <class Stream>
 awaitable<bool> serve_run(Stream& stream, State& s, const Request& req, const Client& client) {
   // What the pool's calls use, held here: their lambdas capture pointers
@@ -282,21 +298,17 @@ awaitable<bool> serve_run(Stream& stream, State& s, const Request& req, const Cl
     const bool more = co_await write_reply(stream, s, std::move(refused), req.version(), req.keep_alive());
     co_return more;
   }
-  // Said before the answer's last line goes, so that the client's next
-  // create, which may come at once, finds this run counted until released.
-  bool ending = false;
-  std::function<void()> before_last = [state, &ending] {
-    state->routes.run_ending();
-    ending = true;
-  };
+  RunEnd run_end{&*run};
   std::string paced_as = client.admin ? std::string() : client.name;
   const bool more = co_await stream_command(stream, s, req.version(), req.keep_alive(), run->sandbox, run->request,
-                                            &before_last, std::move(paced_as));
-  if (!ending) s.routes.run_ending();
-  co_await offload(s.blocking, s.metrics.blocking_running, [state, made]() -> Reply {
-    state->routes.end_run(**made);
-    return {};
-  });
+                                            &run_end, std::move(paced_as));
+  if (!run_end.released) {
+    s.routes.run_ending();
+    co_await offload(s.blocking, s.metrics.blocking_running, [state, made]() -> Reply {
+      state->routes.end_run(**made);
+      return {};
+    });
+  }
   co_return more;
 }
 

@@ -112,9 +112,8 @@ Options:
                          a snapshot that fails is said, and it is 125
   --volume NAME:PATH[:ro]
                          mount the volume NAME at PATH (absolute), read-only
-                         with :ro; one sandbox at a time uses a volume, and
-                         once the command has ended the run waits for its
-                         volumes to be let go (repeatable, at most 16)
+                         with :ro; one sandbox at a time uses a volume (the
+                         next run may take it at once; repeatable, at most 16)
   --port N               publish the sandbox's port N (a server on its
                          127.0.0.1) on this host's 127.0.0.1; the URL is
                          printed on stderr (repeatable)
@@ -485,31 +484,6 @@ nlohmann::json snapshot_json(const mayura::Snapshot& s) {
 // A volume as mayurad's API writes one.
 nlohmann::json volume_json(const mayura::Volume& v) {
   return {{"name", v.name}, {"sizeMiB", v.size_mib}, {"createdAt", v.created_ms}, {"inUse", v.in_use}};
-}
-
-// Once the command has ended: until the engine lists none of the run's
-// volumes as in use, at most 10 s, so that the next command may take or
-// delete one at once (a daemon finishes a sandbox's removal after its
-// answer, and the volume's with it). One another sandbox took meanwhile is
-// waited for no longer than that; a failure to ask, or a stop, ends it.
-void wait_until_let_go(const mayura::tools::RunEngine& engine, const std::vector<mayura::VolumeMount>& mounts,
-                       const std::stop_token& stop) {
-  if (mounts.empty()) return;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  try {
-    const auto sandboxes = mayura::create_sandboxes(engine.provider(), mayura::SandboxesOptions{});
-    for (;;) {
-      bool held = false;
-      for (const auto& v : sandboxes.volumes()) {
-        held = held || (v.in_use && std::any_of(mounts.begin(), mounts.end(),
-                                                [&v](const mayura::VolumeMount& m) { return m.name == v.name; }));
-      }
-      if (!held || stop.stop_requested() || std::chrono::steady_clock::now() >= give_up) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  } catch (const std::exception&) {
-    // The command's status stands: the wait was a courtesy.
-  }
 }
 
 // False when the reader is gone (EPIPE, or another failure to write).
@@ -957,7 +931,6 @@ int main(int argc, char** argv) {
       // sandbox ends with it).
       if (!args.lifetime_given) create.lifetime_ms = 0;
       result = engine.run(create, args.command, exec);
-      wait_until_let_go(engine, args.volumes, stop.get_token());
     } else {
       const auto provider = engine.provider();
       mayura::SandboxesOptions limits;
@@ -992,7 +965,6 @@ int main(int argc, char** argv) {
       for (const auto& [path, host] : args.copy_out) copied_out = copy_out(*sandbox, path, host) && copied_out;
       if (args.snapshot_to) taken = snapshot_to(*sandbox, *args.snapshot_to);
       sandbox->release();
-      wait_until_let_go(engine, args.volumes, stop.get_token());
     }
 
     if (args.json) {
