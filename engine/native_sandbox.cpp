@@ -195,6 +195,12 @@ Snapshot SandboxCore::snapshot(const std::string& owner, const std::string& name
     if (ending_.load()) gone();
     throw SandboxError(Reason::INVALID_INPUT, "the sandbox has no disk to snapshot (create it with a disk size)");
   }
+  // Most of what it wrote goes out while it still runs, so that the
+  // write-out while it is stopped is only what it wrote since; before
+  // freeze_mutex_, so that a release need not wait for it. (Not under an
+  // I/O bound: its writeback is charged to it, and would be paced by it;
+  // stopped, the bound is lifted for the engine's write-out.)
+  if (io_devices.empty()) disk.sync();
   // Under freeze_mutex_, which finish() takes before it removes the cgroup:
   // a release waits for the copy's next range at most (the copy stops once
   // the end has begun), never for the whole copy.
