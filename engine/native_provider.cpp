@@ -226,9 +226,14 @@ class NativeProvider final : public SandboxProvider {
     }
     native::DiskSource disk = disk_for(options);
     const std::string workdir = image.workdir.empty() ? options_.workdir : image.workdir;
+    // Volumes are mounted after the workdir and /tmp: one at either, or
+    // above either, would hide it.
     for (const VolumeMount& v : options.volumes) {
-      if (v.path == workdir)
-        throw SandboxError(Reason::INVALID_INPUT, "a volume cannot hide the workdir " + workdir + " (put it under it)");
+      for (const std::string& kept : {workdir, std::string("/tmp")}) {
+        if (v.path == kept || kept.starts_with(v.path + "/"))
+          throw SandboxError(Reason::INVALID_INPUT,
+                             "a volume at " + v.path + " would hide " + kept + " (put it under it)");
+      }
     }
     // Held (locked, mounted) now: one missing or in use fails before the
     // sandbox is made.

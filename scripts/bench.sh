@@ -6,8 +6,8 @@
 # one and alone, pause and resume of a sandbox of 100 processes beside a
 # cgroup frozen by hand, a workdir on a disk beside one on a tmpfs (create,
 # and a write beside the host's), a snapshot of a 1 GiB workspace beside
-# cp -a and tar, a create from it and a fork into 20 beside plain creates, a
-# round trip through mayurad from C++ and from Node (the TypeScript
+# cp -a and tar, a create from it and a fork into 20 beside plain creates
+# (on the host's file system, then on XFS, which clones files), a round trip through mayurad from C++ and from Node (the TypeScript
 # provider), importing
 # and first running a 100 MiB image beside GNU tar and bubblewrap, the costs
 # as idle sandboxes pile up (1 to DENSITY alive) and churn, the desktop
@@ -39,6 +39,21 @@ echo
 "$here/../build/bench/bench_disk" "${1:-200}"
 echo
 "$here/../build/bench/bench_snapshot" "${1:-200}"
+echo
+# The same on XFS, which clones a file's blocks (FICLONE) where ext4 copies
+# them: the engine's disks and snapshots on a file system an operator may
+# choose for /var/lib/mayura, made here in a sparse file of 20 GiB.
+xfs=$(mktemp -d /var/tmp/mayura-bench-xfs.XXXXXX)
+trap 'umount "$xfs/mnt" 2>/dev/null || true; rm -rf "$xfs"' EXIT
+truncate -s 20G "$xfs/image"
+mkfs.xfs -q -m reflink=1 "$xfs/image"
+mkdir "$xfs/mnt"
+mount -o loop "$xfs/image" "$xfs/mnt"
+echo "bench_snapshot on XFS (reflink=1, a loop device over a file on $(findmnt -n -o FSTYPE -T /var/tmp))"
+"$here/../build/bench/bench_snapshot" "${1:-200}" "$xfs/mnt"
+umount "$xfs/mnt"
+rm -rf "$xfs"
+trap - EXIT
 echo
 # The TypeScript provider, built, for its round trip beside C++'s.
 (cd "$here/../clients/typescript" && npm ci --no-audit --no-fund --silent && npm run --silent build)

@@ -8,7 +8,8 @@
 #                  its libFuzzer and sanitizer runtimes; and clang's
 #                  static checks (scripts/format.sh, scripts/tidy.sh)
 #   deps.sh bench  also the desktop benchmark's anchors (scripts/bench.sh):
-#                  xdotool, ImageMagick's import and xwd
+#                  xdotool, ImageMagick's import and xwd; and mkfs.xfs, for
+#                  the snapshots' run on a file system that clones files
 set -euo pipefail
 
 packages=(
@@ -49,7 +50,7 @@ if [ "${1:-}" = vm ] || [ "${1:-}" = fuzz ]; then
   packages+=(clang libclang-rt-dev clang-format clang-tidy)
 fi
 if [ "${1:-}" = bench ]; then
-  packages+=(xdotool imagemagick x11-apps)
+  packages+=(xdotool imagemagick x11-apps xfsprogs)
 fi
 if [ "${1:-}" = vm ]; then
   # the VMs of tests/vm: QEMU, Debian 12's own kernel (6.1) and its modules,

@@ -235,8 +235,16 @@ TEST_F(DiskTest, AWritableRootOnTheDiskKeepsWhatTheImagesRootInstalls) {
   CreateOptions no_disk;
   no_disk.image = "busybox:1";
   no_disk.writable_root = true;
+  // (And a volume above the workdir, which it would hide: a store image's
+  // workdir may be deep.)
+  sandboxes().create_volume("above", 16);
+  CreateOptions above;
+  above.image = "busybox:1";
+  above.workdir = "/opt/opaque";
+  above.volumes = {{"above", "/opt", false}};
   for (const auto& [bad, says] :
-       {std::pair{host, "needs an image from the image store"}, std::pair{no_disk, "lives on the sandbox's disk"}}) {
+       {std::pair{host, "needs an image from the image store"}, std::pair{no_disk, "lives on the sandbox's disk"},
+        std::pair{above, "would hide /opt/opaque"}}) {
     try {
       create(bad);
       ADD_FAILURE() << "made: " << says;
@@ -245,6 +253,7 @@ TEST_F(DiskTest, AWritableRootOnTheDiskKeepsWhatTheImagesRootInstalls) {
       EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
     }
   }
+  sandboxes().delete_volume("above");
   // (The released sandboxes' disks go off the release's path.)
   EXPECT_TRUE(eventually([&] { return only_disk(options().disk_dir).empty(); }));
 }
