@@ -248,7 +248,18 @@ Snapshot SandboxCore::snapshot(const std::string& owner, const std::string& name
         }
       }
     } unbounded{*this};
-    disk.sync();
+    // The file system stopped too, its journal written into place: a clean
+    // ext4, which a sandbox made from the copy mounts with nothing to
+    // replay.
+    disk.freeze();
+    struct Thaw {
+      const SandboxDisk& disk;
+      bool frozen = true;
+      void now() noexcept {
+        if (std::exchange(frozen, false)) disk.thaw();
+      }
+      ~Thaw() { now(); }
+    } thaw{disk};
     timer.step("written out");
     const auto ended = [this] { return ending_.load(); };
     copy_disk_file(from.get(), file, disk.bytes(), ended);
@@ -256,6 +267,7 @@ Snapshot SandboxCore::snapshot(const std::string& owner, const std::string& name
     // Its processes killed during the copy may have written as they died:
     // such a copy is no snapshot.
     if (ended()) gone();
+    thaw.now();
     unbounded.restore();  // before it runs again
     frozen.let_go();
   });

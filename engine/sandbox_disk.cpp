@@ -1,6 +1,7 @@
 #include "sandbox_disk.hpp"
 
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <linux/loop.h>
 #include <linux/mount.h>
 #include <sys/file.h>
@@ -186,6 +187,12 @@ std::vector<UniqueFd> SandboxDisk::take_mounts(bool with_root) {
 void SandboxDisk::sync() const {
   if (::syncfs(top_.get()) != 0) fail_step("writing the sandbox's disk out", errno);
 }
+
+void SandboxDisk::freeze() const {
+  if (::ioctl(top_.get(), FIFREEZE, 0) != 0) fail_step("stopping the writes to the sandbox's disk", errno);
+}
+
+void SandboxDisk::thaw() const noexcept { ::ioctl(top_.get(), FITHAW, 0); }
 
 SandboxDisk& SandboxDisk::operator=(SandboxDisk&& other) noexcept {
   if (this != &other) {

@@ -85,10 +85,15 @@ class SandboxDisk {
   // root's upper layer if `with_root`, once: the launch idmaps them with
   // the sandbox's user namespace and hands them to the init.
   std::vector<UniqueFd> take_mounts(bool with_root);
-  // Writes everything the sandbox wrote to its file (the sandbox stopped
-  // first, so that nothing is written meanwhile): the file is then a
-  // consistent file system, its journal at worst replayed when mounted.
+  // Writes what the sandbox wrote so far out to its file (it may go on
+  // writing).
   void sync() const;
+  // Stops every write to the file system (FIFREEZE), having written it all
+  // out and its journal into place: the file is then a clean ext4, which a
+  // copy mounts with no journal to replay. Until thaw(), which never
+  // throws; the engine thaws it on every way out.
+  void freeze() const;
+  void thaw() const noexcept;
 
  private:
   void remove() noexcept;
