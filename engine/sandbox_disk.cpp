@@ -186,6 +186,11 @@ std::vector<UniqueFd> SandboxDisk::take_mounts(bool with_root) {
 
 void SandboxDisk::sync() const {
   if (::syncfs(top_.get()) != 0) fail_step("writing the sandbox's disk out", errno);
+  // The loop device wrote into the file's pages on the host: a clone of the
+  // file (FICLONE) writes them out first, and would while the sandbox is
+  // stopped.
+  const UniqueFd file(::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!file || ::fdatasync(file.get()) != 0) fail_step("writing the sandbox's disk's file out", errno);
 }
 
 void SandboxDisk::freeze() const {

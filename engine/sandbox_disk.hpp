@@ -85,8 +85,9 @@ class SandboxDisk {
   // root's upper layer if `with_root`, once: the launch idmaps them with
   // the sandbox's user namespace and hands them to the init.
   std::vector<UniqueFd> take_mounts(bool with_root);
-  // Writes what the sandbox wrote so far out to its file (it may go on
-  // writing).
+  // Writes what the sandbox wrote so far out to its file, and the file out
+  // to the host's disk (it may go on writing): a copy after it has only
+  // what was written since to write out first.
   void sync() const;
   // Stops every write to the file system (FIFREEZE), having written it all
   // out and its journal into place: the file is then a clean ext4, which a
