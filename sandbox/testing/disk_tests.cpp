@@ -1,7 +1,7 @@
 // Disks, snapshots, fork and volumes: a sandbox of the test's own with a
 // disk, its snapshot restored into another as it was when taken, and forked
 // into two that start from its files as they are; a volume kept from one
-// sandbox to the next. These make sandboxes, so they need the runner's
+// sandbox to the next; a disk's I/O bounded. These make sandboxes, so they need the runner's
 // Sandboxes (ConformanceContext::sandboxes).
 
 #include <chrono>
@@ -187,11 +187,43 @@ void volume_kept_across_sandboxes(const ConformanceContext& context) {
   check_fails(Reason::NOT_FOUND, "deleting a deleted volume", [&] { sandboxes.delete_volume(name); });
 }
 
+// A disk's I/O bounds: a provider that claims them takes a bounded create
+// and runs in it, and refuses bounds it cannot keep and a bound with
+// nothing to bound; one that does not refuses any.
+void disk_io_bounded_or_refused(const ConformanceContext& context) {
+  if (!context.sandboxes) not_applicable("the runner gave no Sandboxes to make a sandbox with a disk in");
+  const Sandboxes& sandboxes = *context.sandboxes;
+  CreateOptions bounded;
+  bounded.lifetime_ms = 120'000;
+  bounded.disk_mib = 32;
+  bounded.disk_io = DiskIo{.write_bps = 1 << 20, .read_iops = 1000};
+  if (!context.sandbox.features().disk_io) {
+    check_fails(Reason::INVALID_INPUT, "a create bounding its disk's I/O on a provider without the feature",
+                [&] { sandboxes.create(bounded).release(); });
+    not_applicable("the provider does not claim disk I/O bounds (a bounded create failed INVALID_INPUT, as it must)");
+  }
+  if (!context.sandbox.features().disk) fail("the provider bounds disks' I/O without disks to bound");
+  CreateOptions slow = bounded;
+  slow.disk_io = DiskIo{.write_bps = 1000};
+  check_fails(Reason::INVALID_INPUT, "a bound of 1000 bytes a second (at least 2^20)",
+              [&] { sandboxes.create(slow).release(); });
+  CreateOptions nothing = bounded;
+  nothing.disk_mib.reset();
+  check_fails(Reason::INVALID_INPUT, "a bound with no disk or volume to bound",
+              [&] { sandboxes.create(nothing).release(); });
+  Made made;
+  const Sandbox s = made.sandboxes.emplace_back(sandboxes.create(bounded));
+  const ExecResult wrote = s.exec({"sh", "-c", "head -c 1048576 /dev/zero > f && sync && wc -c < f"});
+  check(wrote.exit_code == 0, "a write under the bound failed: " + show(wrote.stderr));
+  check(wrote.stdout == "1048576\n", "a bounded disk holds " + show(wrote.stdout) + " bytes of the MiB written");
+}
+
 }  // namespace
 
 std::vector<ConformanceTest> disk_tests() {
   return {make_context_test("disk_snapshot_restore_and_fork", snapshot_restore_and_fork),
-          make_context_test("volume_kept_across_sandboxes", volume_kept_across_sandboxes)};
+          make_context_test("volume_kept_across_sandboxes", volume_kept_across_sandboxes),
+          make_context_test("disk_io_bounded_or_refused", disk_io_bounded_or_refused)};
 }
 
 }  // namespace mayura::testing::conformance

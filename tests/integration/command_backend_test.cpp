@@ -284,7 +284,7 @@ TEST_P(CommandConformance, Passes) {
   // A shell over a transport has no way to stop a sandbox's processes, nor
   // disks to copy or keep.
   if (name == "pause_stops_and_resume_goes_on" || name == "disk_snapshot_restore_and_fork" ||
-      name == "volume_kept_across_sandboxes") {
+      name == "volume_kept_across_sandboxes" || name == "disk_io_bounded_or_refused") {
     EXPECT_TRUE(conformance_not_applicable(verdict)) << verdict;
   } else {
     EXPECT_EQ(verdict, kConformancePassed);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <thread>
 
+#include "conformance_here.hpp"
 #include "harness.hpp"
 #include "mayura/testing/conformance.hpp"
 
@@ -40,7 +41,7 @@ TEST_P(NativeConformance, Passes) {
   const ConformanceTest& test = entry(GetParam());
   limits_.max_sandboxes = 8;  // the disk tests make four of their own
   const Sandbox sandbox = create();
-  EXPECT_EQ(test.run({sandbox, sandboxes()}), kConformancePassed);
+  expect_conformance(test.name, test.run({sandbox, sandboxes()}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Conformance, NativeConformance, ::testing::ValuesIn(suite_names()),

@@ -21,6 +21,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "conformance_here.hpp"
 #include "harness.hpp"
 #include "scratch_socket.hpp"
 #include "tests/support/exec_load.hpp"
@@ -111,7 +112,7 @@ TEST_P(RemoteConformance, Passes) {
   limits.network = {NetworkKind::none, NetworkKind::all, NetworkKind::allowlist};
   Sandboxes sandboxes = create_sandboxes(remote_sandboxes({.url = "unix://" + socket_}), limits);
   const Sandbox sandbox = sandboxes.create({.lifetime_ms = 120'000});
-  EXPECT_EQ(it->run({sandbox, sandboxes}), kConformancePassed);
+  expect_conformance(it->name, it->run({sandbox, sandboxes}));
   sandboxes.close();
 }
 

@@ -34,6 +34,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// What a cgroup the engine hands its limits down from lists in its
+// cgroup.subtree_control on a unified host: every limit's controller, and
+// io (disk I/O bounds) where the host offers it.
+std::string every_controller(const cgroups::Host& host) {
+  return host.io.v2 ? "cpu io memory pids" : "cpu memory pids";
+}
+
 class LimitsTest : public NativeTest {
  protected:
   // The one sandbox's directory on the hierarchy that carries `controller`.
@@ -521,7 +528,7 @@ TEST_F(LimitsTest, TheEngineIsPlacedAsTheLayoutRequires) {
     EXPECT_TRUE(host.memory.v2 && host.cpu.v2 && host.pids.v2) << host.describe();
     EXPECT_TRUE(host.swap_limit) << host.describe();
     // every limit is enforced on cgroup2: the engine's root has them all
-    EXPECT_EQ(value(options().cgroup_root + "/cgroup.subtree_control"), "cpu memory pids");
+    EXPECT_EQ(value(options().cgroup_root + "/cgroup.subtree_control"), every_controller(host));
     const std::string own = own_cgroup_path();
     if (layout == "v2-delegated") {
       // The engine left the service's own cgroup for a leaf, so the service
@@ -624,7 +631,7 @@ TEST_F(UnifiedCgroupTest, ARootBelowTheEnginesOwnCgroupMovesItsProcessesIntoALea
   // the other process of the "service" went into the leaf with the engine
   EXPECT_EQ(value(home_ + "/cgroup.procs"), "");
   EXPECT_EQ(value(home_ + "/engine/cgroup.procs"), std::to_string(sleeper_));
-  EXPECT_EQ(value(home_ + "/cgroup.subtree_control"), "cpu memory pids");
+  EXPECT_EQ(value(home_ + "/cgroup.subtree_control"), every_controller(host_));
   // the engine's root is gone with its last sandbox
   EXPECT_FALSE(fs::exists(home_ + "/sandboxes"));
 }
@@ -668,7 +675,7 @@ TEST_F(UnifiedCgroupTest, EnginesStartedAtOnceInOneCgroupEachKeepEveryLimit) {
       fs::remove_all(options().state_dir + "-" + n);
     }
     EXPECT_EQ(value(home_ + "/cgroup.procs"), "");
-    EXPECT_EQ(value(home_ + "/cgroup.subtree_control"), "cpu memory pids");
+    EXPECT_EQ(value(home_ + "/cgroup.subtree_control"), every_controller(host_));
     for (const std::string& dir : {home_ + "/engine", home_}) {
       for (int i = 0; i < 100 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY; ++i) ::usleep(10000);
     }
