@@ -76,13 +76,13 @@ TEST_F(ConformanceSuite, InTurnOnOneSandbox) {
   const auto before = names_in(sandbox.list());
   for (const auto& test : sandbox_conformance()) {
     if (test.ends_sandbox) continue;
-    EXPECT_EQ(test.run({sandbox, sandboxes()}), kConformancePassed) << test.name;
+    expect_conformance(test.name, test.run({sandbox, sandboxes()}));
   }
   EXPECT_EQ(names_in(sandbox.list()), before) << "the suite left something in the workdir";
   for (const auto& test : sandbox_conformance()) {
     if (!test.ends_sandbox) continue;
     if (sandbox.released()) sandbox = create();
-    EXPECT_EQ(test.run({sandbox, sandboxes()}), kConformancePassed) << test.name;
+    expect_conformance(test.name, test.run({sandbox, sandboxes()}));
   }
 }
 
@@ -101,7 +101,7 @@ TEST_F(ConformanceSuite, AtOnceOnOneSandbox) {
   for (auto& t : threads) t.join();
   for (std::size_t i = 0; i < verdicts.size(); ++i) {
     if (sandbox_conformance()[i].ends_sandbox) continue;
-    EXPECT_EQ(verdicts[i], kConformancePassed) << sandbox_conformance()[i].name;
+    expect_conformance(sandbox_conformance()[i].name, verdicts[i]);
   }
   EXPECT_EQ(names_in(sandbox.list()), before) << "the suite left something in the workdir";
 }
