@@ -141,11 +141,11 @@ UniqueFd VolumeStore::lock_waiting_for_an_ending_sandbox(const std::string& file
     try {
       return open_locked(file, name, mode);
     } catch (const SandboxError& e) {
+      if (e.reason() != Reason::INVALID_INPUT || std::chrono::steady_clock::now() >= give_up) throw;
       // Released a moment ago: its removal, off the release's path, is
-      // this engine's to finish, and soon.
-      if (e.reason() != Reason::INVALID_INPUT || !held_by_an_ending_sandbox(file) ||
-          std::chrono::steady_clock::now() >= give_up)
-        throw;
+      // this engine's to finish, and soon. One that finished since the try
+      // (it unlocks before it forgets its holder) has let go: try again.
+      if (!held_by_an_ending_sandbox(file)) return open_locked(file, name, mode);
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
