@@ -160,7 +160,7 @@ TEST_F(DiskTest, ADisksIoIsBoundedByTheKernelWhereTheHostCan) {
     long long written = 0;
     const std::size_t w = stat.find("wbytes=", at);
     if (w != std::string::npos) written = std::stoll(stat.substr(w + 7));
-    EXPECT_GE(written, 3ll << 20) << stat;
+    EXPECT_GE(written, 3LL << 20) << stat;
     // A snapshot writes the disk out unbounded, and leaves the bound as it was.
     s.snapshot("bounded");
     EXPECT_EQ(io_file_of_the_one_sandbox(options().cgroup_root, "io.max"), expected);
