@@ -9,7 +9,10 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <exception>
+#include <functional>
 #include <mutex>
+#include <optional>
 
 #include <boost/asio/system_executor.hpp>
 #include <utility>
@@ -572,14 +575,7 @@ std::vector<Sandbox> Sandbox::fork(int count, std::optional<std::int64_t> lifeti
   } remove{*sandboxes.state_->provider, options.tenant, name};
   options.snapshot = name;
   options.disk_mib = copy.disk_mib;
-  std::vector<Sandbox> made;
-  try {
-    for (int i = 0; i < count; ++i) made.push_back(sandboxes.create_from(options));
-  } catch (...) {
-    for (const Sandbox& s : made) s.release();
-    throw;
-  }
-  return made;
+  return sandboxes.create_each(options, count);
 }
 
 void Sandbox::release() const { state().end(); }
@@ -654,6 +650,72 @@ Sandbox Sandboxes::create(const CreateOptions& options, std::stop_token cancella
     return create_from(sized, std::move(cancellation));
   }
   return create_from(options, std::move(cancellation));
+}
+
+namespace {
+
+// The creates of a fork, shared by the caller and its helpers: each takes
+// the next one left until none is. A helper that starts only once the
+// caller has taken the last finds nothing to do.
+struct CreateEach {
+  CreateEach(const CreateOptions& o, int count) : options(o), made(static_cast<std::size_t>(count)) {}
+  const CreateOptions options;
+  std::vector<std::optional<Sandbox>> made;
+  std::mutex mutex;
+  std::condition_variable idle;
+  std::size_t next = 0;
+  int working = 0;
+  std::exception_ptr failure;
+
+  void work(const std::function<Sandbox(const CreateOptions&)>& create) {
+    std::unique_lock lock(mutex);
+    ++working;
+    while (next < made.size() && !failure) {
+      const std::size_t i = next++;
+      lock.unlock();
+      std::optional<Sandbox> one;
+      std::exception_ptr failed;
+      try {
+        one = create(options);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      lock.lock();
+      made[i] = std::move(one);
+      if (failed && !failure) failure = failed;
+    }
+    if (--working == 0) idle.notify_all();
+  }
+};
+
+// Creates at once beside the caller's: a create waits on the disk and the
+// kernel as much as it runs, so a few overlap well even on two cores.
+constexpr int kForkHelpers = 3;
+
+}  // namespace
+
+std::vector<Sandbox> Sandboxes::create_each(const CreateOptions& options, int count) const {
+  auto shared = std::make_shared<CreateEach>(options, count);
+  const auto create = [self = *this](const CreateOptions& o) { return self.create_from(o); };
+  for (int i = 0; i < std::min(kForkHelpers, count - 1); ++i) {
+    try {
+      runtime()->run_blocking([shared, create] { shared->work(create); });
+    } catch (const SandboxError&) {
+      break;  // no thread for a helper: the caller makes the rest itself
+    }
+  }
+  shared->work(create);
+  std::unique_lock lock(shared->mutex);
+  shared->idle.wait(lock, [&] { return shared->working == 0; });
+  std::vector<Sandbox> made;
+  for (auto& one : shared->made) {
+    if (one) made.push_back(std::move(*one));
+  }
+  if (shared->failure) {
+    for (const Sandbox& s : made) s.release();
+    std::rethrow_exception(shared->failure);
+  }
+  return made;
 }
 
 Snapshot Sandboxes::snapshot_named(const std::string& name, const std::string& tenant) const {

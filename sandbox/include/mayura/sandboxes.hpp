@@ -363,6 +363,10 @@ class Sandboxes {
   friend class Sandbox;  // its fork creates
   // create(), its options checked already.
   Sandbox create_from(const CreateOptions& options, std::stop_token cancellation = {}) const;
+  // `count` sandboxes as `options` says, a few at once on the runtime's
+  // threads beside the caller's: all, or none (those made are released and
+  // the first failure thrown).
+  std::vector<Sandbox> create_each(const CreateOptions& options, int count) const;
   // A sandbox the provider made (at `start`), handed out as `options` says.
   Sandbox adopt(std::shared_ptr<SandboxBackend> backend, const CreateOptions& options,
                 std::chrono::steady_clock::time_point start) const;
