@@ -32,6 +32,7 @@
 #include "disk_templates.hpp"
 #include "native_sandbox.hpp"
 #include "prepared.hpp"
+#include "prepared_disks.hpp"
 #include "records.hpp"
 #include "sandbox_image.hpp"
 #include "sys_error.hpp"
@@ -406,9 +407,14 @@ class NativeProvider final : public SandboxProvider {
     if (on_disk) {
       disk.uid = root.uid;
       disk.gid = root.gid;
-      if (!disk.snapshot) disk.made_like = disk_templates_.open(disk.mib << 20, root.uid, root.gid);
-      core->disk = native::SandboxDisk(options_.disk_dir, name, std::move(disk));
-      timer.step("disk");
+      if (!disk.snapshot) core->disk = prepared_disks_.take({disk.mib, root.uid, root.gid});
+      if (core->disk) {
+        timer.step("disk made ahead taken");
+      } else {
+        if (!disk.snapshot) disk.made_like = disk_templates_.open(disk.mib << 20, root.uid, root.gid);
+        core->disk = native::SandboxDisk(options_.disk_dir, name, std::move(disk));
+        timer.step("disk");
+      }
     }
     const cgroups::SandboxCgroup& cgroup = core->cgroup;
     // The disk's two, then each volume's, in the plan's order.
@@ -553,6 +559,18 @@ class NativeProvider final : public SandboxProvider {
       std::make_shared<const native::SnapshotStore>(options_.snapshot_dir);
   native::VolumeStore volumes_{options_.volume_dir, options_.uid, options_.gid};
   native::DiskTemplates disk_templates_{options_.disk_dir};
+  // A refill uses the templates; it is waited for before they go.
+  native::PreparedDisks prepared_disks_{options_.prepared_disks,
+                                        [this](const native::PreparedDisks::Kind& kind) {
+                                          native::DiskSource source;
+                                          source.mib = kind.mib;
+                                          source.uid = kind.uid;
+                                          source.gid = kind.gid;
+                                          source.made_like = disk_templates_.open(kind.mib << 20, kind.uid, kind.gid);
+                                          return native::SandboxDisk(options_.disk_dir, random_hex(16),
+                                                                     std::move(source));
+                                        },
+                                        *activity_, *runtime()};
   // Last: its thread uses everything above, and stops first.
   native::PreparedPool prepared_{options_.prepared,
                                  [this](const std::stop_token& stop) {

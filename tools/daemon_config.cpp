@@ -220,6 +220,8 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
   }
   if (const json* v = k.take("prepared"))
     c.native.prepared = static_cast<std::size_t>(integer(k, "prepared", *v, 0, 64));
+  if (const json* v = k.take("preparedDisks"))
+    c.native.prepared_disks = static_cast<std::size_t>(integer(k, "preparedDisks", *v, 0, 64));
   if (const json* v = k.take("netnsPool"))
     c.native.netns_pool = static_cast<std::size_t>(integer(k, "netnsPool", *v, 0, 64));
   if (const json* v = k.take("dnsWaitSeconds"))

@@ -20,6 +20,7 @@ NativeOptions engine_options_from_env() {
   // One sandbox per run: a namespace made ahead would only race this one.
   o.netns_pool = 0;
   o.prepared = 0;
+  o.prepared_disks = 0;
   auto text = [](const char* name, std::string& into) {
     if (const char* v = std::getenv(name); v && *v) into = v;
   };

@@ -8,10 +8,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "engine/sandbox_disk.hpp"
 #include "harness.hpp"
 #include "image_archives.hpp"
 #include "mayura/images.hpp"
@@ -264,6 +266,79 @@ TEST_F(DiskTest, AWritableRootOnTheDiskKeepsWhatTheImagesRootInstalls) {
   sandboxes().delete_volume("above");
   // (The released sandboxes' disks go off the release's path.)
   EXPECT_TRUE(eventually([&] { return only_disk(options().disk_dir).empty(); }));
+}
+
+// The disk files in the engine's disk directory (templates aside), each
+// with its size.
+std::map<std::string, std::int64_t> disks_in(const std::string& dir) {
+  std::map<std::string, std::int64_t> found;
+  if (fs::exists(dir)) {
+    for (const auto& e : fs::directory_iterator(dir)) {
+      std::error_code ec;
+      const auto size = fs::file_size(e.path(), ec);
+      if (e.path().filename().string().front() != '.' && !ec)
+        found[e.path().string()] = static_cast<std::int64_t>(size);
+    }
+  }
+  return found;
+}
+
+// The file behind a sandbox's disk: its workspace's device is a loop
+// device, and the kernel names the file that is bound to it.
+std::string disk_of(const std::string& device) {
+  std::ifstream in("/sys/dev/block/" + device + "/loop/backing_file");
+  std::string file;
+  std::getline(in, file);
+  return file;
+}
+
+// A disk made ahead waits, attached and mounted, for the next create of its
+// size and owner, which takes it (and a new one is made); a create of
+// another size makes its own, and the waiting disk goes. The provider's end
+// removes what waits.
+TEST_F(DiskTest, ACreateTakesADiskMadeAheadOfItsSizeAndAnotherSizeReplacesIt) {
+  options().prepared_disks = 1;
+  {  // the sandboxes' handles hold the provider
+    auto first = create(with_disk(32));
+    const auto device_of = [&](const Sandbox& s) {
+      std::string d = sh(s, "stat -c %Hd:%Ld /workspace");
+      return d.substr(0, d.find('\n'));
+    };
+    const std::string first_disk = disk_of(device_of(first));
+    ASSERT_TRUE(fs::exists(first_disk)) << first_disk;
+    std::map<std::string, std::int64_t> disks;
+    ASSERT_TRUE(eventually([&] { return (disks = disks_in(options().disk_dir)).size() == 2; }))
+        << "no disk was made ahead";
+    disks.erase(first_disk);
+    const std::string ahead = disks.begin()->first;
+    EXPECT_EQ(disks.begin()->second, std::int64_t{32} << 20);
+    EXPECT_TRUE(mayura::native::loop_bound_files().contains(ahead)) << "a disk made ahead is not attached";
+    // The next create of 32 MiB takes it: released, it is the disk that goes.
+    auto second = create(with_disk(32));
+    EXPECT_EQ(disk_of(device_of(second)), ahead);
+    EXPECT_EQ(sh(second, "stat -f -c %T /workspace; stat -c %u:%g /workspace; ls -A /workspace"),
+              "ext2/ext3\n1000:1000\n");
+    EXPECT_NE(
+        second.exec({"sh", "-c", "head -c 40M /dev/zero > /workspace/forty"}).stderr.find("No space left on device"),
+        std::string::npos);
+    ASSERT_TRUE(eventually([&] { return disks_in(options().disk_dir).size() == 3; })) << "no disk was made ahead again";
+    second.release();
+    EXPECT_TRUE(eventually([&] { return !fs::exists(ahead); })) << "the disk made ahead outlived its sandbox";
+    EXPECT_TRUE(fs::exists(first_disk));
+    first.release();
+    // Another size: its own disk, and the waiting one of 32 MiB goes for one of 48.
+    auto third = create(with_disk(48));
+    EXPECT_TRUE(eventually([&] {
+      const auto now = disks_in(options().disk_dir);
+      return now.size() == 2 &&
+             std::all_of(now.begin(), now.end(), [](const auto& d) { return d.second == (std::int64_t{48} << 20); });
+    })) << "the disk made ahead is not of the size last asked for";
+    third.release();
+  }
+  shutdown();
+  // (The released sandbox's disk goes off the release's path.)
+  EXPECT_TRUE(eventually([&] { return disks_in(options().disk_dir).empty(); }))
+      << "a disk made ahead outlived its provider";
 }
 
 // Disks an engine that died left (no loop device bound to them) are removed

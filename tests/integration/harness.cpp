@@ -159,6 +159,7 @@ NativeOptions isolated_options() {
   // Tests count cgroups and processes: a sandbox made ahead would be one more.
   // PreparedTest turns it on.
   o.prepared = 0;
+  o.prepared_disks = 0;
   if (o.id_base != kEnginesDefaultIdBase) throw std::logic_error("the engine's default id base moved: move the tests'");
   o.id_base = kIdBase + id_range_of_this_process() * o.id_slots * 65536u;
   o.image_dir = "/run/mayura-test-" + std::to_string(pid) + "-images";
@@ -653,10 +654,19 @@ bool wait_until_served(const std::string& path, std::chrono::milliseconds bound)
 }
 
 nlohmann::json daemon_config(const NativeOptions& o, const std::string& socket, const nlohmann::json& extra) {
-  nlohmann::json config = {{"socket", socket},      {"stateDir", o.state_dir},       {"cgroupRoot", o.cgroup_root},
-                           {"idBase", o.id_base},   {"idSlots", o.id_slots},         {"prepared", 0},
-                           {"netnsPool", 0},        {"imageDir", o.image_dir},       {"imageStore", o.image_store},
-                           {"diskDir", o.disk_dir}, {"snapshotDir", o.snapshot_dir}, {"volumeDir", o.volume_dir}};
+  nlohmann::json config = {{"socket", socket},
+                           {"stateDir", o.state_dir},
+                           {"cgroupRoot", o.cgroup_root},
+                           {"idBase", o.id_base},
+                           {"idSlots", o.id_slots},
+                           {"prepared", 0},
+                           {"preparedDisks", 0},
+                           {"netnsPool", 0},
+                           {"imageDir", o.image_dir},
+                           {"imageStore", o.image_store},
+                           {"diskDir", o.disk_dir},
+                           {"snapshotDir", o.snapshot_dir},
+                           {"volumeDir", o.volume_dir}};
   config.update(extra);
   return config;
 }

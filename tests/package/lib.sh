@@ -29,7 +29,7 @@ write_config() {
   python3 - "$file" "$mount/$name" "$STATE_DIR" "$ID_BASE" "$ID_SLOTS" "${4:-}" "${5:-}" <<'PY'
 import json, sys
 file, cgroup, state, base, slots, sock, mode = sys.argv[1:]
-config = {"cgroupRoot": cgroup, "stateDir": state, "idBase": int(base), "idSlots": int(slots), "prepared": 0,
+config = {"cgroupRoot": cgroup, "stateDir": state, "idBase": int(base), "idSlots": int(slots), "prepared": 0, "preparedDisks": 0,
           "imageDir": state + "-images", "imageStore": state + "-store"}
 if sock: config["socket"] = sock
 if mode: config["socketMode"] = mode

@@ -63,6 +63,7 @@ TEST(DaemonConfigParse, AnEmptyObjectGivesTheDefaults) {
   EXPECT_EQ(c.native.default_memory_mib, native.default_memory_mib);
   EXPECT_EQ(c.native.default_pids, native.default_pids);
   EXPECT_EQ(c.native.prepared, native.prepared);
+  EXPECT_EQ(c.native.prepared_disks, native.prepared_disks);
   EXPECT_EQ(c.native.netns_pool, native.netns_pool);
   EXPECT_EQ(c.native.allow_private_addresses, native.allow_private_addresses);
   EXPECT_TRUE(c.native.dns_servers.empty());
@@ -178,6 +179,7 @@ TEST(DaemonConfigParse, ReadsEveryKey) {
     "dnsServers": ["1.1.1.1", "9.9.9.9"],
     "allowPrivateAddresses": true,
     "prepared": 0,
+    "preparedDisks": 3,
     "netnsPool": 5,
     "commandsAhead": false,
     "stateDir": "/run/m2",
@@ -216,6 +218,7 @@ TEST(DaemonConfigParse, ReadsEveryKey) {
   EXPECT_EQ(c.native.dns_servers, (std::vector<std::string>{"1.1.1.1", "9.9.9.9"}));
   EXPECT_TRUE(c.native.allow_private_addresses);
   EXPECT_EQ(c.native.prepared, 0u);
+  EXPECT_EQ(c.native.prepared_disks, 3u);
   EXPECT_EQ(c.native.netns_pool, 5u);
   EXPECT_FALSE(c.native.commands_ahead);
   EXPECT_EQ(c.native.state_dir, "/run/m2");
@@ -331,6 +334,7 @@ TEST(DaemonConfigParse, RefusesWrongTypesAndRangesByName) {
       {R"({"allowPrivateAddresses":"true"})", "allowPrivateAddresses"},
       {R"({"prepared":65})", "prepared"},
       {R"({"prepared":-1})", "prepared"},
+      {R"({"preparedDisks":65})", "preparedDisks"},
       {R"({"netnsPool":65})", "netnsPool"},
       {R"({"stateDir":1})", "stateDir"},
       {R"({"imageStore":[]})", "imageStore"},

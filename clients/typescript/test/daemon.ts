@@ -108,6 +108,7 @@ export async function startDaemon(settings: Record<string, unknown> = {}): Promi
     maxLifetimeMs: 600_000,
     network: ['none', 'all'],
     prepared: 0,
+    preparedDisks: 0,
     ...settings,
   };
   fs.writeFileSync(path.join(dir, 'mayurad.json'), JSON.stringify(config));

@@ -90,6 +90,11 @@ struct NativeOptions {
   // Sandboxes of the host image kept made ahead, so a create only hands one
   // out. 0 builds each one during its create.
   std::size_t prepared = 1;
+  // New disks kept made ahead (attached and mounted), of the size and owner
+  // the last create with a new disk asked for, up to 4 GiB each: each holds
+  // its whole size on the host while it waits. 0 makes each one during its
+  // create.
+  std::size_t prepared_disks = 1;
   // Each sandbox's next command started ahead: once a command ends, the
   // init clones the next one's process into the cgroup it left, where it
   // joins the process limit and takes the seccomp filter while the sandbox
