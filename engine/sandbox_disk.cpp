@@ -132,12 +132,16 @@ bool wait_unbound(const std::string& path, std::chrono::milliseconds bound) {
 }
 
 UniqueFd mount_disk_file(int file, bool read_only, Reason unusable, std::string* device) {
+  StepTimer timer("disk mount");
   const UniqueFd loop = attach_loop(file, read_only);
+  timer.step("loop device bound");
   loop_info64 info{};
   check_sys(::ioctl(loop.get(), LOOP_GET_STATUS64, &info), "reading the disk's loop device");
   const std::string path = "/dev/loop" + std::to_string(info.lo_number);
   if (device) *device = path;
-  return mount_ext4(path, read_only, unusable);
+  UniqueFd mount = mount_ext4(path, read_only, unusable);
+  timer.step("mounted");
+  return mount;
 }
 
 void remove_orphan_disks(const std::string& dir, std::chrono::seconds grace) noexcept {
