@@ -331,7 +331,8 @@ int main(int argc, char** argv) {
     options.disk_dir = std::string(argv[2]) + "/disks";
     options.snapshot_dir = std::string(argv[2]) + "/snapshots";
   }
-  options.prepared = 0;  // every create here has a disk, which no sandbox made ahead has
+  options.prepared = 0;        // every create here has a disk, which no sandbox made ahead has
+  options.prepared_disks = 0;  // nor a disk made ahead: the creates compared make theirs, as a fork's do
   try {
     std::filesystem::create_directories(options.disk_dir);
     std::filesystem::create_directories(options.snapshot_dir);
