@@ -149,16 +149,19 @@ Snapshot SnapshotStore::write(const std::string& owner, const std::string& name,
     ::unlink(temporary.c_str());
     fail_step("locking the snapshot being written", errno);
   }
+  // A fork's own lives only while its sandboxes are made, and is no
+  // snapshot after a crash: it need not reach the disk.
+  const bool durable = name.front() != '~';
   try {
     fill(file.get());
-    if (::fsync(file.get()) != 0) fail_step("syncing the snapshot " + name, errno);
+    if (durable && ::fsync(file.get()) != 0) fail_step("syncing the snapshot " + name, errno);
     ::posix_fadvise(file.get(), 0, 0, POSIX_FADV_DONTNEED);  // written out: its pages are not needed
     if (::rename(temporary.c_str(), final_path.c_str()) != 0) fail_step("naming the snapshot " + name, errno);
   } catch (...) {
     ::unlink(temporary.c_str());
     throw;
   }
-  sync_dir(dir);
+  if (durable) sync_dir(dir);
   struct stat st {};
   check_sys(::fstat(file.get(), &st), "reading the snapshot " + name);
   return describe(name, st);
