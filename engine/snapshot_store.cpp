@@ -69,8 +69,10 @@ void copy_range(int from, int to, off_t offset, off_t end, const std::function<b
 
 }  // namespace
 
+bool clone_disk_file(int from, int to) { return ::ioctl(to, FICLONE, from) == 0; }
+
 void copy_disk_file(int from, int to, std::uint64_t size, const std::function<bool()>& stopped) {
-  if (::ioctl(to, FICLONE, from) == 0) return;
+  if (clone_disk_file(from, to)) return;
   // The ranges first: a page read ahead of a range counts as data once it
   // is cached (an unwritten extent with pages is data to SEEK_DATA), and
   // reading one range would make the next look bigger.

@@ -25,6 +25,10 @@ namespace mayura::native {
 // space stays a hole. Throws SandboxError naming the step; GONE once
 // `stopped` (asked between pieces of at most 64 MiB) says so.
 void copy_disk_file(int from, int to, std::uint64_t size, const std::function<bool()>& stopped = {});
+// The clone alone: false (and `to` untouched) where the host's file system
+// cannot share blocks. At once, whatever the file's size: a copy that sees
+// the file as it was at one moment.
+bool clone_disk_file(int from, int to);
 
 class SnapshotStore {
  public:

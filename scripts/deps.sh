@@ -8,8 +8,7 @@
 #                  its libFuzzer and sanitizer runtimes; and clang's
 #                  static checks (scripts/format.sh, scripts/tidy.sh)
 #   deps.sh bench  also the desktop benchmark's anchors (scripts/bench.sh):
-#                  xdotool, ImageMagick's import and xwd; and mkfs.xfs, for
-#                  the snapshots' run on a file system that clones files
+#                  xdotool, ImageMagick's import and xwd
 set -euo pipefail
 
 packages=(
@@ -21,6 +20,8 @@ packages=(
   # a sandbox's disk: an ext4 file system made in a file (and e2fsck, which
   # the tests check it with)
   libext2fs-dev e2fsprogs
+  # an XFS that clones files, which the tests make snapshots on
+  xfsprogs
   # mayurad under systemd: socket activation and readiness
   libsystemd-dev
   # the Debian package: cpack's dependency scan (dpkg-shlibdeps), and the
@@ -50,7 +51,7 @@ if [ "${1:-}" = vm ] || [ "${1:-}" = fuzz ]; then
   packages+=(clang libclang-rt-dev clang-format clang-tidy)
 fi
 if [ "${1:-}" = bench ]; then
-  packages+=(xdotool imagemagick x11-apps xfsprogs)
+  packages+=(xdotool imagemagick x11-apps)
 fi
 if [ "${1:-}" = vm ]; then
   # the VMs of tests/vm: QEMU, Debian 12's own kernel (6.1) and its modules,

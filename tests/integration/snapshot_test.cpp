@@ -2,16 +2,25 @@
 // copied whole (every kind of file as it was), taken while its processes
 // run, restored into new sandboxes, kept per tenant and across engines.
 
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <string>
 #include <optional>
 #include <thread>
 
+#include "engine/sandbox_disk.hpp"
 #include "harness.hpp"
 
 namespace fs = std::filesystem;
@@ -172,6 +181,84 @@ bool copy_under_way(const std::string& dir) {
     if (name.starts_with(".tmp-") && ::stat(it->path().c_str(), &st) == 0 && st.st_blocks > 0) return true;
   }
   return false;
+}
+
+// An XFS that clones files (reflink), made in a file and mounted for one
+// test: where the engine's disks and snapshots share blocks. Unmounted and
+// removed as it goes (the engine's disks on it must be gone by then).
+class ClonesFiles {
+ public:
+  explicit ClonesFiles(const std::string& base) : image_(base + ".xfs"), dir_(base + "-xfs") {
+    const std::string made = "truncate -s 4G " + image_ + " && mkfs.xfs -q -m reflink=1 " + image_ + " && mkdir -p " +
+                             dir_ + " && mount -o loop " + image_ + " " + dir_;
+    ok_ = std::system(made.c_str()) == 0;
+  }
+  ~ClonesFiles() {
+    if (::umount2(dir_.c_str(), 0) != 0) ADD_FAILURE() << "the test's XFS is busy: " << std::strerror(errno);
+    fs::remove(dir_);
+    fs::remove(image_);
+  }
+  ClonesFiles(const ClonesFiles&) = delete;
+  ClonesFiles& operator=(const ClonesFiles&) = delete;
+  bool ok() const { return ok_; }
+  const std::string& dir() const { return dir_; }
+  // Bytes free on it.
+  std::uint64_t free() const {
+    struct statvfs st {};
+    return ::statvfs(dir_.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.f_bfree) * st.f_frsize : 0;
+  }
+
+ private:
+  std::string image_;
+  std::string dir_;
+  bool ok_ = false;
+};
+
+// Where the host clones files, a snapshot is a clone taken in one moment,
+// the sandbox's file system never stopped: it stores no block twice, a
+// busy writer's file comes back whole, and sandboxes made from it (which
+// replay the journal the snapshot left empty) and a fork have the files.
+TEST_F(SnapshotTest, WhereTheHostClonesFilesASnapshotSharesTheDisksBlocks) {
+  ClonesFiles xfs("/var/tmp/mayura-test-" + std::to_string(::getpid()));
+  ASSERT_TRUE(xfs.ok()) << "no XFS with reflink could be made";
+  options().disk_dir = xfs.dir() + "/disks";
+  options().snapshot_dir = xfs.dir() + "/snapshots";
+  {
+    auto s = create(with_disk(256));
+    sh(s, kTree);
+    sh(s, "head -c 64M /dev/urandom > /workspace/blocks && sync -f /workspace");
+    sh(s,
+       "setsid sh -c 'i=0; while :; do i=$((i+1)); echo $i >> /workspace/log; done' >/dev/null 2>&1 </dev/null &"
+       " while [ ! -s /workspace/log ]; do sleep 0.01; done");
+    const std::uint64_t before = xfs.free();
+    s.snapshot("cloned");
+    // 64 MiB of data and more: a copy would have taken it from the free space.
+    EXPECT_LT(before - std::min(before, xfs.free()), std::uint64_t{16} << 20)
+        << "the snapshot copied the disk's blocks";
+    auto restored = create(from_snapshot("cloned"));
+    EXPECT_EQ(sh(restored,
+                 "awk '$1 != NR { print \"line \" NR \" is \" $1; exit 1 } END { print (NR > 0) }' "
+                 "/workspace/log"),
+              "1\n");
+    EXPECT_EQ(sh(restored, "sha256sum < /workspace/blocks"), sh(s, "sha256sum < /workspace/blocks"));
+    EXPECT_EQ(sh(restored, "cat /workspace/d/a /tmp/t; ls /workspace/d"),
+              "hello\nin-tmp\na\ndeep\nempty\nhard\nsoft\n");
+    auto forks = restored.fork(2);
+    ASSERT_EQ(forks.size(), 2u);
+    for (const Sandbox& f : forks)
+      EXPECT_EQ(sh(f, "sha256sum < /workspace/blocks"), sh(s, "sha256sum < /workspace/blocks"));
+    for (const Sandbox& f : forks) f.release();
+    restored.release();
+    s.release();
+    sandboxes().delete_snapshot("cloned");
+  }
+  shutdown();
+  EXPECT_TRUE(files_under(options().snapshot_dir).empty());
+  EXPECT_TRUE(eventually([&] { return files_under(options().disk_dir).empty(); }));
+  EXPECT_TRUE(eventually([&] {
+    const auto bound = mayura::native::loop_bound_files();
+    return std::none_of(bound.begin(), bound.end(), [&](const std::string& f) { return f.starts_with(xfs.dir()); });
+  })) << "a loop device still holds a file on the test's XFS";
 }
 
 TEST_F(SnapshotTest, AReleaseDuringASnapshotEndsItCleanly) {

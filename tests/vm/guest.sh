@@ -41,7 +41,7 @@ hostname mayura-vm
 ip link set lo up
 
 # No udev here to load the drivers of the devices QEMU gives.
-modprobe -a virtio_blk ext4 loop  # loop: sandboxes' disks
+modprobe -a virtio_blk ext4 loop xfs  # loop: sandboxes' disks; xfs: the snapshot tests' clones
 
 # The image store on a real file system: tmpfs on 6.1 has no idmapped mounts.
 mkfs.ext4 -q -F /dev/vda && mkdir -p /var/lib/mayura && mount -t ext4 /dev/vda /var/lib/mayura || {
