@@ -2,6 +2,7 @@
 // copied whole (every kind of file as it was), taken while its processes
 // run, restored into new sandboxes, kept per tenant and across engines.
 
+#include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -184,11 +185,15 @@ bool copy_under_way(const std::string& dir) {
 }
 
 // An XFS that clones files (reflink), made in a file and mounted for one
-// test: where the engine's disks and snapshots share blocks. Unmounted and
-// removed as it goes (the engine's disks on it must be gone by then).
+// test: where the engine's disks and snapshots share blocks. Mounted in a
+// mount namespace of the test's own (a slave of the host's), which the
+// engine's threads, started later, share: tests running alongside compare
+// the host's mount table. Unmounted and removed as it goes (the engine's
+// disks on it must be gone by then).
 class ClonesFiles {
  public:
   explicit ClonesFiles(const std::string& base) : image_(base + ".xfs"), dir_(base + "-xfs") {
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) return;
     const std::string made = "truncate -s 4G " + image_ + " && mkfs.xfs -q -m reflink=1 " + image_ + " && mkdir -p " +
                              dir_ + " && mount -o loop " + image_ + " " + dir_;
     ok_ = std::system(made.c_str()) == 0;
