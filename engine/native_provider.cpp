@@ -559,7 +559,8 @@ class NativeProvider final : public SandboxProvider {
       std::make_shared<const native::SnapshotStore>(options_.snapshot_dir);
   native::VolumeStore volumes_{options_.volume_dir, options_.uid, options_.gid};
   native::DiskTemplates disk_templates_{options_.disk_dir};
-  // A refill uses the templates; it is waited for before they go.
+  // Its disks are made from the templates: it waits for one being made
+  // before they go.
   native::PreparedDisks prepared_disks_{options_.prepared_disks,
                                         [this](const native::PreparedDisks::Kind& kind) {
                                           native::DiskSource source;
@@ -570,7 +571,7 @@ class NativeProvider final : public SandboxProvider {
                                           return native::SandboxDisk(options_.disk_dir, random_hex(16),
                                                                      std::move(source));
                                         },
-                                        *activity_, *runtime()};
+                                        activity_, *runtime()};
   // Last: its thread uses everything above, and stops first.
   native::PreparedPool prepared_{options_.prepared,
                                  [this](const std::stop_token& stop) {

@@ -8,15 +8,10 @@
 // own, and the disks of the old kind go. Disks over kMostMiB are never made
 // ahead: each reserves its whole size on the host while it waits.
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <optional>
-#include <stop_token>
 
 #include "activity.hpp"
 #include "sandbox_disk.hpp"
@@ -35,9 +30,11 @@ class PreparedDisks {
   };
   static constexpr std::uint64_t kMostMiB = 4096;
   using Make = std::function<SandboxDisk(const Kind&)>;
-  // `size` 0 keeps none. `activity` and `runtime` outlive the pool.
-  PreparedDisks(std::size_t size, Make make, Activity& activity, Runtime& runtime);
-  // Waits for a refill under way, then removes the disks still waiting.
+  // `size` 0 keeps none. `runtime` outlives the pool; `make` is never
+  // called once the pool is gone.
+  PreparedDisks(std::size_t size, Make make, std::shared_ptr<Activity> activity, Runtime& runtime);
+  // Waits for a disk being made, then removes the disks still waiting. A
+  // refill queued on the runtime and started later finds the pool gone.
   ~PreparedDisks();
   PreparedDisks(const PreparedDisks&) = delete;
   PreparedDisks& operator=(const PreparedDisks&) = delete;
@@ -47,20 +44,10 @@ class PreparedDisks {
   SandboxDisk take(const Kind& kind);
 
  private:
-  // Makes disks of the wanted kind until there are `size_`, on a blocking
-  // thread; ends at the first failure (the next take starts it again).
-  void refill();
+  struct State;  // shared with the refill under way, which may outlive the pool
   const std::size_t size_;
-  const Make make_;
-  Activity& activity_;
   Runtime& runtime_;
-  std::mutex mutex_;
-  std::condition_variable idle_;
-  std::deque<std::pair<Kind, SandboxDisk>> ready_;
-  std::optional<Kind> wanted_;
-  bool filling_ = false;
-  bool stopping_ = false;
-  std::stop_source stop_;
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace mayura::native
