@@ -700,7 +700,7 @@ std::vector<Sandbox> Sandboxes::create_each(const CreateOptions& options, int co
   for (int i = 0; i < std::min(kForkHelpers, count - 1); ++i) {
     try {
       runtime()->run_blocking([shared, create] { shared->work(create); });
-    } catch (const SandboxError&) {
+    } catch (...) {
       break;  // no thread for a helper: the caller makes the rest itself
     }
   }
