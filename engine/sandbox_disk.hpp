@@ -98,9 +98,10 @@ class SandboxDisk {
   // With its processes stopped: writes what is left out, then the journal's
   // transactions into place (EXT4_IOC_CHECKPOINT), which leaves the journal
   // empty without stopping the file system. A clone of the file then is
-  // what a crash would leave with nothing to replay; anything the kernel
+  // what a crash would leave, its journal empty but still marked to be
+  // replayed (so only a read-write mount takes it); anything the kernel
   // writes meanwhile is in the journal, which a copy replays as it mounts.
-  // False where the kernel has no such call (before 5.13).
+  // False where the kernel refuses the call (before 5.13; no journal).
   bool checkpoint() const;
 
  private:
