@@ -156,8 +156,10 @@ Snapshot SnapshotStore::write(const std::string& owner, const std::string& name,
   const bool durable = name.front() != '~';
   try {
     fill(file.get());
-    if (durable && ::fsync(file.get()) != 0) fail_step("syncing the snapshot " + name, errno);
-    ::posix_fadvise(file.get(), 0, 0, POSIX_FADV_DONTNEED);  // written out: its pages are not needed
+    if (durable) {
+      if (::fsync(file.get()) != 0) fail_step("syncing the snapshot " + name, errno);
+      ::posix_fadvise(file.get(), 0, 0, POSIX_FADV_DONTNEED);  // written out: its pages are not needed
+    }
     if (::rename(temporary.c_str(), final_path.c_str()) != 0) fail_step("naming the snapshot " + name, errno);
   } catch (...) {
     ::unlink(temporary.c_str());
