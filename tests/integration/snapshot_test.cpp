@@ -2,6 +2,7 @@
 // copied whole (every kind of file as it was), taken while its processes
 // run, restored into new sandboxes, kept per tenant and across engines.
 
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -193,13 +194,27 @@ bool copy_under_way(const std::string& dir) {
 class ClonesFiles {
  public:
   explicit ClonesFiles(const std::string& base) : image_(base + ".xfs"), dir_(base + "-xfs") {
-    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) return;
+    host_ = ::open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+    if (host_ < 0 || ::unshare(CLONE_NEWNS) != 0) return;
+    own_ = true;
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) return;
     const std::string made = "truncate -s 4G " + image_ + " && mkfs.xfs -q -m reflink=1 " + image_ + " && mkdir -p " +
                              dir_ + " && mount -o loop " + image_ + " " + dir_;
     ok_ = std::system(made.c_str()) == 0;
   }
   ~ClonesFiles() {
-    if (::umount2(dir_.c_str(), 0) != 0) ADD_FAILURE() << "the test's XFS is busy: " << std::strerror(errno);
+    if (ok_ && ::umount2(dir_.c_str(), 0) != 0) ADD_FAILURE() << "the test's XFS is busy: " << std::strerror(errno);
+    // Back to the host's mounts, for whatever the process does next (setns
+    // refuses, EINVAL, while a thread that is ending still shares this
+    // one's file-system state).
+    int back = own_ ? -1 : 0;
+    for (int attempt = 0; back != 0 && attempt < 500; ++attempt) {
+      back = ::setns(host_, CLONE_NEWNS);
+      if (back != 0 && errno != EINVAL) break;
+      if (back != 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (back != 0) ADD_FAILURE() << "back to the host's mounts: " << std::strerror(errno);
+    if (host_ >= 0) ::close(host_);
     fs::remove(dir_);
     fs::remove(image_);
   }
@@ -216,6 +231,8 @@ class ClonesFiles {
  private:
   std::string image_;
   std::string dir_;
+  int host_ = -1;  // the mount namespace it came from
+  bool own_ = false;
   bool ok_ = false;
 };
 
