@@ -85,7 +85,6 @@ UniqueFd mount_ext4(const std::string& device, bool read_only, Reason unusable) 
   UniqueFd mount(
       ::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (read_only ? MOUNT_ATTR_RDONLY : 0)));
   if (!mount) fail_step("mounting the sandbox's disk", errno);
-  if (!read_only) pack_small_files(device);
   return mount;
 }
 
@@ -140,6 +139,9 @@ UniqueFd mount_disk_file(int file, bool read_only, Reason unusable, std::string*
   const std::string path = "/dev/loop" + std::to_string(info.lo_number);
   if (device) *device = path;
   UniqueFd mount = mount_ext4(path, read_only, unusable);
+  // Once per file system: the disk's further mounts (take_mounts) are the
+  // same superblock.
+  if (!read_only) pack_small_files(path);
   timer.step("mounted");
   return mount;
 }
