@@ -69,6 +69,20 @@ bool decode_standby(const std::string& bytes, bool& now) {
   return true;
 }
 
+std::string encode_keep(std::int64_t deadline_ms) {
+  wire::Writer w;
+  w.u32(static_cast<std::uint32_t>(Request::keep));
+  w.u64(static_cast<std::uint64_t>(deadline_ms));
+  return w.bytes();
+}
+
+bool decode_keep(const std::string& bytes, std::int64_t& deadline_ms) {
+  wire::Reader r(bytes.data(), bytes.size());
+  if (static_cast<Request>(r.u32()) != Request::keep) return false;
+  deadline_ms = static_cast<std::int64_t>(r.u64());
+  return r.ok() && r.at_end() && deadline_ms >= 0;
+}
+
 bool decode(const std::string& bytes, Config& out) {
   wire::Reader r(bytes.data(), bytes.size());
   if (static_cast<Request>(r.u32()) != Request::config) return false;

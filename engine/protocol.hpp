@@ -15,7 +15,16 @@
 
 namespace mayura::protocol {
 
-enum class Request : std::uint32_t { config = 1, exec = 2, read = 3, write = 4, list = 5, remove = 6, standby = 7 };
+enum class Request : std::uint32_t {
+  config = 1,
+  exec = 2,
+  read = 3,
+  write = 4,
+  list = 5,
+  remove = 6,
+  standby = 7,
+  keep = 8,
+};
 
 // fds that come with each request, in this order
 //   config: none
@@ -34,6 +43,13 @@ enum class Request : std::uint32_t { config = 1, exec = 2, read = 3, write = 4, 
 //           first command's, in a sandbox made ahead, where no command runs),
 //           and then one more fd last: a pipe's write end, where the init
 //           writes '1' once that process is cloned ('0': none will be)
+//   keep:   a listening SOCK_SEQPACKET socket, bound at a path only the
+//           host's root reaches: from then on the engine's socket closing
+//           is no end of the sandbox. The init waits there for the next
+//           engine (whose connection becomes its control socket) and, while
+//           none is connected, ends the sandbox itself at the request's
+//           deadline (CLOCK_BOOTTIME, in ms; 0: none). The standby process
+//           is dropped as the engine goes: the next engine knows nothing of it.
 
 struct Config {
   rootfs::Plan plan;
@@ -97,6 +113,9 @@ bool decode(const std::string& bytes, Exec& out);
 bool decode(const std::string& bytes, FileRequest& out);
 // A standby request's `now`; false if `bytes` is not one.
 bool decode_standby(const std::string& bytes, bool& now);
+std::string encode_keep(std::int64_t deadline_ms);
+// A keep request's deadline; false if `bytes` is not one.
+bool decode_keep(const std::string& bytes, std::int64_t& deadline_ms);
 Request kind_of(const std::string& bytes);
 
 // list entries on the data pipe: type u32, mode u32, size u64, mtime_ms u64, name str

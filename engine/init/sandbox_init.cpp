@@ -11,7 +11,9 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <grp.h>
 #include <unistd.h>
@@ -115,27 +117,76 @@ class Server {
   // of the engine fewer per command, and a command's start is no news the
   // engine waits for.
   [[noreturn]] void run() {
-    pollfd fds[2] = {{kControlFd, POLLIN, 0}, {signals_, POLLIN, 0}};
     for (;;) {
-      const int ready = ::poll(fds, 2, standby_.due_in_ms());
+      // While no engine is connected: its listener and the deadline instead
+      // of its socket (poll skips a negative fd).
+      pollfd fds[4] = {{connected_ ? kControlFd : -1, POLLIN, 0},
+                       {signals_, POLLIN, 0},
+                       {connected_ ? -1 : listener_.get(), POLLIN, 0},
+                       {connected_ ? -1 : deadline_.get(), POLLIN, 0}};
+      const int ready = ::poll(fds, 4, connected_ ? standby_.due_in_ms() : -1);
       if (ready < 0) {
         if (errno == EINTR) continue;
         shutdown();
       }
       if (fds[1].revents & POLLIN) reap();
       if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) serve_one();
-      standby_.start_if_due(who_, seccomp_);
+      if (fds[2].revents & POLLIN) take_engine();
+      if (fds[3].revents & POLLIN) shutdown();  // its lifetime ended with no engine there
+      if (connected_) standby_.start_if_due(who_, seccomp_);
     }
   }
 
  private:
+  // The engine's socket closed. Unless the engine asked the sandbox to
+  // outlive it, so does the sandbox; else the init keeps it running, to its
+  // deadline, for the next engine to take back.
+  void engine_gone() {
+    if (!listener_) shutdown();
+    ::close(kControlFd);
+    connected_ = false;
+    // The next engine knows nothing of the process started ahead.
+    standby_.drop();
+    if (deadline_ms_ > 0) {
+      itimerspec at{};
+      at.it_value.tv_sec = deadline_ms_ / 1000;
+      at.it_value.tv_nsec = (deadline_ms_ % 1000) * 1000000;
+      if (::timerfd_settime(deadline_.get(), TFD_TIMER_ABSTIME, &at, nullptr) != 0) shutdown();
+    }
+  }
+
+  // The next engine connects: its connection is the control socket from here.
+  void take_engine() {
+    const int engine = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (engine < 0) return;
+    // fd 3 is free since the last engine went: it is usually that one.
+    if (engine != kControlFd) {
+      if (::dup2(engine, kControlFd) < 0) shutdown();
+      ::close(engine);
+    }
+    const itimerspec off{};
+    ::timerfd_settime(deadline_.get(), 0, &off, nullptr);
+    connected_ = true;
+  }
+
+  // The engine asks the sandbox to outlive it (protocol.hpp, keep).
+  void keep(const std::string& bytes, std::vector<int>& fds) {
+    std::int64_t deadline_ms = 0;
+    if (fds.size() != 1 || !protocol::decode_keep(bytes, deadline_ms)) return;
+    if (!deadline_) deadline_.reset(::timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK));
+    if (!deadline_) return;
+    listener_.reset(std::exchange(fds[0], -1));
+    deadline_ms_ = deadline_ms;
+  }
+
   void serve_one() {
     std::string bytes;
     std::vector<int> fds;
     const int got = fdpass::receive(kControlFd, bytes, fds);
-    if (got == 0 || (got < 0 && errno != EMSGSIZE && errno != EAGAIN)) shutdown();
+    if (got == 0 || (got < 0 && errno != EMSGSIZE && errno != EAGAIN)) return engine_gone();
     if (got < 0) return;
     switch (protocol::kind_of(bytes)) {
+      case protocol::Request::keep: keep(bytes, fds); break;
       case protocol::Request::exec: {
         protocol::Exec exec;
         // 5 fds, 6 with a v1 cgroup.procs, and one more with the program
@@ -226,6 +277,12 @@ class Server {
   int signals_;
   std::map<pid_t, Command> commands_;
   Standby standby_;  // the next command's process, if one waits
+  // Set by a keep request: where the next engine connects, and the timer
+  // armed at the deadline while none is connected.
+  UniqueFd listener_;
+  UniqueFd deadline_;
+  std::int64_t deadline_ms_ = 0;
+  bool connected_ = true;
 };
 
 // Moves `fd` off fd 3, which the control socket takes.

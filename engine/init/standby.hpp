@@ -40,10 +40,10 @@ class Standby {
   bool ended(pid_t pid);
   // True while one is started and waits for its command.
   bool waiting() const { return pid_ > 0; }
-
- private:
+  // Kills the one that waits, if any (reaped by the serve loop).
   void drop() noexcept;
 
+ private:
   UniqueFd asked_cgroup_;  // asked for, not started yet
   UniqueFd asked_v1_procs_;
   std::int64_t due_ms_ = 0;  // CLOCK_MONOTONIC

@@ -96,6 +96,25 @@ TEST(Protocol, AStandbyRequestIsItsKindAndWhen) {
   EXPECT_FALSE(decode_standby(encode(Request::remove, FileRequest{"/w", 0}), now));
 }
 
+// A keep request is its kind and the deadline (its listener travels as an
+// fd); a negative deadline, a short or a long one, or another kind is none.
+TEST(Protocol, AKeepRequestIsItsKindAndItsDeadline) {
+  for (std::int64_t deadline : {std::int64_t{0}, std::int64_t{123456789}}) {
+    const std::string bytes = encode_keep(deadline);
+    EXPECT_EQ(kind_of(bytes), Request::keep);
+    std::int64_t got = -1;
+    ASSERT_TRUE(decode_keep(bytes, got));
+    EXPECT_EQ(got, deadline);
+    bool now = false;
+    EXPECT_FALSE(decode_standby(bytes, now));
+  }
+  std::int64_t got = 0;
+  EXPECT_FALSE(decode_keep(encode_keep(-5), got));
+  EXPECT_FALSE(decode_keep(encode_keep(5) + "x", got));
+  EXPECT_FALSE(decode_keep(encode_keep(5).substr(0, 8), got));
+  EXPECT_FALSE(decode_keep(encode_standby(true), got));
+}
+
 TEST(Protocol, Listing) {
   ListEntry a{1, 0755, 4096, 12, "dir"};
   ListEntry b{0, 0644, 3, 13, "file"};
