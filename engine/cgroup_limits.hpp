@@ -105,6 +105,9 @@ class V1Groups {
   V1Groups(V1Groups&&) noexcept = default;
   V1Groups& operator=(V1Groups&&) noexcept = default;
   ~V1Groups() { destroy(); }
+  // The groups an engine before this one made for the sandbox `name` (live
+  // restore); none of a hierarchy where they are missing.
+  static V1Groups existing(const Host& host, const std::string& root_name, const std::string& name);
 
   bool empty() const { return memory_path_.empty() && cpu_path_.empty() && pids_path_.empty(); }
   // Puts a process (the init, before it runs anything) into every group.

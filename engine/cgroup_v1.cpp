@@ -86,6 +86,18 @@ V1Groups::V1Groups(const Host& host, const std::string& root_name, const std::st
   }
 }
 
+V1Groups V1Groups::existing(const Host& host, const std::string& root_name, const std::string& name) {
+  V1Groups groups;
+  const auto found = [&](const std::string& mount) {
+    const std::string path = mount + "/" + root_name + "/" + name;
+    return !mount.empty() && ::access(path.c_str(), F_OK) == 0 ? path : std::string();
+  };
+  groups.memory_path_ = found(host.memory.v1);
+  groups.cpu_path_ = found(host.cpu.v1);
+  groups.pids_path_ = found(host.pids.v1);
+  return groups;
+}
+
 void V1Groups::place(pid_t pid) const {
   const std::string text = std::to_string(pid);
   for (const std::string* group : {&memory_path_, &cpu_path_, &pids_path_}) {

@@ -178,6 +178,30 @@ SandboxCgroup::SandboxCgroup(const Places& places, const std::string& name, uid_
   }
 }
 
+SandboxCgroup SandboxCgroup::existing(const Places& places, const std::string& name, uid_t owner, gid_t group,
+                                      std::uint64_t& next_command) {
+  SandboxCgroup cgroup;
+  cgroup.host_ = places.host;
+  cgroup.path_ = places.root + "/" + name;
+  cgroup.owner_ = owner;
+  cgroup.group_ = group;
+  cgroup.commands_limited_ = true;
+  cgroup.v1_ = V1Groups::existing(places.host, places.root_name(), name);
+  const UniqueFd commands = cgroup.open_dir("/commands");
+  next_command = 1;
+  DIR* dir = ::fdopendir(::dup(commands.get()));
+  if (!dir) fail_step("reading the sandbox's commands' cgroups", errno);
+  while (const dirent* e = ::readdir(dir)) {
+    const std::string_view entry = e->d_name;
+    if (e->d_type != DT_DIR || !entry.starts_with("cmd-")) continue;
+    const std::uint64_t n = std::strtoull(e->d_name + 4, nullptr, 10);
+    // An empty one goes (rmdir refuses one with a process: EBUSY).
+    if (::unlinkat(commands.get(), e->d_name, AT_REMOVEDIR) != 0) next_command = std::max(next_command, n + 1);
+  }
+  ::closedir(dir);
+  return cgroup;
+}
+
 UniqueFd SandboxCgroup::make_delegated(int parent, const std::string& name, const char* step) const {
   if (::mkdirat(parent, name.c_str(), 0755) != 0) {
     // the sandbox ended under us: its cgroup is gone
@@ -361,6 +385,22 @@ void SandboxCgroup::destroy() noexcept {
   destroyed_ = true;
   kill_and_remove(path_);
   v1_.destroy();  // empty now: everything in it was in the cgroup2 tree
+}
+
+bool has_processes(const std::string& path) noexcept {
+  try {
+    return populated(path);
+  } catch (...) {
+    return true;  // unread: kept, for a later look
+  }
+}
+
+bool process_in(pid_t pid, const std::string& path) {
+  std::string own = own_cgroup(read_path("/proc/" + std::to_string(pid) + "/cgroup"));
+  // A sandbox's init is in its `init` leaf where there is one.
+  if (own.ends_with("/init")) own.resize(own.size() - 5);
+  // `own` is relative to the hierarchy's root; `path` has the mount in front.
+  return !own.empty() && path.ends_with(own);
 }
 
 bool looks_like_sandbox_cgroup(const std::string& path, const std::string& engine_root) {

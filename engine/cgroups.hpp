@@ -64,6 +64,13 @@ class SandboxCgroup {
   SandboxCgroup(SandboxCgroup&&) noexcept = default;
   SandboxCgroup& operator=(SandboxCgroup&&) noexcept = default;
   ~SandboxCgroup() { destroy(); }
+  // The tree an engine before this one made for the sandbox `name`, with
+  // its init in it (live restore): settled, its limits as they were set.
+  // The commands' cgroups left empty are removed (a process started ahead
+  // in one is gone with that engine); `next_command` gets a number above
+  // every command's cgroup still there. GONE if the tree is not there.
+  static SandboxCgroup existing(const Places& places, const std::string& name, uid_t owner, gid_t group,
+                                std::uint64_t& next_command);
 
   const std::string& path() const { return path_; }
   // The directory, open until settle(): what the init is cloned into.
@@ -174,5 +181,11 @@ bool kill_and_remove(const std::string& path) noexcept;
 // every process in it), then its v1 groups. False if it could not (then the
 // record stays, to be tried again).
 bool remove_orphan(const Places& places, const std::string& path) noexcept;
+
+// True while a process is in the cgroup2 tree at `path`.
+bool has_processes(const std::string& path) noexcept;
+// True if process `pid` is in the cgroup2 tree at `path` (an absolute path
+// under the cgroup2 mount), as /proc/PID/cgroup shows it.
+bool process_in(pid_t pid, const std::string& path);
 
 }  // namespace mayura::cgroups

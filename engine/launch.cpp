@@ -115,7 +115,8 @@ std::pair<UniqueFd, UniqueFd> seqpacket_pair(const char* what) {
 
 // Waits up to `grace_ms` for the process to exit by itself, kills it if it
 // has not, and reaps it (bounded: a process stuck in the kernel must not
-// hang its caller for ever). `pidfd` must name a child of this process.
+// hang its caller for ever). If `pidfd` names no child of this process,
+// its exit is waited for and its parent reaps it.
 void end_child(int pidfd, int grace_ms) noexcept {
   pollfd p{pidfd, POLLIN, 0};
   if (grace_ms <= 0 || ::poll(&p, 1, grace_ms) <= 0) ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
@@ -275,6 +276,10 @@ Zygote::Spawned Zygote::spawn(const std::string& config, int sandbox_socket, int
 // of twenty thousand that root may not raise.
 bool InitProcess::running() const noexcept {
   if (pid_ <= 0) return false;
+  if (pidfd_) {
+    pollfd p{pidfd_.get(), POLLIN, 0};
+    return ::poll(&p, 1, 0) == 0;  // readable once it has exited
+  }
   siginfo_t info{};
   if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT | __WALL) != 0) return false;
   return info.si_pid == 0;  // nothing to report: it has not exited
@@ -282,6 +287,13 @@ bool InitProcess::running() const noexcept {
 
 void InitProcess::kill_and_wait() noexcept {
   if (pid_ <= 0) return;
+  if (pidfd_) {
+    end_child(pidfd_.get(), 0);  // its parent reaps it: the wait for its exit is what is left here
+    pidfd_.reset();
+    control_.reset();
+    pid_ = -1;
+    return;
+  }
   // The init is the engine's child (the zygote clones it with CLONE_PARENT):
   // reaped here, so nothing of it is left when release returns. A pidfd for
   // the bounded wait, if this process can open one; at its open-file limit,
@@ -299,7 +311,8 @@ void InitProcess::kill_and_wait() noexcept {
 }
 
 void InitProcess::kill() const noexcept {
-  if (pid_ > 0) ::kill(pid_, SIGKILL);
+  if (pidfd_) ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+  else if (pid_ > 0) ::kill(pid_, SIGKILL);
 }
 
 void InitProcess::to_foreground() const noexcept {

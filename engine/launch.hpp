@@ -62,14 +62,26 @@ class Zygote {
 class InitProcess {
  public:
   InitProcess() = default;
-  InitProcess(InitProcess&& o) noexcept : pid_(std::exchange(o.pid_, -1)), control_(std::move(o.control_)) {}
+  InitProcess(InitProcess&& o) noexcept
+      : pid_(std::exchange(o.pid_, -1)), control_(std::move(o.control_)), pidfd_(std::move(o.pidfd_)) {}
   InitProcess& operator=(InitProcess&& o) noexcept {
     if (this != &o) {
       kill_and_wait();
       pid_ = std::exchange(o.pid_, -1);
       control_ = std::move(o.control_);
+      pidfd_ = std::move(o.pidfd_);
     }
     return *this;
+  }
+  // An init an engine before this one started, taken back (live restore):
+  // no child of this process, so it is watched and killed through `pidfd`,
+  // which names it whatever becomes of its pid, and reaped by its parent.
+  static InitProcess adopt(pid_t pid, UniqueFd pidfd, UniqueFd control) {
+    InitProcess init;
+    init.pid_ = pid;
+    init.pidfd_ = std::move(pidfd);
+    init.control_ = std::move(control);
+    return init;
   }
   InitProcess(const InitProcess&) = delete;
   InitProcess& operator=(const InitProcess&) = delete;
@@ -91,6 +103,7 @@ class InitProcess {
                                  const std::function<void(pid_t)>&, bool, const std::stop_token&);
   pid_t pid_ = -1;
   UniqueFd control_;
+  UniqueFd pidfd_;  // an adopted init's only
 };
 
 // Starts a sandbox's init in `netns` (loopback up already) and `cgroup_fd`,

@@ -2,11 +2,14 @@
 // order: an id range, a record, a cgroup, the init (namespaces, root,
 // privileges), and a deadline.
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cmath>
 #include <cstdlib>
 #include <chrono>
@@ -170,6 +173,7 @@ class NativeProvider final : public SandboxProvider {
     cgroups::bound_roots(cg);
     places_.state_dir = options_.state_dir;
     places_.engine = std::make_unique<records::EngineLock>(options_.state_dir, options_.id_slots);
+    if (options_.live_restore) take_back_sandboxes();
     records::clean_orphans(options_.state_dir, cg);
     native::remove_orphan_disks(options_.disk_dir);
     snapshots_->remove_orphans();
@@ -182,6 +186,11 @@ class NativeProvider final : public SandboxProvider {
   }
 
   std::string id() const override { return "native"; }
+
+  std::vector<Restored> restore() override {
+    std::lock_guard lock(restored_mutex_);
+    return std::exchange(restored_, {});
+  }
 
   Features features() const override {
     Features f;
@@ -298,6 +307,10 @@ class NativeProvider final : public SandboxProvider {
       timer.step("desktop");
     }
     reaper_.watch(deadline, core);
+    if (options_.live_restore) {
+      keep_alive(*core, options, deadline);
+      timer.step("kept alive");
+    }
     timer.step("ready");
     auto sandbox = std::make_unique<native::NativeSandbox>(core, cleaner_);
     sandbox->use_runtime(runtime());  // its commands wait on the provider's reactor, which it may outlive
@@ -305,6 +318,123 @@ class NativeProvider final : public SandboxProvider {
   }
 
  private:
+  // Live restore: the sandbox outlives this process, to its deadline, with
+  // what a later engine needs to take it back in its record.
+  void keep_alive(native::SandboxCore& core, const CreateOptions& options,
+                  std::chrono::steady_clock::time_point deadline) const {
+    native::KeptSandbox& kept = core.kept;
+    kept.hostname = core.hostname;
+    kept.workdir = core.workdir;
+    kept.image = options.image;
+    kept.commands_ahead = core.commands_ahead;
+    kept.desktop = options.desktop.has_value();
+    kept.disk = static_cast<bool>(core.disk);
+    kept.volumes = !core.volumes.empty();
+    kept.env = core.base_env;
+    kept.network = options.network;
+    kept.ports = options.ports;
+    for (int port : options.ports) kept.host_ports.push_back(core.ports.at(port)->host_port());
+    kept.ports_owner = options.ports_owner.value_or(::geteuid());
+    kept.tenant = options.tenant;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    try {
+      core.outlive_engine(options_.state_dir, native::boot_ms() + std::max<std::int64_t>(left.count(), 1));
+    } catch (...) {
+      core.end();
+      throw;
+    }
+  }
+
+  // Live restore, as the engine starts: every sandbox an engine that ended
+  // left running with a record to take it back by.
+  void take_back_sandboxes() {
+    places_.engine->take_back([this](const records::EngineLock::Left& left, records::SlotLease lease) {
+      const std::string name = left.cgroup.substr(left.cgroup.rfind('/') + 1);
+      auto core = std::make_shared<native::SandboxCore>();
+      core->lease = std::move(lease);
+      try {
+        std::uint64_t first_command = 1;
+        take_back(*core, left, name, first_command);
+        const auto remaining = core->kept.deadline_ms - native::boot_ms();
+        reaper_.watch(std::chrono::steady_clock::now() + std::chrono::milliseconds(remaining), core);
+        auto sandbox = std::make_unique<native::NativeSandbox>(core, cleaner_, first_command);
+        sandbox->use_runtime(runtime());
+        std::lock_guard lock(restored_mutex_);
+        restored_.push_back({std::move(sandbox), core->kept.caller, remaining});
+      } catch (const std::exception& e) {
+        std::fprintf(
+            stderr, "mayura: the sandbox %s an engine before this one left cannot be taken back (%s): it is released\n",
+            name.c_str(), e.what());
+        core->end();
+        cgroups::remove_orphan(places_.cgroups, left.cgroup);  // where no cgroup was taken back to end it with
+        ::unlink(native::init_socket_path(options_.state_dir, name).c_str());
+      }
+    });
+  }
+
+  // One sandbox taken back: its record read and checked against what runs,
+  // its cgroups, its init reached on its socket, then what this engine
+  // holds for it (its image, its tenant's share, its published ports).
+  // `first_command`: past the commands' cgroups still there.
+  void take_back(native::SandboxCore& core, const records::EngineLock::Left& left, const std::string& name,
+                 std::uint64_t& first_command) {
+    const std::optional<native::KeptSandbox> kept = native::decode_kept(left.kept);
+    if (!kept) throw SandboxError(Reason::INTERNAL, "its record cannot be read");
+    if (kept->name != name || left.cgroup != places_.cgroups.root + "/" + name)
+      throw SandboxError(Reason::INTERNAL, "its record names another cgroup");
+    core.kept = *kept;
+    core.state_dir = options_.state_dir;
+    core.cgroup =
+        cgroups::SandboxCgroup::existing(places_.cgroups, name, kept->uid_base, kept->uid_base, first_command);
+    if (kept->disk || kept->volumes)
+      throw SandboxError(Reason::UNSUPPORTED, "a sandbox with a disk or volumes is not taken back yet");
+    const auto remaining = kept->deadline_ms - native::boot_ms();
+    if (remaining <= 0) throw SandboxError(Reason::GONE, "its lifetime is over");
+    // The init: the same process as the record's (its start time), still in
+    // the sandbox's cgroup, reached on the socket it holds.
+    UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, kept->pid, 0)));
+    if (!pidfd || native::process_start_time(kept->pid) != kept->start_time)
+      throw SandboxError(Reason::GONE, "its init has ended");
+    if (!cgroups::process_in(kept->pid, left.cgroup)) throw SandboxError(Reason::GONE, "its init is not in its cgroup");
+    UniqueFd control = native::connect_to_init(native::init_socket_path(options_.state_dir, name));
+    if (!control) fail_step("reaching its init", errno);
+    core.init = InitProcess::adopt(kept->pid, std::move(pidfd), std::move(control));
+    core.hostname = kept->hostname;
+    core.workdir = kept->workdir;
+    core.commands_ahead = kept->commands_ahead;
+    core.base_env = kept->env;
+    core.activity = activity_;
+    core.snapshots = snapshots_;
+    core.network_context = &network_;
+    if (kept->desktop) core.desktop_helper = desktop_memfd_.get();
+    if (!kept->image.empty()) {
+      CreateOptions named;
+      named.image = kept->image;
+      core.image_hold = resolve_sandbox_image(named, options_).hold;
+    }
+    core.tenancy = tenants_->join(kept->tenant, core.cgroup);
+    if (!kept->ports.empty() || kept->network.kind != NetworkKind::none) {
+      core.netns.reset(::open(("/proc/" + std::to_string(kept->pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+      if (!core.netns) fail_step("opening its network namespace", errno);
+    }
+    if (kept->network.kind != NetworkKind::none) {
+      core.network = std::make_unique<netfilter::SandboxNetwork>(network_, core.netns.get(), core.lease.slot());
+      core.network->take_back(kept->network);
+    }
+    if (!kept->ports.empty()) {
+      for (std::size_t i = 0; i < kept->ports.size(); ++i) {
+        const int port = kept->ports[i];
+        core.ports[port] = std::make_unique<netfilter::PortForwarder>(
+            io_.context(), core.netns.get(), static_cast<std::uint16_t>(port), port_owners_, kept->ports_owner,
+            static_cast<std::uint16_t>(kept->host_ports[i]));
+        // Another may have taken its port meanwhile: the record says the one it has now.
+        core.kept.host_ports[i] = core.ports[port]->host_port();
+      }
+      core.lease.keep(native::encode_kept(core.kept));
+    }
+  }
+
   // The disk a create asks for: a new one, or a copy of a snapshot (opened
   // now: one that is not there fails before anything is made).
   native::DiskSource disk_for(const CreateOptions& options) const {
@@ -391,6 +521,8 @@ class NativeProvider final : public SandboxProvider {
       }
     }
     const std::uint32_t id_base = options_.id_base + core->lease.slot() * 65536u;
+    core->kept.name = name;
+    core->kept.uid_base = id_base;
     timer.step("slot and record");
     // The init's cgroup.procs belongs to the sandbox's root, so the init can
     // place each command into a cgroup of its own.
@@ -572,6 +704,9 @@ class NativeProvider final : public SandboxProvider {
                                                                      std::move(source));
                                         },
                                         activity_, *runtime()};
+  // Sandboxes taken back as the engine started, until restore() hands them out.
+  std::mutex restored_mutex_;
+  std::vector<Restored> restored_;
   // Last: its thread uses everything above, and stops first.
   native::PreparedPool prepared_{options_.prepared,
                                  [this](const std::stop_token& stop) {

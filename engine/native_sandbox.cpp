@@ -76,6 +76,29 @@ bool SandboxCore::start_standby_now(int dir, int timeout_ms, const std::stop_tok
   return ::read(answer.get(), &got, 1) == 1 && got == '1';
 }
 
+void SandboxCore::outlive_engine(const std::string& dir, std::int64_t deadline_ms) {
+  const UniqueFd listener = listen_for_engines(dir, kept.name);
+  state_dir = dir;
+  kept.deadline_ms = deadline_ms;
+  kept.pid = init.pid();
+  kept.start_time = process_start_time(init.pid());
+  if (kept.start_time == 0) gone();
+  send(protocol::encode_keep(deadline_ms), {listener.get()});
+  std::lock_guard lock(mutex_);
+  if (ending_.load()) gone();
+  lease.keep(encode_kept(kept));
+}
+
+void SandboxCore::keep(const std::string& caller) {
+  if (state_dir.empty())
+    throw SandboxError(Reason::INVALID_INPUT,
+                       "this engine's sandboxes do not outlive it (NativeOptions::live_restore)");
+  std::lock_guard lock(mutex_);
+  if (ending_.load()) gone();
+  kept.caller = caller;
+  lease.keep(encode_kept(kept));
+}
+
 void SandboxCore::end() noexcept {
   if (stop()) finish();
   else wait_ended();  // another end() is under way: return when it is done
@@ -131,6 +154,7 @@ void SandboxCore::finish() noexcept {
     volumes.clear();
     timer.step("volumes let go");
     lease.clear();
+    if (!state_dir.empty()) ::unlink(init_socket_path(state_dir, kept.name).c_str());
     timer.step("record cleared");
   }
   finished_.store(true);
@@ -304,7 +328,15 @@ void SandboxCore::set_network(const Network& next) {
         }
         if (netns) network = std::make_unique<netfilter::SandboxNetwork>(*network_context, netns.get(), lease.slot());
       }
-      if (network) return network->set(next);
+      if (network) {
+        network->set(next);
+        // A later engine makes the network it has now.
+        if (!state_dir.empty()) {
+          kept.network = next;
+          lease.keep(encode_kept(kept));
+        }
+        return;
+      }
     }
   }
   gone_once_ended();  // outside the locks: end() takes them

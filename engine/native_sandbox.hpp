@@ -11,6 +11,7 @@
 #include "activity.hpp"
 #include "cgroups.hpp"
 #include "cleaner.hpp"
+#include "kept_sandbox.hpp"
 #include "launch.hpp"
 #include "mayura/netfilter/port_forward.hpp"
 #include "mayura/netfilter/sandbox_network.hpp"
@@ -65,6 +66,20 @@ class SandboxCore {
   // The provider's record of its callers' calls (held here, as a sandbox may
   // outlive its provider). Set by the build that makes the core.
   std::shared_ptr<Activity> activity;
+  // Live restore: what a later engine needs to take the sandbox back, and
+  // the state directory its init's socket is in (empty where the provider's
+  // sandboxes do not outlive it).
+  KeptSandbox kept;
+  std::string state_dir;
+  // Hands the init a socket where a later engine can reach it, with its
+  // deadline (`deadline_ms`, CLOCK_BOOTTIME), so that it outlives this
+  // engine, and writes the record. Throws SandboxError naming the step.
+  void outlive_engine(const std::string& state_dir, std::int64_t deadline_ms);
+  // Writes what the caller keeps with the sandbox into its record. GONE if
+  // it has ended; INVALID_INPUT where the provider's sandboxes do not
+  // outlive it.
+  void keep(const std::string& caller);
+
   // What the sandbox's namespace reaches: none while null. Set at create,
   // before the sandbox is handed out; changed by set_network under
   // network_mutex_.
@@ -133,8 +148,10 @@ class NativeSandbox final : public SandboxBackend {
  public:
   // `cleaner` finishes the removal of a released sandbox off the caller's
   // path, while the provider lives (after it, nothing is left to remove).
-  NativeSandbox(std::shared_ptr<SandboxCore> core, std::weak_ptr<Cleaner> cleaner)
-      : core_(std::move(core)), cleaner_(std::move(cleaner)) {}
+  // `first_command`: the number of its first command's cgroup (past those
+  // still there, in a sandbox taken back from an engine before this one).
+  NativeSandbox(std::shared_ptr<SandboxCore> core, std::weak_ptr<Cleaner> cleaner, std::uint64_t first_command = 1)
+      : core_(std::move(core)), cleaner_(std::move(cleaner)), next_command_(first_command) {}
   ~NativeSandbox() override { release(); }
 
   ExecResult exec(const std::vector<std::string>& argv, const ExecOptions& options) override;
@@ -156,6 +173,7 @@ class NativeSandbox final : public SandboxBackend {
   void pause() override { core_->freeze(true); }
   void resume() override { core_->freeze(false); }
   Snapshot snapshot(const std::string& owner, const std::string& name) override { return core_->snapshot(owner, name); }
+  void keep(const std::string& record) override { core_->keep(record); }
   void release() noexcept override;
   bool alive() const noexcept override { return core_->alive(); }
 

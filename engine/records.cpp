@@ -8,7 +8,9 @@
 
 #include <cerrno>
 #include <ctime>
+#include <cstdlib>
 #include <string_view>
+#include <vector>
 #include <utility>
 
 #include "cgroups.hpp"
@@ -126,33 +128,83 @@ bool engine_dead(const std::string& state_dir, const std::string& id) {
   return true;
 }
 
+// A slot's record, read: the engine that holds it, the sandbox's cgroup and
+// what it kept for a later engine (each empty if the record has none). A
+// record of this layout's first version is the cgroup path alone.
+struct Record {
+  std::string engine;
+  std::string cgroup;
+  std::string kept;
+};
+
+Record parse_record(const std::string& text) {
+  Record r;
+  std::size_t at = 0;
+  std::vector<std::string> lines;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  for (std::string& line : lines) {
+    while (!line.empty() && line.back() == '\0') line.pop_back();
+  }
+  if (lines.empty()) return r;
+  if (lines[0].rfind("engine ", 0) != 0) {
+    r.cgroup = lines[0];
+    return r;
+  }
+  r.engine = lines[0].substr(7);
+  if (lines.size() > 1) r.cgroup = lines[1];
+  if (lines.size() > 2 && lines[2].rfind("kept ", 0) == 0) r.kept = lines[2].substr(5);
+  return r;
+}
+
+std::string record_text(const std::string& engine, const std::string& cgroup, const std::string& kept) {
+  std::string text = "engine " + engine + "\n" + cgroup + "\n";
+  if (!kept.empty()) text += "kept " + kept + "\n";
+  return text;
+}
+
+// Puts a record with `content` at `path` in place of the one there, in one
+// rename.
+void replace_record(const std::string& state_dir, const std::string& path, const std::string& content) {
+  const std::string dir = slots_dir(state_dir);
+  const NewFile file(state_dir, dir, content);
+  const std::string temp = dir + "/" + kTempPrefix + random_id();
+  if (!name_file(file.get(), temp)) fail_step("writing the sandbox's record", errno);
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(temp.c_str());
+    fail_step("writing the sandbox's record", error);
+  }
+}
+
 enum class Cleaned { kept, was_free, removed };
 
 // The record at `path`, if what made it has ended: removes what it names,
-// then the record. A record of this layout's
-// first version (the cgroup path alone, flocked by its engine while the
-// sandbox lived) is read too: unlocked, its engine is gone.
+// then the record.
 Cleaned clean_if_dead(const std::string& state_dir, const cgroups::Places& places, const std::string& path) {
   const UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
   if (!fd) return errno == ENOENT ? Cleaned::was_free : Cleaned::kept;
   // Cleaners exclude each other with the record's own lock.
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return Cleaned::kept;
   if (!still_at(fd.get(), path)) return Cleaned::kept;  // given back and taken again meanwhile: try another
-  std::string record = read_all(fd.get());
-  std::string cgroup;
-  if (record.rfind("engine ", 0) == 0) {
-    const std::size_t end = record.find('\n');
-    if (end == std::string::npos || !engine_dead(state_dir, record.substr(7, end - 7))) return Cleaned::kept;
-    cgroup = record.substr(end + 1);
-  } else {
-    cgroup = record;
-  }
-  while (!cgroup.empty() && (cgroup.back() == '\n' || cgroup.back() == '\0')) cgroup.pop_back();
+  // A record of the first version (no engine line) was flocked by its
+  // engine while the sandbox lived: unlocked, its engine is gone.
+  const Record record = parse_record(read_all(fd.get()));
+  if (!record.engine.empty() && !engine_dead(state_dir, record.engine)) return Cleaned::kept;
+  // A sandbox that outlives its engine is a later engine's to take back
+  // (or release): removed here only once nothing of it runs (its init
+  // ended it at its deadline).
+  if (!record.kept.empty() && !record.cgroup.empty() && cgroups::has_processes(record.cgroup)) return Cleaned::kept;
   // Only ever a sandbox cgroup of an engine: a cgroup2 directory under this
   // engine's root or another's. The record is trusted no further than that.
-  if (!cgroup.empty() && !cgroups::remove_orphan(places, cgroup)) return Cleaned::kept;  // for a later try
+  if (!record.cgroup.empty() && !cgroups::remove_orphan(places, record.cgroup))
+    return Cleaned::kept;  // for a later try
   ::unlink(path.c_str());
-  return cgroup.empty() ? Cleaned::was_free : Cleaned::removed;
+  return record.cgroup.empty() ? Cleaned::was_free : Cleaned::removed;
 }
 
 }  // namespace
@@ -185,7 +237,7 @@ void EngineLock::release() noexcept {
 
 SlotLease EngineLock::claim(const cgroups::Places& places, const std::string& cgroup_path) {
   const auto slots = static_cast<std::uint32_t>(held_.size());
-  const NewFile record(state_dir_, slots_dir(state_dir_), "engine " + id_ + "\n" + cgroup_path + "\n");
+  const NewFile record(state_dir_, slots_dir(state_dir_), record_text(id_, cgroup_path, ""));
   const auto start = static_cast<std::uint32_t>(random_below(slots));
   for (std::uint32_t i = 0; i < slots; ++i) {
     const std::uint32_t slot = (start + i) % slots;
@@ -205,11 +257,51 @@ SlotLease EngineLock::claim(const cgroups::Places& places, const std::string& cg
     SlotLease lease;
     lease.engine_ = this;
     lease.path_ = path;
+    lease.cgroup_ = cgroup_path;
     lease.slot_ = slot;
     return lease;
   }
   throw SandboxError(Reason::LIMIT_REACHED,
                      "every sandbox id range of this host is in use (id_slots " + std::to_string(slots) + ")");
+}
+
+void EngineLock::take_back(const std::function<void(const Left&, SlotLease)>& take) {
+  // The names first: records are replaced as they are taken.
+  std::vector<std::string> names;
+  if (DIR* dir = ::opendir(slots_dir(state_dir_).c_str())) {
+    while (const dirent* e = ::readdir(dir)) {
+      if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+    }
+    ::closedir(dir);
+  }
+  for (const std::string& name : names) {
+    const unsigned long slot = std::strtoul(name.c_str(), nullptr, 10);
+    if (name.find_first_not_of("0123456789") != std::string::npos || slot >= held_.size()) continue;
+    const std::string path = slots_dir(state_dir_) + "/" + name;
+    const UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0 || !still_at(fd.get(), path)) continue;
+    const Record record = parse_record(read_all(fd.get()));
+    if (record.kept.empty() || record.engine.empty() || record.engine == id_ || !engine_dead(state_dir_, record.engine))
+      continue;
+    // Ours from here: the record names this engine, which lives.
+    replace_record(state_dir_, path, record_text(id_, record.cgroup, record.kept));
+    {
+      std::lock_guard lock(mutex_);
+      held_[slot] = true;
+    }
+    SlotLease lease;
+    lease.engine_ = this;
+    lease.path_ = path;
+    lease.cgroup_ = record.cgroup;
+    lease.slot_ = static_cast<std::uint32_t>(slot);
+    take(Left{static_cast<std::uint32_t>(slot), record.cgroup, record.kept}, std::move(lease));
+  }
+}
+
+void SlotLease::keep(const std::string& kept) {
+  if (!engine_) throw SandboxError(Reason::GONE, "the sandbox has ended");
+  if (kept.find('\n') != std::string::npos) throw SandboxError(Reason::INTERNAL, "a kept record is one line");
+  replace_record(engine_->state_dir_, path_, record_text(engine_->id_, cgroup_, kept));
 }
 
 void EngineLock::give_back(std::uint32_t slot) noexcept {
@@ -222,6 +314,7 @@ SlotLease& SlotLease::operator=(SlotLease&& other) noexcept {
     clear();
     engine_ = std::exchange(other.engine_, nullptr);
     path_ = std::move(other.path_);
+    cgroup_ = std::move(other.cgroup_);
     slot_ = other.slot_;
   }
   return *this;
@@ -241,6 +334,7 @@ void remove_state_if_unused(const std::string& state_dir) noexcept {
   // Gone already is as good: another engine that ended removed it.
   if (::rmdir(slots_dir(state_dir).c_str()) != 0 && errno != ENOENT) return;
   if (::rmdir(engines_dir(state_dir).c_str()) != 0 && errno != ENOENT) return;
+  ::rmdir((state_dir + "/inits").c_str());  // the sockets of inits that outlive their engine
   ::unlink((state_dir + "/" + kNetworkLock).c_str());
   ::rmdir(state_dir.c_str());
 }

@@ -2,15 +2,19 @@
 // The engine's records of live sandboxes, in the state directory, shared by
 // every engine that uses it:
 //   engines/<id>   one per live engine, flocked by it for its whole life
-//   slots/<N>      one per id slot in use: "engine <id>\n<cgroup path>\n"
+//   slots/<N>      one per id slot in use: "engine <id>\n<cgroup path>\n",
+//                  and, for a sandbox that outlives its engine, one more
+//                  line, "kept <what a later engine needs to take it back>"
 // A slot is claimed by linking a record, already written, to its name (so a
 // record is never seen half made), and given back by unlinking it. A record
 // whose engine's file is gone or unlocked was left by an engine that died:
 // whatever it names (the sandbox's cgroup, and with it every process) is
-// removed before the slot is used again. A live sandbox holds no descriptor
-// for its record: an engine holds one, for all its sandboxes.
+// removed before the slot is used again, unless a later engine takes the
+// sandbox back (live restore: EngineLock::take_back). A live sandbox holds
+// no descriptor for its record: an engine holds one, for all its sandboxes.
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -44,6 +48,17 @@ class EngineLock {
   // Throws SandboxError(LIMIT_REACHED) when every slot is taken.
   SlotLease claim(const cgroups::Places& places, const std::string& cgroup_path);
 
+  // A sandbox an engine that died left with a kept line, offered to
+  // `take`: its slot is this engine's by then (its record names this
+  // engine, so no other engine removes it meanwhile), and `take` owes the
+  // lease either a sandbox taken back or an end that removes its cgroup.
+  struct Left {
+    std::uint32_t slot = 0;
+    std::string cgroup;
+    std::string kept;
+  };
+  void take_back(const std::function<void(const Left&, SlotLease)>& take);
+
  private:
   friend class SlotLease;
   void give_back(std::uint32_t slot) noexcept;
@@ -63,6 +78,10 @@ class SlotLease {
   ~SlotLease() { clear(); }
 
   std::uint32_t slot() const { return slot_; }
+  // Writes `kept` (one line) into the record, in place of any before: what
+  // a later engine needs to take the sandbox back should this one die.
+  // A reader sees the record before or after, never half of it.
+  void keep(const std::string& kept);
   // The sandbox is gone: give the slot back.
   void clear() noexcept;
 
@@ -70,6 +89,7 @@ class SlotLease {
   friend class EngineLock;
   EngineLock* engine_ = nullptr;
   std::string path_;
+  std::string cgroup_;
   std::uint32_t slot_ = 0;
 };
 

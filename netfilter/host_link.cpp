@@ -50,6 +50,16 @@ void remove_unused_host_table(const HostLinkOptions& options) noexcept {
   }
 }
 
+void remove_left_link(std::uint32_t slot) noexcept {
+  try {
+    const UniqueFd host_netns = own_netns();
+    RouteSocket host(host_netns.get());
+    host.delete_link(kHostLinkPrefix + std::to_string(slot));
+  } catch (...) {
+    // None was left: the new link is made all the same.
+  }
+}
+
 struct HostLink::State {
   explicit State(const HostLinkOptions& options) : lock_file(options.lock_file) {}
   // Runs when the HostLink goes, or when its constructor throws after the

@@ -71,7 +71,8 @@ struct PortForwarder::State : std::enable_shared_from_this<PortForwarder::State>
   SpliceSet<int> splices;
 };
 
-PortForwarder::PortForwarder(asio::io_context& io, int netns, std::uint16_t port, PortOwners& owners, uid_t owner)
+PortForwarder::PortForwarder(asio::io_context& io, int netns, std::uint16_t port, PortOwners& owners, uid_t owner,
+                             std::uint16_t host_port)
     : owners_(owners) {
   UniqueFd ns(::fcntl(netns, F_DUPFD_CLOEXEC, 3));
   if (!ns) throw SandboxError(Reason::INTERNAL, "publishing a port: duplicating the sandbox's namespace failed");
@@ -81,7 +82,11 @@ PortForwarder::PortForwarder(asio::io_context& io, int netns, std::uint16_t port
   try {
     const tcp::endpoint local(asio::ip::address_v4::loopback(), 0);
     state_->acceptor.open(local.protocol());
-    state_->acceptor.bind(local);
+    boost::system::error_code taken;
+    // Its last connections' TIME_WAIT must not keep a port taken back.
+    state_->acceptor.set_option(tcp::acceptor::reuse_address(true));
+    if (host_port) state_->acceptor.bind({local.address(), host_port}, taken);
+    if (!host_port || taken) state_->acceptor.bind(local);
     host_port_ = state_->acceptor.local_endpoint().port();
   } catch (const boost::system::system_error& e) {
     throw SandboxError(Reason::INTERNAL, std::string("publishing port ") + std::to_string(port) +

@@ -105,6 +105,15 @@ void SandboxNetwork::set(const Network& network) {
   kind_ = network.kind;
 }
 
+void SandboxNetwork::take_back(const Network& network) {
+  {
+    std::lock_guard lock(mutex_);
+    service_address_ = network.kind != NetworkKind::none;  // on its loopback since it had the network
+  }
+  if (network.kind == NetworkKind::all) remove_left_link(slot_);
+  set(network);
+}
+
 NetworkKind SandboxNetwork::kind() const {
   std::lock_guard lock(mutex_);
   return kind_;

@@ -102,6 +102,15 @@ struct NativeOptions {
   // process per sandbox that has run a command, counted by its pids bound.
   // false starts each command when its exec comes.
   bool commands_ahead = true;
+  // Live restore: each sandbox outlives this engine's process (its init
+  // keeps it running, and ends it at its deadline if no engine is there),
+  // and an engine started on the same state directory with this set takes
+  // back every sandbox an engine that ended left (SandboxProvider::restore
+  // hands them out), releasing, and saying so on stderr, any it cannot.
+  // false: a sandbox ends with its engine's process, and an engine that
+  // starts removes what a dead one left, but for sandboxes kept alive for
+  // such an engine, which it leaves alone while they run.
+  bool live_restore = false;
 };
 
 // Two lines on the cgroups of this host: which kind it is (unified, hybrid

@@ -30,6 +30,11 @@ void check_pool(const std::string& pool);
 // leaves it). For an engine, before its first link; never throws.
 void remove_unused_host_table(const HostLinkOptions& options) noexcept;
 
+// Deletes the link of `slot` an engine that ended left (and with it the
+// sandbox's end of it), in the calling thread's network namespace, so that
+// an engine taking that sandbox back can link it afresh. Never throws.
+void remove_left_link(std::uint32_t slot) noexcept;
+
 // One sandbox's way out to the internet. Made when the sandbox gets network
 // `all`, destroyed when it ends or changes network.
 class HostLink {

@@ -20,8 +20,10 @@ class PortForwarder {
   // Listens at once, once `owners` lets only `owner` (and root) connect to
   // the listener (throws SandboxError naming the step if it cannot); serves
   // on `io`. `netns` is duplicated: the caller keeps its own. `owners`
-  // outlives this.
-  PortForwarder(boost::asio::io_context& io, int netns, std::uint16_t port, PortOwners& owners, uid_t owner);
+  // outlives this. `host_port`: the one to listen on if it is free (a
+  // sandbox taken back keeps its URL), else, as with 0, an ephemeral one.
+  PortForwarder(boost::asio::io_context& io, int netns, std::uint16_t port, PortOwners& owners, uid_t owner,
+                std::uint16_t host_port = 0);
   // Stops listening and cuts every forwarded connection; returns when no
   // handler of it runs any more. Then the port's rule goes.
   ~PortForwarder();

@@ -63,6 +63,12 @@ class SandboxNetwork {
   // longer allowed; any other change removes the old kind first, so if the
   // new one cannot be made, the sandbox is left with none (and this throws).
   void set(const Network& network);
+  // Makes `network` again in a namespace where an engine that ended had it
+  // (live restore): what that engine added to the namespace is taken as
+  // there, its link of network `all` replaced, and its services (the
+  // allowlist's DNS server and proxy, network all's DNS forwarder), which
+  // ended with it, started anew.
+  void take_back(const Network& network);
   NetworkKind kind() const;
   // The variables every command gets for this network (the proxy's for an
   // allowlist, both cases, with NO_PROXY for loopback).
