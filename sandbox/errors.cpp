@@ -65,6 +65,12 @@ Snapshot SandboxBackend::snapshot(const std::string&, const std::string&) {
 
 std::vector<std::unique_ptr<SandboxBackend>> SandboxBackend::fork(int, const CreateOptions&) { return {}; }
 
+void SandboxBackend::keep(const std::string&) {
+  throw SandboxError(Reason::INVALID_INPUT, "the provider's sandboxes end with its process: nothing is kept");
+}
+
+std::vector<SandboxProvider::Restored> SandboxProvider::restore() { return {}; }
+
 Volume SandboxProvider::create_volume(const std::string&, const std::string&, std::int64_t) {
   throw SandboxError(Reason::UNSUPPORTED, "the provider has no volumes");
 }

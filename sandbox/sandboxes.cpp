@@ -127,6 +127,7 @@ detail::SandboxState& Sandbox::state() const {
 
 std::string Sandbox::id() const { return state().id; }
 const std::map<std::string, std::string>& Sandbox::labels() const { return state().labels; }
+const CreateOptions& Sandbox::created() const { return state().created; }
 Features Sandbox::features() const { return state().owner->features; }
 std::string Sandbox::workdir() const { return state().workdir; }
 bool Sandbox::released() const { return !state().current(); }
@@ -580,6 +581,11 @@ std::vector<Sandbox> Sandbox::fork(int count, std::optional<std::int64_t> lifeti
 
 void Sandbox::release() const { state().end(); }
 
+void Sandbox::keep(const std::string& record) const {
+  const auto backend = state().use();
+  guarded("keep", [&] { backend->keep(record); });
+}
+
 // --- Sandboxes -----------------------------------------------------------
 
 boost::asio::any_io_executor Sandboxes::default_executor() const { return state_->executor; }
@@ -735,15 +741,23 @@ Sandbox Sandboxes::create_from(const CreateOptions& options, std::stop_token can
   return adopt(std::move(backend), options, start);
 }
 
+Sandbox Sandboxes::take_back(std::shared_ptr<SandboxBackend> backend, const CreateOptions& options,
+                             const std::string& id, std::int64_t remaining_ms) const {
+  if (id.empty()) throw SandboxError(Reason::INVALID_INPUT, "a sandbox taken back needs its id");
+  const auto start =
+      Clock::now() + std::chrono::milliseconds(remaining_ms) - std::chrono::milliseconds(options.lifetime_ms);
+  return adopt(std::move(backend), options, start, id);
+}
+
 Sandbox Sandboxes::adopt(std::shared_ptr<SandboxBackend> backend, const CreateOptions& options,
-                         std::chrono::steady_clock::time_point start) const {
+                         std::chrono::steady_clock::time_point start, const std::string& id) const {
   auto& s = *state_;
   if (!backend) throw SandboxError(Reason::INTERNAL, "the provider returned no sandbox");
   backend->use_runtime(s.provider->runtime());
 
   auto state = std::make_shared<detail::SandboxState>();
   state->owner = state_;
-  state->id = new_id();
+  state->id = id.empty() ? new_id() : id;
   state->labels = options.labels;
   state->created = options;
   state->ports = options.ports;

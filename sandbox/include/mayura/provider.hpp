@@ -70,6 +70,11 @@ class SandboxBackend {
   // copies the disk into a snapshot and creates each from it. A provider
   // whose sandboxes live elsewhere (mayurad's) forks there.
   virtual std::vector<std::unique_ptr<SandboxBackend>> fork(int count, const CreateOptions& options);
+  // Keeps `record` (the caller's bytes, in place of any kept before) with
+  // the sandbox, for a later provider to hand back with it should this
+  // process end while the sandbox lives (SandboxProvider::restore). A
+  // provider whose sandboxes end with it fails INVALID_INPUT.
+  virtual void keep(const std::string& record);
   // Ends the sandbox and everything in it (a paused one too). Called once;
   // must not throw.
   virtual void release() noexcept = 0;
@@ -108,6 +113,18 @@ class SandboxProvider {
   virtual Volume create_volume(const std::string& owner, const std::string& name, std::int64_t size_mib);
   virtual std::vector<Volume> volumes(const std::string& owner);
   virtual void delete_volume(const std::string& owner, const std::string& name);
+
+  // A sandbox that an earlier process's provider left running, taken back
+  // as this one started (live restore): with what its caller kept with it
+  // (SandboxBackend::keep) and what is left of its lifetime.
+  struct Restored {
+    std::unique_ptr<SandboxBackend> backend;
+    std::string record;
+    std::int64_t remaining_ms = 0;
+  };
+  // Hands out the sandboxes this provider took back, once (later calls get
+  // none). By default none: a provider whose sandboxes end with it.
+  virtual std::vector<Restored> restore();
 
   // The threads this provider's calls run on (mayura/runtime.hpp): its own,
   // shared with every sandbox it made, which may outlive it.

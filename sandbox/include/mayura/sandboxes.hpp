@@ -62,6 +62,9 @@ class Sandbox {
   Sandbox() = default;
   std::string id() const;
   const std::map<std::string, std::string>& labels() const;
+  // The options it was created with (a fork's: its original's, with its
+  // own lifetime).
+  const CreateOptions& created() const;
   Features features() const;
   std::string workdir() const;
 
@@ -104,6 +107,11 @@ class Sandbox {
   // call then fails GONE.
   void release() const;
   bool released() const;
+  // Keeps `record` with the sandbox for a later process's provider to hand
+  // back with it, should this process end while the sandbox lives (live
+  // restore: SandboxProvider::restore, Sandboxes::take_back). INVALID_INPUT
+  // where the provider's sandboxes end with its process; GONE once released.
+  void keep(const std::string& record) const;
 
   // The desktop of a sandbox created with CreateOptions::desktop: the screen
   // as PNG bytes (or a region of it), where the pointer is, and input that
@@ -333,6 +341,11 @@ class Sandboxes {
   // every call under way on them has completed; a completion that closes its
   // own Sandboxes does not wait for itself. False if the bound passed first.
   bool close() const;
+  // A sandbox the provider took back as it started (SandboxProvider::restore),
+  // handed out again under its `id`, as it was created (`options`), for the
+  // `remaining_ms` of its lifetime. It counts among the sandboxes alive.
+  Sandbox take_back(std::shared_ptr<SandboxBackend> backend, const CreateOptions& options, const std::string& id,
+                    std::int64_t remaining_ms) const;
   bool closed() const;
   // The snapshots `tenant` (a create's tenant: each has its own names) has,
   // by name; and the removal of one (NOT_FOUND if there is none). A create
@@ -368,8 +381,9 @@ class Sandboxes {
   // the first failure thrown).
   std::vector<Sandbox> create_each(const CreateOptions& options, int count) const;
   // A sandbox the provider made (at `start`), handed out as `options` says.
+  // `id`: its own (a sandbox taken back); empty: a new one.
   Sandbox adopt(std::shared_ptr<SandboxBackend> backend, const CreateOptions& options,
-                std::chrono::steady_clock::time_point start) const;
+                std::chrono::steady_clock::time_point start, const std::string& id = {}) const;
   class Places;
   Snapshot snapshot_named(const std::string& name, const std::string& tenant) const;
   explicit Sandboxes(std::shared_ptr<detail::SandboxesState> state) : state_(std::move(state)) {}
