@@ -26,6 +26,16 @@ constexpr std::chrono::seconds kCancelGrace{15};
   throw SandboxError(Reason::INTERNAL, "mayurad at " + e.text + ": " + what);
 }
 
+// The daemon's end of a call that had started: it stopped or restarted
+// (its sandboxes live on where it keeps them: liveRestore), and whether the
+// call took effect is not known.
+bool closed_under_way(const boost::system::error_code& failure) {
+  namespace http = boost::beast::http;
+  return failure == asio::error::eof || failure == asio::error::connection_reset ||
+         failure == asio::error::broken_pipe || failure == http::error::end_of_stream ||
+         failure == http::error::partial_message;
+}
+
 // Connects to a unix socket on `ioc` and makes the call there once `ioc`
 // runs.
 CallStream start_unix_call(asio::io_context& ioc, const Endpoint& e, const HttpCall& call, HttpAnswer& answer,
@@ -129,6 +139,10 @@ HttpAnswer http_call(const Endpoint& e, const HttpCall& call) {
   if (answer.status == 0) {
     if (answer.cancelled) throw SandboxError(Reason::CANCELLED, "the operation was cancelled");
     if (timed_out) unreachable(e, "no answer within " + std::to_string(call.timeout.count()) + " ms");
+    if (closed_under_way(failure))
+      unreachable(e,
+                  "the connection closed before the answer (mayurad stopped or restarted); whether the call "
+                  "took effect is unknown");
     unreachable(e, failure ? failure.message() : std::string("no answer"));
   }
   return answer;

@@ -1,5 +1,7 @@
 #include "registry.hpp"
 
+#include "kept_sandboxes.hpp"
+
 namespace mayura::service {
 namespace {
 
@@ -63,6 +65,7 @@ Owned Registry::create(const Sandboxes& sandboxes, const CreateOptions& options,
   const std::int64_t created = now_ms();
   Sandbox sandbox = sandboxes.create(options, std::move(stop));
   Owned owned{sandbox, client.name, created, created + options.lifetime_ms, memory, disk};
+  keep(owned);
   std::lock_guard lock(mutex_);
   by_id_[sandbox.id()] = owned;
   return owned;
@@ -78,6 +81,12 @@ std::vector<Owned> Registry::fork(const Owned& original, int count, std::int64_t
   std::vector<Owned> made;
   for (const Sandbox& sandbox : original.sandbox.fork(count, lifetime_ms)) {
     made.push_back({sandbox, owner, created, created + lifetime_ms, original.memory_mib, original.disk_mib});
+  }
+  try {
+    for (const Owned& o : made) keep(o);
+  } catch (...) {
+    for (const Owned& o : made) o.sandbox.release();
+    throw;
   }
   std::lock_guard lock(mutex_);
   for (const Owned& o : made) by_id_[o.sandbox.id()] = o;
@@ -100,6 +109,21 @@ std::vector<Owned> Registry::list(const Client& client) {
     if ((client.admin || o.owner == client.name) && !ended(o, now)) out.push_back(o);
   }
   return out;
+}
+
+void Registry::keep(const Owned& owned) const {
+  if (!keep_) return;
+  try {
+    owned.sandbox.keep(kept_record(owned));
+  } catch (...) {
+    owned.sandbox.release();
+    throw;
+  }
+}
+
+void Registry::take_back(const Owned& owned) {
+  std::lock_guard lock(mutex_);
+  by_id_[owned.sandbox.id()] = owned;
 }
 
 void Registry::forget(const std::string& id) {

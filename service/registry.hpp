@@ -50,7 +50,10 @@ struct ClientQuota {
 
 class Registry {
  public:
-  explicit Registry(ClientQuota quota) : quota_(quota) {}
+  // `keep`: live restore; each sandbox made here keeps what a later server
+  // needs to serve it again (kept_sandboxes.hpp), and a failure to keep it
+  // fails its create.
+  explicit Registry(ClientQuota quota, bool keep = false) : quota_(quota), keep_(keep) {}
   const ClientQuota& quota() const { return quota_; }
 
   // Creates a sandbox for `client`, within its quota: LIMIT_REACHED past its
@@ -67,6 +70,8 @@ class Registry {
   std::vector<Owned> list(const Client& client);
   // Forgets a released sandbox: its id is unknown from now on.
   void forget(const std::string& id);
+  // A sandbox an earlier server left, taken back as it was.
+  void take_back(const Owned& owned);
 
  private:
   // Drops sandboxes that have ended (their lifetime is over or they were
@@ -94,7 +99,12 @@ class Registry {
   // create() says.
   Reservation reserve(const std::string& owner, std::size_t count, std::int64_t memory, std::int64_t disk);
 
+  // Keeps what a later server needs with each new sandbox, or releases it
+  // and throws.
+  void keep(const Owned& owned) const;
+
   const ClientQuota quota_;
+  const bool keep_;
   std::mutex mutex_;
   std::map<std::string, Owned> by_id_;
   std::map<std::string, Held> creating_;  // creates under way, by owner

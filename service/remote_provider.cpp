@@ -162,7 +162,10 @@ ExecResult streamed_exec(const Link& link, std::string target, std::string body,
   if (a.cancelled) throw SandboxError(Reason::CANCELLED, "the operation was cancelled");
   if (a.status != 200) throw failure_of(a);
   if (failed) throw SandboxError(*failed);
-  if (!result) throw SandboxError(Reason::INTERNAL, "mayurad's exec stream ended with no result");
+  if (!result)
+    throw SandboxError(Reason::INTERNAL,
+                       "mayurad's exec stream ended before the command's result (mayurad stopped or restarted); the "
+                       "command's end is unknown");
   return *result;
 }
 

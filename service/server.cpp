@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "exec_stream.hpp"
+#include "kept_sandboxes.hpp"
 #include "server_state.hpp"
 #include "status.hpp"
 #include "mayura/runtime.hpp"
@@ -359,7 +360,16 @@ Server::Server(std::shared_ptr<SandboxProvider> provider, SandboxesOptions limit
   ServiceInfo info{provider->id(), std::min(provider->max_lifetime_ms(), limits.max_lifetime_ms), limits.network};
   if (options.max_file_bytes > limits.max_write_bytes) options.max_file_bytes = limits.max_write_bytes;
   if (options.blocking_threads == 0) options.blocking_threads = 8;
+  const std::shared_ptr<SandboxProvider> restoring = options.live_restore ? provider : nullptr;
   state_ = std::make_unique<State>(create_sandboxes(std::move(provider), std::move(limits)), std::move(info), options);
+  if (restoring) state_->taken_back = take_back_sandboxes(*restoring, state_->routes.sandboxes(), state_->registry);
+}
+
+std::size_t Server::taken_back() const { return state_->taken_back; }
+std::size_t Server::sandboxes_alive() const { return state_->routes.sandboxes().size(); }
+
+void Server::remove_socket_files() noexcept {
+  for (const auto& path : state_->unix_paths) ::unlink(path.c_str());
 }
 
 Server::~Server() {
@@ -502,9 +512,10 @@ void Server::run() {
   }
   for (auto& t : threads) t.join();
   guard.reset();
-  // Every sandbox goes, and the execs' threads are let go of their clients.
+  // Every sandbox goes, and the execs' threads are let go of their clients;
+  // with live restore, every sandbox stays for the next server.
   close_streams();
-  s.routes.sandboxes().close();
+  if (!s.options.live_restore) s.routes.sandboxes().close();
 }
 
 void Server::stop() {

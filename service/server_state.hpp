@@ -59,7 +59,8 @@ struct Server::State {
       : options(o),
         buffered(o.max_buffered_bytes, o.max_buffered_bytes / 4),
         registry({o.max_sandboxes_per_client, o.max_memory_mib_per_client, o.max_disk_mib_per_client,
-                  o.max_snapshot_mib_per_client, o.max_volume_mib_per_client}),
+                  o.max_snapshot_mib_per_client, o.max_volume_mib_per_client},
+                 o.live_restore),
         routes(std::move(s), std::move(info), registry, metrics, o.max_json_bytes, o.max_file_bytes,
                o.default_memory_mib, o.hidden_paths),
         output_pace(o.client_output_bytes_per_second),
@@ -73,6 +74,7 @@ struct Server::State {
   Metrics metrics;
   Registry registry;
   Routes routes;
+  std::size_t taken_back = 0;  // sandboxes an earlier server left, served again
   // Each listener's connections, counted against its own budget.
   std::atomic<std::size_t> unix_connections{0};
   std::atomic<std::size_t> tls_connections{0};

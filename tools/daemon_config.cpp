@@ -230,6 +230,14 @@ DaemonConfig parse_daemon_config(const std::string& input, const std::string& so
     if (!v->is_boolean()) bad(source, "commandsAhead", "must be true or false");
     c.native.commands_ahead = v->get<bool>();
   }
+  // Live restore, on unless the operator says otherwise: a restart, an
+  // upgrade or a crash of the daemon keeps every sandbox.
+  c.native.live_restore = true;
+  if (const json* v = k.take("liveRestore")) {
+    if (!v->is_boolean()) bad(source, "liveRestore", "must be true or false");
+    c.native.live_restore = v->get<bool>();
+  }
+  c.server.live_restore = c.native.live_restore;
   if (const json* v = k.take("stateDir")) c.native.state_dir = text(k, "stateDir", *v);
   if (const json* v = k.take("imageStore")) c.native.image_store = text(k, "imageStore", *v);
   if (const json* v = k.take("diskDir")) c.native.disk_dir = text(k, "diskDir", *v);

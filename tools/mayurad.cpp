@@ -29,7 +29,7 @@
 
 namespace {
 
-const char* kUsage = R"(usage: mayurad [--config FILE] [--socket PATH] [--check-config]
+const char* kUsage = R"(usage: mayurad [--config FILE] [--socket PATH] [--check-config | --release-all]
 
 Serves the sandbox contract over HTTP on a Unix socket (default
 /run/mayura/mayurad.sock, mode 0660, group mayura), and over TCP with TLS when
@@ -41,6 +41,8 @@ instead, and leaves its file to systemd.
                    missing default file means the built-in settings)
   --socket PATH    the Unix socket, instead of the config's
   --check-config   check the settings and exit
+  --release-all    release every sandbox a stopped mayurad left running
+                   (liveRestore keeps them across a stop), then exit
   --version, --help
 )";
 
@@ -95,6 +97,23 @@ std::string bound_path(int fd) {
   return std::string(addr.sun_path, ::strnlen(addr.sun_path, len - offsetof(sockaddr_un, sun_path)));
 }
 
+// Every sandbox a daemon that ended left running: taken back by an engine
+// on the same state directory, and released. Those of a daemon that still
+// runs are its own, and stay. Returns how many went.
+std::size_t release_all(mayura::NativeOptions options) {
+  options.live_restore = true;
+  options.prepared = 0;
+  options.prepared_disks = 0;
+  options.netns_pool = 0;
+  const auto provider = mayura::native_sandboxes(options);
+  std::size_t released = 0;
+  for (auto& restored : provider->restore()) {
+    restored.backend->release();
+    ++released;
+  }
+  return released;
+}
+
 // Tells systemd (Type=notify) how the service is; nothing without systemd.
 void notify(const char* state) {
   const int r = sd_notify(0, state);
@@ -105,7 +124,7 @@ void notify(const char* state) {
 
 int main(int argc, char** argv) {
   std::string config_path = kDefaultConfig;
-  bool config_given = false, check_only = false;
+  bool config_given = false, check_only = false, release_only = false;
   std::string socket_override;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -116,6 +135,7 @@ int main(int argc, char** argv) {
     if (arg == "--config") config_path = value(), config_given = true;
     else if (arg == "--socket") socket_override = value();
     else if (arg == "--check-config") check_only = true;
+    else if (arg == "--release-all") release_only = true;
     else if (arg == "--listen")
       fail(
           "plain TCP is refused: a TCP listener needs TLS and bearer tokens (the config's \"tls\": listen, "
@@ -170,6 +190,15 @@ int main(int argc, char** argv) {
     warn_if_no_group();
     return std::puts("mayurad: the settings are good"), 0;
   }
+  if (release_only) {
+    try {
+      const std::size_t released = release_all(config.native);
+      std::fprintf(stderr, "mayurad: released %zu sandbox%s left running\n", released, released == 1 ? "" : "es");
+      return 0;
+    } catch (const mayura::SandboxError& e) {
+      fail(std::string(mayura::reason_name(e.reason())) + ": " + e.what(), 1);
+    }
+  }
   const std::optional<int> activated = activation_socket();
   // The daemon holds every tenant's sandboxes: under memory pressure the
   // OOM killer should take a sandbox's process (the engine gives them 500),
@@ -193,9 +222,19 @@ int main(int argc, char** argv) {
       config.server.hidden_paths.emplace_back(config.native.cgroup_root, "[cgroup root]");
     std::sort(config.server.hidden_paths.begin(), config.server.hidden_paths.end(),
               [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+    // Without live restore no sandbox outlives a daemon: what an earlier one
+    // kept running (with the setting on) goes before this one serves.
+    if (!config.native.live_restore) {
+      if (const std::size_t released = release_all(config.native))
+        std::fprintf(stderr, "mayurad: released %zu sandbox%s an earlier daemon left running (liveRestore is off)\n",
+                     released, released == 1 ? "" : "es");
+    }
     auto provider = mayura::native_sandboxes(config.native);
     mayura::service::Server server(provider, config.limits, config.server);
     provider.reset();
+    if (config.server.live_restore)
+      std::fprintf(stderr, "mayurad: took back %zu sandbox%s an earlier daemon left running\n", server.taken_back(),
+                   server.taken_back() == 1 ? "" : "es");
     // TLS first: once the Unix socket answers, every listener does.
     if (config.tls) {
       server.listen_tls(config.tls->address, config.tls->port, tls_credentials, tokens);
@@ -219,7 +258,18 @@ int main(int argc, char** argv) {
     });
     notify("READY=1");
     server.run();
-    std::fprintf(stderr, "mayurad: stopped; every sandbox released\n");
+    if (config.server.live_restore && server.sandboxes_alive() > 0) {
+      // Every sandbox runs on, for the next daemon: nothing of the engine
+      // is torn down (its sandboxes' inits wait for that daemon, and end
+      // them at their deadlines if none comes). What no sandbox holds (a
+      // sandbox or disk made ahead) the next start removes.
+      server.remove_socket_files();
+      std::fprintf(stderr, "mayurad: stopped; %zu sandbox%s left running (liveRestore)\n", server.sandboxes_alive(),
+                   server.sandboxes_alive() == 1 ? "" : "es");
+      std::fflush(nullptr);
+      ::_exit(0);
+    }
+    if (!config.server.live_restore) std::fprintf(stderr, "mayurad: stopped; every sandbox released\n");
   } catch (const mayura::SandboxError& e) {
     fail(std::string(mayura::reason_name(e.reason())) + ": " + e.what(), 1);
   } catch (const std::exception& e) {

@@ -4,7 +4,9 @@
 # the maintainer scripts run against stand-ins for groupadd and systemctl;
 # then the package unpacked into a scratch root, and the mayurad found there
 # checks its default config, serves a scratch socket, runs a command in a
-# sandbox and leaves nothing on SIGTERM.
+# sandbox and leaves nothing on SIGTERM; with liveRestore, a restart (the
+# SIGTERM systemctl restart sends, then a start) keeps a sandbox and its
+# running process, and --release-all then leaves nothing.
 #   deb_test.sh BUILD_DIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -54,7 +56,7 @@ echo "== maintainer scripts, against stand-ins"
 # groupadd and systemctl only log; getent says what the test wants.
 shims=$scratch/shims
 mkdir "$shims"
-for tool in groupadd systemctl; do
+for tool in groupadd systemctl mayurad; do
   printf '#!/bin/sh\necho "%s $*" >>"%s"\n' "$tool" "$scratch/calls" >"$shims/$tool"
 done
 printf '#!/bin/sh\n[ "$1 $2" = "group mayura" ] && [ -e "%s" ]\n' "$scratch/group-exists" >"$shims/getent"
@@ -73,7 +75,9 @@ touch "$scratch/group-exists"
 run_script postinst configure 0.0.9
 ! grep -q groupadd "$scratch/calls" || fail "postinst added the group mayura again"
 run_script prerm upgrade 0.1.0
+: >"$scratch/calls"
 run_script prerm remove
+grep -qx 'mayurad --release-all' "$scratch/calls" || fail "prerm remove did not release the sandboxes: $(cat "$scratch/calls")"
 run_script postrm remove
 run_script postrm purge
 
@@ -98,9 +102,13 @@ zcat "$root/usr/share/man/man8/mayurad.8.gz" | grep -qF '\-\-check\-config' || f
 zcat "$root/usr/share/man/man1/mayura-run.1.gz" | grep -qF '\-\-copy\-out' || fail "mayura-run's man page lacks --copy-out"
 units=$root/usr/lib/systemd/system
 grep -qx 'ExecStart=/usr/bin/mayurad' "$units/mayurad.service" || fail "the service does not start /usr/bin/mayurad"
-for line in Type=notify Delegate=yes KillMode=mixed; do
+for line in Type=notify KillMode=process; do
   grep -qx "$line" "$units/mayurad.service" || fail "the service lacks $line"
 done
+# sandboxes outlive the service's processes: their cgroups are not its own
+! grep -q '^Delegate=' "$units/mayurad.service" || fail "the service delegates its cgroup: a restart would fail there"
+python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["liveRestore"] is True' "$root/etc/mayura/mayurad.json" ||
+  fail "the packaged config does not keep sandboxes across restarts"
 for line in ListenStream=/run/mayura/mayurad.sock SocketMode=0660 SocketGroup=mayura; do
   grep -qx "$line" "$units/mayurad.socket" || fail "the socket lacks $line"
 done
@@ -118,5 +126,34 @@ round_trip "$sock"
 stop_daemon "$pid"
 pid=
 [ ! -e "$sock" ] || fail "mayurad left its socket $sock"
+expect_nothing_left
+
+echo "== a restart keeps a sandbox (liveRestore)"
+LIVE_RESTORE=1 write_config "$scratch/live.json" "mayura-deb-live-$$" $((0x30000000))
+start_live() {
+  "$root/usr/bin/mayurad" --config "$scratch/live.json" --socket "$sock" 2>>"$scratch/mayurad.log" &
+  pid=$!
+  wait_until_serving "$pid" "$sock"
+}
+start_live
+answer POST "$sock" /v1/sandboxes '{"lifetimeMs": 120000}'
+[ "$STATUS" = 201 ] || fail "create answered $STATUS: $BODY"
+id=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])' <<<"$BODY")
+answer POST "$sock" "/v1/sandboxes/$id/exec" '{"argv": ["sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $! > /tmp/pid"]}'
+[ "$STATUS" = 200 ] || fail "exec answered $STATUS: $BODY"
+answer GET "$sock" "/v1/sandboxes/$id/files?path=/tmp/pid"
+before=$BODY
+# systemctl restart: SIGTERM to mayurad alone (KillMode=process), then a start
+stop_daemon "$pid"
+start_live
+answer GET "$sock" "/v1/sandboxes/$id/files?path=/tmp/pid"
+[ "$STATUS" = 200 ] && [ "$BODY" = "$before" ] || fail "the sandbox did not outlive the restart: $STATUS $BODY"
+answer POST "$sock" "/v1/sandboxes/$id/exec" '{"argv": ["sh", "-c", "kill -0 $(cat /tmp/pid)"]}'
+grep -q '"exitCode":0' <<<"$BODY" || fail "the sandbox's process did not outlive the restart: $BODY"
+echo "restart: sandbox $id and its process kept"
+stop_daemon "$pid"
+pid=
+"$root/usr/bin/mayurad" --config "$scratch/live.json" --release-all 2>&1 | grep -q 'released 1 sandbox' ||
+  fail "--release-all did not release the sandbox left running"
 expect_nothing_left
 echo "PASS: the Debian package ($(basename "$deb"))"

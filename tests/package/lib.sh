@@ -16,7 +16,8 @@ done
 # write_config FILE NAME ID_BASE [SOCKET [SOCKET_MODE]]: a config of an engine
 # of its own: state directory, cgroup root (at the top of the cgroup2
 # hierarchy, which root may always use), host id range, image places, and no
-# sandbox made ahead. Sets CG_NAME, STATE_DIR, ID_BASE, ID_SLOTS.
+# sandbox made ahead; sandboxes released as it stops unless LIVE_RESTORE=1.
+# Sets CG_NAME, STATE_DIR, ID_BASE, ID_SLOTS.
 write_config() {
   local file=$1 name=$2 mount
   mount=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
@@ -26,11 +27,11 @@ write_config() {
   STATE_DIR=/run/$name
   ID_BASE=$3
   ID_SLOTS=4
-  python3 - "$file" "$mount/$name" "$STATE_DIR" "$ID_BASE" "$ID_SLOTS" "${4:-}" "${5:-}" <<'PY'
+  python3 - "$file" "$mount/$name" "$STATE_DIR" "$ID_BASE" "$ID_SLOTS" "${4:-}" "${5:-}" "${LIVE_RESTORE:-0}" <<'PY'
 import json, sys
-file, cgroup, state, base, slots, sock, mode = sys.argv[1:]
+file, cgroup, state, base, slots, sock, mode, live = sys.argv[1:]
 config = {"cgroupRoot": cgroup, "stateDir": state, "idBase": int(base), "idSlots": int(slots), "prepared": 0, "preparedDisks": 0,
-          "imageDir": state + "-images", "imageStore": state + "-store"}
+          "imageDir": state + "-images", "imageStore": state + "-store", "liveRestore": live == "1"}
 if sock: config["socket"] = sock
 if mode: config["socketMode"] = mode
 with open(file, "w") as f: json.dump(config, f)

@@ -64,6 +64,11 @@ TEST(DaemonConfigParse, AnEmptyObjectGivesTheDefaults) {
   EXPECT_EQ(c.native.default_pids, native.default_pids);
   EXPECT_EQ(c.native.prepared, native.prepared);
   EXPECT_EQ(c.native.prepared_disks, native.prepared_disks);
+  // The daemon keeps sandboxes across its restarts unless told otherwise
+  // (the library's engine does not: its sandboxes are its caller's).
+  EXPECT_TRUE(c.native.live_restore);
+  EXPECT_TRUE(c.server.live_restore);
+  EXPECT_FALSE(native.live_restore);
   EXPECT_EQ(c.native.netns_pool, native.netns_pool);
   EXPECT_EQ(c.native.allow_private_addresses, native.allow_private_addresses);
   EXPECT_TRUE(c.native.dns_servers.empty());
@@ -182,6 +187,7 @@ TEST(DaemonConfigParse, ReadsEveryKey) {
     "preparedDisks": 3,
     "netnsPool": 5,
     "commandsAhead": false,
+    "liveRestore": false,
     "stateDir": "/run/m2",
     "imageStore": "/srv/store",
     "imageDir": "/srv/images",
@@ -221,6 +227,8 @@ TEST(DaemonConfigParse, ReadsEveryKey) {
   EXPECT_EQ(c.native.prepared_disks, 3u);
   EXPECT_EQ(c.native.netns_pool, 5u);
   EXPECT_FALSE(c.native.commands_ahead);
+  EXPECT_FALSE(c.native.live_restore);
+  EXPECT_FALSE(c.server.live_restore);
   EXPECT_EQ(c.native.state_dir, "/run/m2");
   EXPECT_EQ(c.native.image_store, "/srv/store");
   EXPECT_EQ(c.native.image_dir, "/srv/images");
@@ -336,6 +344,7 @@ TEST(DaemonConfigParse, RefusesWrongTypesAndRangesByName) {
       {R"({"prepared":-1})", "prepared"},
       {R"({"preparedDisks":65})", "preparedDisks"},
       {R"({"netnsPool":65})", "netnsPool"},
+      {R"({"liveRestore":1})", "liveRestore"},
       {R"({"stateDir":1})", "stateDir"},
       {R"({"imageStore":[]})", "imageStore"},
       {R"({"imageDir":{}})", "imageDir"},

@@ -160,5 +160,43 @@ TEST_F(Records, ANewRecordsNameLeftByADeadEngineGoesOnceItIsOld) {
   EXPECT_FALSE(fs::exists(state_));  // nothing of the writes left behind
 }
 
+// A live sandbox's kept line is written in place; once its engine is dead
+// the next engine is offered it, with the slot already its own (its record
+// names it), and the line stays for the engine after that.
+TEST_F(Records, AKeptLineIsWrittenInPlaceAndADeadEnginesKeptSandboxIsOfferedToTheNext) {
+  {
+    EngineLock a(state_, 1);
+    SlotLease lease = a.claim(places_, "/nowhere/0123456789abcdef");
+    lease.keep("{\"x\":1}");
+    std::ifstream in(state_ + "/slots/0");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text, "engine " + a.id() + "\n/nowhere/0123456789abcdef\nkept {\"x\":1}\n");
+    EXPECT_THROW(lease.keep("two\nlines"), SandboxError);
+  }
+  // As an engine that died leaves it: the record, and the engine's file unlocked.
+  fs::create_directories(state_ + "/slots");
+  fs::create_directories(state_ + "/engines");
+  write(state_ + "/slots/0", "engine 0123456789abcdef\n/nowhere/0123456789abcdef\nkept {\"x\":1}\n");
+  write(state_ + "/engines/0123456789abcdef", "");
+  EngineLock next(state_, 1);
+  std::vector<SlotLease> taken;
+  next.take_back([&](const EngineLock::Left& left, SlotLease lease) {
+    EXPECT_EQ(left.slot, 0u);
+    EXPECT_EQ(left.cgroup, "/nowhere/0123456789abcdef");
+    EXPECT_EQ(left.kept, "{\"x\":1}");
+    taken.push_back(std::move(lease));
+  });
+  ASSERT_EQ(taken.size(), 1u);
+  std::ifstream in(state_ + "/slots/0");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "engine " + next.id() + "\n/nowhere/0123456789abcdef\nkept {\"x\":1}\n");
+  EXPECT_EQ(reason_of_claim(next, places_), Reason::LIMIT_REACHED);  // its own now
+  // A live engine's kept sandbox is never offered.
+  EngineLock other(state_, 1);
+  other.take_back([&](const EngineLock::Left&, SlotLease) { ADD_FAILURE() << "a live engine's sandbox was offered"; });
+  taken.clear();
+  EXPECT_FALSE(fs::exists(state_ + "/slots/0"));
+}
+
 }  // namespace
 }  // namespace mayura::records

@@ -109,6 +109,8 @@ export async function startDaemon(settings: Record<string, unknown> = {}): Promi
     network: ['none', 'all'],
     prepared: 0,
     preparedDisks: 0,
+    // A stopped daemon releases its sandboxes: each test's end checks that nothing is left.
+    liveRestore: false,
     ...settings,
   };
   fs.writeFileSync(path.join(dir, 'mayurad.json'), JSON.stringify(config));

@@ -76,6 +76,13 @@ struct ServerOptions {
   std::size_t io_threads = 0;
   // Threads that run the provider's blocking calls other than exec.
   std::size_t blocking_threads = 8;
+  // Live restore: sandboxes outlive the server's process. Each sandbox made
+  // keeps what a later server needs to serve it again (its id, owner and
+  // options: Sandbox::keep), the server takes back, as it starts, every
+  // sandbox the provider restored (SandboxProvider::restore), and run()
+  // leaves every sandbox running when it returns. The provider must keep
+  // its sandboxes alive past its process (NativeOptions::live_restore).
+  bool live_restore = false;
   // Host paths no client is told (the image directory and store, the state
   // directory): a failure's message says each one's name instead.
   std::vector<std::pair<std::string, std::string>> hidden_paths;
@@ -121,8 +128,17 @@ class Server {
   // The TCP port listen_tls bound (useful with port 0).
   unsigned short tls_port() const;
 
-  // Serves until stop(); then every sandbox is released.
+  // Serves until stop(); then every sandbox is released (with
+  // live_restore: left running, for the next server, and the caller ends
+  // the process without releasing them: mayurad's _exit).
   void run();
+  // How many sandboxes the server took back as it started (live_restore).
+  std::size_t taken_back() const;
+  // How many of its sandboxes are alive.
+  std::size_t sandboxes_alive() const;
+  // Removes the socket files listen_unix made: for a caller that ends its
+  // process at once after run(), leaving its sandboxes running.
+  void remove_socket_files() noexcept;
   // Stops serving; safe from any thread (a signal handler thread).
   void stop();
 
