@@ -387,6 +387,8 @@ void SandboxCgroup::destroy() noexcept {
   v1_.destroy();  // empty now: everything in it was in the cgroup2 tree
 }
 
+bool is_frozen(const std::string& path) { return read_path(path + "/cgroup.freeze").rfind('1', 0) == 0; }
+
 bool has_processes(const std::string& path) noexcept {
   try {
     return populated(path);

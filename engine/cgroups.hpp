@@ -182,6 +182,8 @@ bool kill_and_remove(const std::string& path) noexcept;
 // record stays, to be tried again).
 bool remove_orphan(const Places& places, const std::string& path) noexcept;
 
+// True if the cgroup2 freezer stops the cgroup at `path` (cgroup.freeze).
+bool is_frozen(const std::string& path);
 // True while a process is in the cgroup2 tree at `path`.
 bool has_processes(const std::string& path) noexcept;
 // True if process `pid` is in the cgroup2 tree at `path` (an absolute path

@@ -72,8 +72,9 @@ std::string encode_kept(const KeptSandbox& k) {
                   {"image", k.image},
                   {"commandsAhead", k.commands_ahead},
                   {"desktop", k.desktop},
-                  {"disk", k.disk},
+                  {"disk", base64_encode(k.disk)},
                   {"volumes", k.volumes},
+                  {"io", k.io},
                   {"env", byte_map(k.env)},
                   {"network", {{"kind", std::string(network_kind_name(k.network.kind))}, {"allow", allow}}},
                   {"ports", k.ports},
@@ -107,8 +108,12 @@ std::optional<KeptSandbox> decode_kept(const std::string& line) {
     k.image = j.at("image").get<std::string>();
     k.commands_ahead = j.at("commandsAhead").get<bool>();
     k.desktop = j.at("desktop").get<bool>();
-    k.disk = j.at("disk").get<bool>();
-    k.volumes = j.at("volumes").get<bool>();
+    const auto disk = base64_decode(j.at("disk").get<std::string>());
+    if (!disk) return std::nullopt;
+    k.disk = *disk;
+    k.volumes = j.at("volumes").get<std::vector<std::string>>();
+    k.io = j.at("io").get<std::vector<std::uint64_t>>();
+    if (!k.io.empty() && k.io.size() != 4) return std::nullopt;
     k.network.kind = kind_from(j.at("network").at("kind").get<std::string>());
     k.network.allow = j.at("network").at("allow").get<std::vector<std::string>>();
     k.ports = j.at("ports").get<std::vector<int>>();

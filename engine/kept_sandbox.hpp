@@ -31,10 +31,11 @@ struct KeptSandbox {
   std::string image;  // as the create named it (empty: the default)
   bool commands_ahead = true;
   bool desktop = false;
-  // What a later engine cannot take back yet: such a sandbox is ended
-  // cleanly, and said so, instead.
-  bool disk = false;
-  bool volumes = false;
+  std::string disk;                  // its disk's file, if it has one
+  std::vector<std::string> volumes;  // its volumes' files
+  // The I/O bounds on its disk's and volumes' devices: read and write
+  // bytes, read and write operations per second (none: unbounded).
+  std::vector<std::uint64_t> io;
   std::map<std::string, std::string> env;  // every command's, before the exec's own
   Network network;
   std::vector<int> ports;

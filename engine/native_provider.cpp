@@ -328,8 +328,12 @@ class NativeProvider final : public SandboxProvider {
     kept.image = options.image;
     kept.commands_ahead = core.commands_ahead;
     kept.desktop = options.desktop.has_value();
-    kept.disk = static_cast<bool>(core.disk);
-    kept.volumes = !core.volumes.empty();
+    kept.disk = core.disk ? core.disk.path() : std::string();
+    for (const native::HeldVolume& v : core.volumes) kept.volumes.push_back(v.path);
+    if (!core.io_devices.empty()) {
+      const cgroups::IoBounds& io = core.io_bounds;
+      kept.io = {io.read_bytes, io.write_bytes, io.read_ops, io.write_ops};
+    }
     kept.env = core.base_env;
     kept.network = options.network;
     kept.ports = options.ports;
@@ -361,7 +365,7 @@ class NativeProvider final : public SandboxProvider {
         auto sandbox = std::make_unique<native::NativeSandbox>(core, cleaner_, first_command);
         sandbox->use_runtime(runtime());
         std::lock_guard lock(restored_mutex_);
-        restored_.push_back({std::move(sandbox), core->kept.caller, remaining});
+        restored_.push_back({std::move(sandbox), core->kept.caller, remaining, core->frozen()});
       } catch (const std::exception& e) {
         std::fprintf(
             stderr, "mayura: the sandbox %s an engine before this one left cannot be taken back (%s): it is released\n",
@@ -387,8 +391,6 @@ class NativeProvider final : public SandboxProvider {
     core.state_dir = options_.state_dir;
     core.cgroup =
         cgroups::SandboxCgroup::existing(places_.cgroups, name, kept->uid_base, kept->uid_base, first_command);
-    if (kept->disk || kept->volumes)
-      throw SandboxError(Reason::UNSUPPORTED, "a sandbox with a disk or volumes is not taken back yet");
     const auto remaining = kept->deadline_ms - native::boot_ms();
     if (remaining <= 0) throw SandboxError(Reason::GONE, "its lifetime is over");
     // The init: the same process as the record's (its start time), still in
@@ -414,6 +416,24 @@ class NativeProvider final : public SandboxProvider {
       core.image_hold = resolve_sandbox_image(named, options_).hold;
     }
     core.tenancy = tenants_->join(kept->tenant, core.cgroup);
+    // Its disk and volumes, mounted in its namespace still: this engine's
+    // hold on them (and its own mount of the disk, for snapshots).
+    if (!kept->disk.empty()) {
+      if (!kept->disk.starts_with(options_.disk_dir + "/") || kept->disk.find("/..") != std::string::npos)
+        throw SandboxError(Reason::INTERNAL, "its record names a disk outside the disk directory");
+      core.disk = native::SandboxDisk::existing(kept->disk);
+      core.io_devices.push_back(core.disk.device_number());
+    }
+    for (const std::string& path : kept->volumes) {
+      core.volumes.push_back(volumes_.take_back(path));
+      core.io_devices.push_back(core.volumes.back().device);
+    }
+    if (kept->io.size() == 4) {
+      core.io_bounds = {kept->io[0], kept->io[1], kept->io[2], kept->io[3]};
+    } else {
+      core.io_devices.clear();  // unbounded: nothing to lift or set
+    }
+    core.found_frozen(cgroups::is_frozen(left.cgroup));
     if (!kept->ports.empty() || kept->network.kind != NetworkKind::none) {
       core.netns.reset(::open(("/proc/" + std::to_string(kept->pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
       if (!core.netns) fail_step("opening its network namespace", errno);

@@ -212,6 +212,16 @@ void SandboxCore::freeze(bool frozen) {
   frozen_ = frozen;
 }
 
+void SandboxCore::found_frozen(bool frozen) {
+  std::lock_guard lock(freeze_mutex_);
+  frozen_ = frozen;
+}
+
+bool SandboxCore::frozen() {
+  std::lock_guard lock(freeze_mutex_);
+  return frozen_;
+}
+
 Snapshot SandboxCore::snapshot(const std::string& owner, const std::string& name) {
   if (!alive()) gone_once_ended();
   std::lock_guard disk_lock(disk_mutex_);

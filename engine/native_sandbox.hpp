@@ -94,6 +94,9 @@ class SandboxCore {
   // Stops every process of the sandbox at once, or lets them go on (the
   // cgroup2 freezer); GONE if the sandbox has ended.
   void freeze(bool frozen);
+  // A sandbox taken back: whether it was found stopped (paused), and so is.
+  void found_frozen(bool frozen);
+  bool frozen();
   // Copies its disk into `owner`'s snapshot `name`, its processes stopped
   // only while the disk is written out and read (and left as they were if
   // paused). INVALID_INPUT without a disk; GONE if the sandbox has ended.

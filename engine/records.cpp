@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <ctime>
 #include <cstdlib>
@@ -207,6 +208,36 @@ Cleaned clean_if_dead(const std::string& state_dir, const cgroups::Places& place
   return record.cgroup.empty() ? Cleaned::was_free : Cleaned::removed;
 }
 
+// The sockets in inits/ that no record names (each is named as its
+// sandbox's cgroup): an engine died between making one and writing the
+// record that keeps its sandbox, which has been removed since. A create
+// under way names its cgroup in its record before it makes its socket.
+void remove_stray_init_sockets(const std::string& state_dir) {
+  const std::string inits = state_dir + "/inits";
+  DIR* dir = ::opendir(inits.c_str());
+  if (!dir) return;
+  std::vector<std::string> sockets;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] != '.') sockets.emplace_back(e->d_name);
+  }
+  ::closedir(dir);
+  if (sockets.empty()) return;
+  std::vector<std::string> named;
+  if (DIR* slots = ::opendir(slots_dir(state_dir).c_str())) {
+    while (const dirent* e = ::readdir(slots)) {
+      if (e->d_name[0] == '.') continue;
+      const UniqueFd fd(::open((slots_dir(state_dir) + "/" + e->d_name).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+      if (!fd) continue;
+      const std::string cgroup = parse_record(read_all(fd.get())).cgroup;
+      named.push_back(cgroup.substr(cgroup.rfind('/') + 1));
+    }
+    ::closedir(slots);
+  }
+  for (const std::string& name : sockets) {
+    if (std::find(named.begin(), named.end(), name) == named.end()) ::unlink((inits + "/" + name).c_str());
+  }
+}
+
 }  // namespace
 
 EngineLock::EngineLock(const std::string& state_dir, std::uint32_t slots) : state_dir_(state_dir), held_(slots) {
@@ -350,6 +381,7 @@ int clean_orphans(const std::string& state_dir, const cgroups::Places& places) {
     if (clean_if_dead(state_dir, places, slots_dir(state_dir) + "/" + e->d_name) == Cleaned::removed) ++removed;
   }
   ::closedir(dir);
+  remove_stray_init_sockets(state_dir);
   // Engines that died with no sandbox: their files.
   if (DIR* engines = ::opendir(engines_dir(state_dir).c_str())) {
     while (const dirent* e = ::readdir(engines)) {

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 #include <utility>
@@ -109,16 +110,34 @@ void copy_snapshot(int snapshot, const std::string& path) {
 
 }  // namespace
 
-std::set<std::string> loop_bound_files() {
-  std::set<std::string> files;
+namespace {
+
+// Each bound loop device's file (by the path it was bound by) and device.
+std::map<std::string, std::string> loop_devices() {
+  std::map<std::string, std::string> devices;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/sys/block", ec)) {
-    if (e.path().filename().string().rfind("loop", 0) != 0) continue;
+    const std::string name = e.path().filename().string();
+    if (name.rfind("loop", 0) != 0) continue;
     std::ifstream in(e.path() / "loop" / "backing_file");
     std::string file;
-    if (std::getline(in, file)) files.insert(file);
+    if (std::getline(in, file)) devices[file] = "/dev/" + name;
   }
+  return devices;
+}
+
+}  // namespace
+
+std::set<std::string> loop_bound_files() {
+  std::set<std::string> files;
+  for (const auto& [file, device] : loop_devices()) files.insert(file);
   return files;
+}
+
+std::string loop_device_of(const std::string& path) {
+  const auto devices = loop_devices();
+  const auto it = devices.find(path);
+  return it == devices.end() ? std::string() : it->second;
 }
 
 bool wait_unbound(const std::string& path, std::chrono::milliseconds bound) {
@@ -193,6 +212,30 @@ SandboxDisk::SandboxDisk(const std::string& dir, const std::string& name, DiskSo
     remove();
     throw;
   }
+}
+
+SandboxDisk SandboxDisk::existing(const std::string& path) {
+  SandboxDisk disk;
+  struct stat st {};
+  const std::string device = loop_device_of(path);
+  if (device.empty() || ::stat(path.c_str(), &st) != 0)
+    throw SandboxError(Reason::GONE, "the sandbox's disk is no longer attached");
+  disk.path_ = path;
+  disk.bytes_ = static_cast<std::uint64_t>(st.st_size);
+  disk.device_ = device;
+  try {
+    // The same device mounted again is the same file system.
+    disk.mount_ = mount_ext4(device, false, Reason::INTERNAL);
+    disk.top_.reset(::openat(disk.mount_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!disk.top_) fail_step("opening the sandbox's disk", errno);
+    check_sys(::fstat(disk.top_.get(), &st), "reading the sandbox's disk");
+    disk.device_number_ = st.st_dev;
+    disk.thaw();  // EINVAL unless it was left stopped
+  } catch (...) {
+    disk.path_.clear();  // the file is the sandbox's still: only its end removes it
+    throw;
+  }
+  return disk;
 }
 
 std::vector<UniqueFd> SandboxDisk::take_mounts(bool with_root) {

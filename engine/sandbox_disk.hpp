@@ -39,6 +39,8 @@ UniqueFd mount_disk_file(int file, bool read_only, Reason unusable, std::string*
 
 // The files loop devices are bound to now, by the path each was bound by.
 std::set<std::string> loop_bound_files();
+// The loop device bound to `path` ("/dev/loopN"), or "" if none is.
+std::string loop_device_of(const std::string& path);
 // Waits (at most `bound`) until no loop device is bound to `path`: a
 // sandbox's last mount of a disk gone, the kernel lets go of its device a
 // moment later. False if one still is.
@@ -63,6 +65,12 @@ class SandboxDisk {
   // room for it, UNSUPPORTED when the host has no loop devices,
   // INVALID_INPUT when a snapshot is not a sandbox's disk.
   SandboxDisk(const std::string& dir, const std::string& name, DiskSource source);
+  // The disk at `path` that a sandbox an engine before this one made still
+  // has mounted (live restore): found by its loop device and mounted once
+  // more for this engine's own uses (sync, freeze, snapshots), and thawed,
+  // should that engine have died while it was stopped. GONE if no loop
+  // device holds it.
+  static SandboxDisk existing(const std::string& path);
   SandboxDisk(SandboxDisk&& other) noexcept
       : path_(std::exchange(other.path_, {})),
         bytes_(std::exchange(other.bytes_, 0)),

@@ -175,4 +175,21 @@ HeldVolume VolumeStore::hold(const std::string& owner, const std::string& name, 
   return held;
 }
 
+HeldVolume VolumeStore::take_back(const std::string& path) {
+  if (!path.starts_with(dir_ + "/") || path.find("/..") != std::string::npos)
+    throw SandboxError(Reason::INVALID_INPUT, "a kept volume is not one of this store's");
+  HeldVolume held;
+  held.path = path;
+  const std::string name = path.substr(path.rfind('/') + 1);
+  held.lock = open_locked(path, name, O_RDONLY);
+  const std::string device = loop_device_of(path);
+  struct stat st {};
+  if (device.empty() || ::stat(device.c_str(), &st) != 0)
+    throw SandboxError(Reason::GONE, "the volume " + name + " is no longer attached");
+  held.device = st.st_rdev;
+  std::lock_guard lock(mutex_);
+  holders_[held.path] = held.ending;
+  return held;
+}
+
 }  // namespace mayura::native

@@ -56,6 +56,11 @@ class VolumeStore {
   // none, INVALID_INPUT while another sandbox uses it (one of this
   // engine's whose end has begun is waited for, at most 10 s).
   HeldVolume hold(const std::string& owner, const std::string& name, bool read_only);
+  // The volume at `path` that a sandbox an engine before this one made
+  // still has mounted (live restore), locked again for it: INVALID_INPUT if
+  // it is no volume of this store or another holds it, GONE if no loop
+  // device holds it any more.
+  HeldVolume take_back(const std::string& path);
 
  private:
   std::string path(const std::string& owner, const std::string& name) const;

@@ -742,15 +742,15 @@ Sandbox Sandboxes::create_from(const CreateOptions& options, std::stop_token can
 }
 
 Sandbox Sandboxes::take_back(std::shared_ptr<SandboxBackend> backend, const CreateOptions& options,
-                             const std::string& id, std::int64_t remaining_ms) const {
+                             const std::string& id, std::int64_t remaining_ms, bool paused) const {
   if (id.empty()) throw SandboxError(Reason::INVALID_INPUT, "a sandbox taken back needs its id");
   const auto start =
       Clock::now() + std::chrono::milliseconds(remaining_ms) - std::chrono::milliseconds(options.lifetime_ms);
-  return adopt(std::move(backend), options, start, id);
+  return adopt(std::move(backend), options, start, id, paused);
 }
 
 Sandbox Sandboxes::adopt(std::shared_ptr<SandboxBackend> backend, const CreateOptions& options,
-                         std::chrono::steady_clock::time_point start, const std::string& id) const {
+                         std::chrono::steady_clock::time_point start, const std::string& id, bool paused) const {
   auto& s = *state_;
   if (!backend) throw SandboxError(Reason::INTERNAL, "the provider returned no sandbox");
   backend->use_runtime(s.provider->runtime());
@@ -769,6 +769,7 @@ Sandbox Sandboxes::adopt(std::shared_ptr<SandboxBackend> backend, const CreateOp
   }
   if (state->workdir.empty()) state->workdir = s.workdir;
   state->deadline = start + std::chrono::milliseconds(options.lifetime_ms);
+  state->paused = paused;
   state->backend = std::move(backend);
   {
     std::lock_guard lock(s.mutex);

@@ -61,7 +61,7 @@ std::size_t take_back_sandboxes(SandboxProvider& provider, const Sandboxes& sand
     std::shared_ptr<SandboxBackend> backend(std::move(restored.backend));
     try {
       const Kept k = kept_from(restored.record);
-      const Sandbox sandbox = sandboxes.take_back(backend, k.options, k.id, restored.remaining_ms);
+      const Sandbox sandbox = sandboxes.take_back(backend, k.options, k.id, restored.remaining_ms, restored.paused);
       registry.take_back(
           Owned{sandbox, k.owner, k.created_at_ms, now_ms() + restored.remaining_ms, k.memory_mib, k.disk_mib});
       ++taken;

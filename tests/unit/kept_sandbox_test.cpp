@@ -21,6 +21,9 @@ KeptSandbox example() {
   k.image = "debian:12";
   k.commands_ahead = false;
   k.desktop = true;
+  k.disk = "/var/lib/mayura/disks/0123456789abcdef.ext4";
+  k.volumes = {"/var/lib/mayura/volumes/uid:1000/data"};
+  k.io = {1, 2, 3, 4};
   k.env = {{"PATH", "/bin"}, {"SECRET", std::string("a\0b\xff\n", 5)}};
   k.network = Network::allow_only({"example.com", "*.example.org:443"});
   k.ports = {8080, 3000};
@@ -47,6 +50,9 @@ TEST(KeptSandbox, ReadsBackAsItWasWrittenOnOneLine) {
   EXPECT_EQ(back->image, k.image);
   EXPECT_EQ(back->commands_ahead, k.commands_ahead);
   EXPECT_EQ(back->desktop, k.desktop);
+  EXPECT_EQ(back->disk, k.disk);
+  EXPECT_EQ(back->volumes, k.volumes);
+  EXPECT_EQ(back->io, k.io);
   EXPECT_EQ(back->env, k.env);
   EXPECT_EQ(back->network.kind, NetworkKind::allowlist);
   EXPECT_EQ(back->network.allow, k.network.allow);
@@ -85,6 +91,9 @@ TEST(KeptSandbox, AnythingElseIsNoRecord) {
   KeptSandbox ports = example();
   ports.host_ports.pop_back();
   EXPECT_FALSE(decode_kept(encode_kept(ports)));
+  KeptSandbox io = example();
+  io.io.pop_back();
+  EXPECT_FALSE(decode_kept(encode_kept(io)));
 }
 
 }  // namespace

@@ -121,6 +121,7 @@ class SandboxProvider {
     std::unique_ptr<SandboxBackend> backend;
     std::string record;
     std::int64_t remaining_ms = 0;
+    bool paused = false;  // found paused (Sandbox::pause), and left so
   };
   // Hands out the sandboxes this provider took back, once (later calls get
   // none). By default none: a provider whose sandboxes end with it.

@@ -343,9 +343,10 @@ class Sandboxes {
   bool close() const;
   // A sandbox the provider took back as it started (SandboxProvider::restore),
   // handed out again under its `id`, as it was created (`options`), for the
-  // `remaining_ms` of its lifetime. It counts among the sandboxes alive.
+  // `remaining_ms` of its lifetime, `paused` as it was found. It counts
+  // among the sandboxes alive.
   Sandbox take_back(std::shared_ptr<SandboxBackend> backend, const CreateOptions& options, const std::string& id,
-                    std::int64_t remaining_ms) const;
+                    std::int64_t remaining_ms, bool paused = false) const;
   bool closed() const;
   // The snapshots `tenant` (a create's tenant: each has its own names) has,
   // by name; and the removal of one (NOT_FOUND if there is none). A create
@@ -381,9 +382,9 @@ class Sandboxes {
   // the first failure thrown).
   std::vector<Sandbox> create_each(const CreateOptions& options, int count) const;
   // A sandbox the provider made (at `start`), handed out as `options` says.
-  // `id`: its own (a sandbox taken back); empty: a new one.
+  // `id`: its own (a sandbox taken back, `paused` as found); empty: a new one.
   Sandbox adopt(std::shared_ptr<SandboxBackend> backend, const CreateOptions& options,
-                std::chrono::steady_clock::time_point start, const std::string& id = {}) const;
+                std::chrono::steady_clock::time_point start, const std::string& id = {}, bool paused = false) const;
   class Places;
   Snapshot snapshot_named(const std::string& name, const std::string& tenant) const;
   explicit Sandboxes(std::shared_ptr<detail::SandboxesState> state) : state_(std::move(state)) {}
