@@ -3,7 +3,8 @@
 # crun; mayura-run locally and through a warm mayurad), an exec through the
 # command backend beside a native one, mayurad with 1, 100 and 500 execs at
 # once (threads, memory, latency), two tenants' cycles beside a hostile
-# one and alone, pause and resume of a sandbox of 100 processes beside a
+# one and alone, mayurad's restart with 1000 sandboxes to take back and 100
+# SIGKILLs under load, pause and resume of a sandbox of 100 processes beside a
 # cgroup frozen by hand, a workdir on a disk beside one on a tmpfs (create,
 # and a write beside the host's), a snapshot of a 1 GiB workspace beside
 # cp -a and tar, a create from it and a fork into 20 beside plain creates
@@ -33,6 +34,8 @@ echo
 "$here/../build/bench/bench_service" 2 "$here/../build/tools/mayurad"
 echo
 "$here/../build/bench/bench_tenants" "${1:-200}" "$here/../build/tools/mayurad"
+echo
+"$here/../build/bench/bench_restore" 1000 "$here/../build/tools/mayurad" 100
 echo
 "$here/../build/bench/bench_pause" "${1:-200}"
 echo
