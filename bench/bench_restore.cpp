@@ -200,8 +200,8 @@ int main(int argc, char** argv) {
   std::printf("mayurad's start with %zu idle sandboxes taken back: %.3f s (median of 3 SIGKILLs; %.3f %.3f %.3f)\n", n,
               median(restored), restored[0], restored[1], restored[2]);
   const auto exec = Clock::now();
-  const std::string answer = load::call(daemons.socket(), "POST", "/v1/sandboxes/" + ids[n / 2] + "/exec",
-                                        R"({"argv": ["true"]})");
+  const std::string answer =
+      load::call(daemons.socket(), "POST", "/v1/sandboxes/" + ids[n / 2] + "/exec", R"({"argv": ["true"]})");
   std::printf("the first exec in a sandbox taken back: %.1f ms (%s)\n", seconds_since(exec) * 1000,
               answer.find("\"exitCode\":0") != std::string::npos ? "exit 0" : "failed");
 
@@ -243,11 +243,11 @@ int main(int argc, char** argv) {
       if (!status_is(read, "200") || body_of(read).find(content) == std::string::npos) ++files_lost;
     }
   }
-  std::printf("%d SIGKILLs and restarts in %.0f s under 3 clients (%d calls answered, %d refused while down); "
-              "restart to serving %.3f s (median)\n",
-              cycles, seconds_since(cycling), answered, refused, median(gaps));
-  std::printf("after them: %d of %d sandboxes held lost, %d of %d files written lost\n", lost, held, files_lost,
-              files);
+  std::printf(
+      "%d SIGKILLs and restarts in %.0f s under 3 clients (%d calls answered, %d refused while down); "
+      "restart to serving %.3f s (median)\n",
+      cycles, seconds_since(cycling), answered, refused, median(gaps));
+  std::printf("after them: %d of %d sandboxes held lost, %d of %d files written lost\n", lost, held, files_lost, files);
   daemons.stop(SIGTERM);
   mayura::bench::run_quietly({program, "--config", daemons.config(), "--release-all"});
   bool left = false;
@@ -257,7 +257,9 @@ int main(int argc, char** argv) {
   if (left) {
     std::printf("after --release-all: LEFT:\n");
     std::fflush(stdout);
-    std::system(("find " + cgroup_root + " " + daemons.state() + " -maxdepth 3 2>&1 | grep -v '/cgroup\\.\\|/cpu\\.\\|/memory\\.\\|/io\\.\\|/pids\\.' | head -20").c_str());
+    std::system(("find " + cgroup_root + " " + daemons.state() +
+                 " -maxdepth 3 2>&1 | grep -v '/cgroup\\.\\|/cpu\\.\\|/memory\\.\\|/io\\.\\|/pids\\.' | head -20")
+                    .c_str());
   } else {
     std::printf("after --release-all: nothing left\n");
   }

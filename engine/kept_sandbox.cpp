@@ -19,9 +19,9 @@
 namespace mayura::native {
 namespace {
 
-using nlohmann::json;
 using detail::base64_decode;
 using detail::base64_encode;
+using nlohmann::json;
 
 constexpr int kVersion = 1;
 
@@ -52,7 +52,8 @@ NetworkKind kind_from(const std::string& name) {
 sockaddr_un address_of(const std::string& path) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof address.sun_path) throw SandboxError(Reason::INVALID_CONFIG, "the state directory's path is too long for a socket");
+  if (path.size() >= sizeof address.sun_path)
+    throw SandboxError(Reason::INVALID_CONFIG, "the state directory's path is too long for a socket");
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   return address;
 }
@@ -169,9 +170,14 @@ UniqueFd listen_for_engines(const std::string& state_dir, const std::string& nam
 
 UniqueFd connect_to_init(const std::string& path) {
   const sockaddr_un address = address_of(path);
-  UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  // Never waits: a backlog someone filled (root alone can reach it) fails
+  // EAGAIN, and that sandbox is released, instead of the engine's start
+  // hanging there.
+  UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) return fd;
-  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) return UniqueFd();
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+      ::fcntl(fd.get(), F_SETFL, 0) != 0)
+    return UniqueFd();
   // As large as a control socket the engine makes (launch.cpp): an exec's
   // argv and environment go in one message.
   const int big = 4 << 20;

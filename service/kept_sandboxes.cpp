@@ -23,7 +23,8 @@ struct Kept {
 Kept kept_from(const std::string& record) {
   try {
     json j = json::parse(record);
-    if (j.at("version").get<int>() != kVersion) throw SandboxError(Reason::INTERNAL, "its record is of another version");
+    if (j.at("version").get<int>() != kVersion)
+      throw SandboxError(Reason::INTERNAL, "its record is of another version");
     Kept k;
     k.id = j.at("id").get<std::string>();
     k.owner = j.at("owner").get<std::string>();

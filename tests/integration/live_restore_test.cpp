@@ -99,8 +99,7 @@ class LiveRestoreTest : public ScratchSocketTest {
   }
   // A command's stdout, from the daemon's NDJSON stream; "" if it failed.
   std::string sh(const std::string& id, const std::string& script) {
-    const auto a = call(verb::post, "/v1/sandboxes/" + id + "/exec",
-                        json{{"argv", {"sh", "-c", script}}}.dump());
+    const auto a = call(verb::post, "/v1/sandboxes/" + id + "/exec", json{{"argv", {"sh", "-c", script}}}.dump());
     if (a.status != 200) return "status " + std::to_string(a.status) + ": " + a.body;
     std::string out;
     std::istringstream lines(a.body);
@@ -121,8 +120,9 @@ TEST_F(LiveRestoreTest, ASandboxOutlivesASigkilledDaemonAndTheNextTakesItBack) {
   start();
   const std::string id = create({{"lifetimeMs", 120'000}, {"ports", {8080}}, {"labels", {{"job", "restore"}}}});
   ASSERT_FALSE(id.empty());
-  EXPECT_EQ(sh(id, "(i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.05; done) >/dev/null 2>&1 & "
-                   "echo $! > /tmp/counter.pid"),
+  EXPECT_EQ(sh(id,
+               "(i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.05; done) >/dev/null 2>&1 & "
+               "echo $! > /tmp/counter.pid"),
             "");
   ASSERT_EQ(call(verb::put, "/v1/sandboxes/" + id + "/files?path=kept.txt", "written before").status, 204u);
   EXPECT_EQ(sh(id, "echo served > index.html; python3 -m http.server 8080 >/dev/null 2>&1 &"), "");
@@ -165,8 +165,8 @@ TEST_F(LiveRestoreTest, ASandboxOutlivesASigkilledDaemonAndTheNextTakesItBack) {
 TEST_F(LiveRestoreTest, ADiskAVolumeAndAPauseOutliveTheDaemon) {
   start();
   ASSERT_EQ(call(verb::post, "/v1/volumes", R"({"name": "data", "sizeMiB": 32})").status, 201u);
-  const std::string id = create(
-      {{"lifetimeMs", 120'000}, {"diskMiB", 64}, {"volumes", {{{"name", "data"}, {"path", "/data"}}}}});
+  const std::string id =
+      create({{"lifetimeMs", 120'000}, {"diskMiB", 64}, {"volumes", {{{"name", "data"}, {"path", "/data"}}}}});
   ASSERT_FALSE(id.empty());
   EXPECT_EQ(sh(id, "echo on-disk > kept.txt && echo on-volume > /data/kept.txt && sync"), "");
   ASSERT_EQ(call(verb::post, "/v1/sandboxes/" + id + "/pause").status, 204u);

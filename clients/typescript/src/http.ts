@@ -52,6 +52,8 @@ function describe(error: unknown): string {
     if (code === 'ENOENT') return 'no socket there (ENOENT)';
     if (code === 'ECONNREFUSED') return 'nothing listens there (ECONNREFUSED)';
     if (code === 'EACCES') return 'this user may not connect (EACCES)';
+    if (code === 'ECONNRESET' || code === 'EPIPE')
+      return `the connection closed before the answer (${code}: mayurad stopped or restarted); whether the call took effect is unknown`;
     return `the connection failed (${code})`;
   }
   return 'the connection failed';
@@ -139,9 +141,9 @@ export function request(endpoint: Endpoint, call: Call): Promise<Answer> {
         pieces.push(chunk);
       });
       res.on('end', () => finish({ status, body: Buffer.concat(pieces), cancelled }));
-      res.on('error', () => finish(cancelled ? cancelledError() : unreachable(endpoint, 'the answer broke off')));
+      res.on('error', () => finish(cancelled ? cancelledError() : unreachable(endpoint, 'the answer broke off (mayurad stopped or restarted); whether the call took effect is unknown')));
       // (after 'end' this changes nothing: the call is settled)
-      res.on('close', () => finish(cancelled ? cancelledError() : unreachable(endpoint, 'the answer broke off')));
+      res.on('close', () => finish(cancelled ? cancelledError() : unreachable(endpoint, 'the answer broke off (mayurad stopped or restarted); whether the call took effect is unknown')));
     });
     req.end(body);
   });

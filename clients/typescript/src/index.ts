@@ -337,7 +337,11 @@ class NativeSandbox implements NativeSandboxBackend {
       if (failed.reason === 'gone') this.ended = true;
       throw failed;
     }
-    if (!result) throw new SandboxError('internal', "mayurad's exec stream ended with no result");
+    if (!result)
+      throw new SandboxError(
+        'internal',
+        "mayurad's exec stream ended with no result (mayurad stopped or restarted); the command's end is unknown",
+      );
     return result;
   }
 
