@@ -21,12 +21,14 @@ layouts=("$@")
 # starts from.
 # The service's suites (mayurad, the remote provider, mayura-run through a
 # daemon) run wherever the engine does: a daemon is how most hosts use it.
-core='ExecTest|LifetimeTest|LimitsTest|UnifiedCgroupTest|PauseTest|DiskTest|SnapshotTest|VolumeTest|MayuraRunTest|MayuraRunEngineTest|NativeConformance|InProcessServerTest|DaemonTest|HostileTenantTest'
-wide="$core|RemoteConformance|FilesTest|ImagesTest|ImageStoreTest|NetworkTest|HostLinkTest|PortsTest"
+# Sandboxes that outlive the daemon (LiveRestoreTest) are taken back from
+# their cgroups in every layout; their networks, the kernel's alone, once.
+core='ExecTest|LifetimeTest|LimitsTest|UnifiedCgroupTest|PauseTest|DiskTest|SnapshotTest|VolumeTest|MayuraRunTest|MayuraRunEngineTest|NativeConformance|InProcessServerTest|DaemonTest|LiveRestoreTest|HostileTenantTest'
+wide="$core|RemoteConformance|FilesTest|ImagesTest|ImageStoreTest|NetworkTest|HostLinkTest|PortsTest|LiveRestoreNetworkTest"
 # A login session runs what where the engine starts from changes (the engine's cgroup root, and so
 # exec, lifetimes, limits, mayura-run and the daemon), not the conformance
 # suite and the service's HTTP API again, which the other rows run.
-login='ExecTest|LifetimeTest|LimitsTest|UnifiedCgroupTest|MayuraRunTest|MayuraRunEngineTest|DaemonTest'
+login='ExecTest|LifetimeTest|LimitsTest|UnifiedCgroupTest|MayuraRunTest|MayuraRunEngineTest|DaemonTest|LiveRestoreTest'
 # (A parameterized suite's name has its instantiation before it:
 # integration.Both/MayuraRunTest.X/Daemon, integration.Conformance/NativeConformance.Passes/X.)
 # A sandbox that fights back (tests/attacks/fight_back*): its release
