@@ -73,6 +73,7 @@ std::string encode_kept(const KeptSandbox& k) {
                   {"image", k.image},
                   {"commandsAhead", k.commands_ahead},
                   {"desktop", k.desktop},
+                  {"paused", k.paused},
                   {"disk", base64_encode(k.disk)},
                   {"volumes", k.volumes},
                   {"io", k.io},
@@ -109,6 +110,7 @@ std::optional<KeptSandbox> decode_kept(const std::string& line) {
     k.image = j.at("image").get<std::string>();
     k.commands_ahead = j.at("commandsAhead").get<bool>();
     k.desktop = j.at("desktop").get<bool>();
+    k.paused = j.at("paused").get<bool>();
     const auto disk = base64_decode(j.at("disk").get<std::string>());
     if (!disk) return std::nullopt;
     k.disk = *disk;

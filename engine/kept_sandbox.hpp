@@ -31,6 +31,7 @@ struct KeptSandbox {
   std::string image;  // as the create named it (empty: the default)
   bool commands_ahead = true;
   bool desktop = false;
+  bool paused = false;               // by its caller (Sandbox::pause)
   std::string disk;                  // its disk's file, if it has one
   std::vector<std::string> volumes;  // its volumes' files
   // The I/O bounds on its disk's and volumes' devices: read and write

@@ -310,6 +310,15 @@ void InitProcess::kill_and_wait() noexcept {
   pid_ = -1;
 }
 
+UniqueFd InitProcess::open_netns() const {
+  UniqueFd netns(::open(("/proc/" + std::to_string(pid_) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+  if (netns && pidfd_ && !running()) {
+    errno = ESRCH;
+    return {};
+  }
+  return netns;
+}
+
 void InitProcess::kill() const noexcept {
   if (pidfd_) ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
   else if (pid_ > 0) ::kill(pid_, SIGKILL);

@@ -88,6 +88,11 @@ class InitProcess {
   ~InitProcess() { kill_and_wait(); }
 
   pid_t pid() const { return pid_; }
+  // Its network namespace (the sandbox's), opened through its pid; none
+  // (errno set) once it has ended. An adopted init's pid is another's once
+  // its parent reaps it: one that still runs after the open is the one
+  // opened.
+  UniqueFd open_netns() const;
   int control() const { return control_.get(); }
   bool running() const noexcept;
   // SIGKILL, without waiting.

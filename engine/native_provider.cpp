@@ -355,9 +355,10 @@ class NativeProvider final : public SandboxProvider {
   void take_back_sandboxes() {
     places_.engine->take_back([this](const records::EngineLock::Left& left, records::SlotLease lease) {
       const std::string name = left.cgroup.substr(left.cgroup.rfind('/') + 1);
-      auto core = std::make_shared<native::SandboxCore>();
-      core->lease = std::move(lease);
+      std::shared_ptr<native::SandboxCore> core;
       try {
+        core = std::make_shared<native::SandboxCore>();
+        core->lease = std::move(lease);
         std::uint64_t first_command = 1;
         take_back(*core, left, name, first_command);
         const auto remaining = core->kept.deadline_ms - native::boot_ms();
@@ -370,8 +371,11 @@ class NativeProvider final : public SandboxProvider {
         std::fprintf(
             stderr, "mayura: the sandbox %s an engine before this one left cannot be taken back (%s): it is released\n",
             name.c_str(), e.what());
-        core->end();
-        cgroups::remove_orphan(places_.cgroups, left.cgroup);  // where no cgroup was taken back to end it with
+        // Its cgroup first, whatever of it was taken back: every process
+        // of it gone, or the record stays for the next engine to try.
+        records::SlotLease& held = core ? core->lease : lease;
+        if (!cgroups::remove_orphan(places_.cgroups, left.cgroup)) held.keep_record();
+        if (core) core->end();
         ::unlink(native::init_socket_path(options_.state_dir, name).c_str());
       }
     });
@@ -387,6 +391,10 @@ class NativeProvider final : public SandboxProvider {
     if (!kept) throw SandboxError(Reason::INTERNAL, "its record cannot be read");
     if (kept->name != name || left.cgroup != places_.cgroups.root + "/" + name)
       throw SandboxError(Reason::INTERNAL, "its record names another cgroup");
+    // Its host ids are its slot's, as this engine gives them: no other
+    // sandbox of this engine's can have them.
+    if (kept->uid_base != options_.id_base + left.slot * 65536u)
+      throw SandboxError(Reason::INTERNAL, "its host ids are not its slot's (idBase changed)");
     core.kept = *kept;
     core.state_dir = options_.state_dir;
     core.cgroup =
@@ -433,9 +441,13 @@ class NativeProvider final : public SandboxProvider {
     } else {
       core.io_devices.clear();  // unbounded: nothing to lift or set
     }
-    core.found_frozen(cgroups::is_frozen(left.cgroup));
+    // Stopped by its caller's pause, it stays so; by the dead engine's own
+    // doing (a snapshot it did not live to finish), it goes on.
+    const bool frozen = cgroups::is_frozen(left.cgroup);
+    if (frozen && !kept->paused) core.cgroup.freeze(false, std::chrono::seconds(10));
+    core.found_frozen(frozen && kept->paused);
     if (!kept->ports.empty() || kept->network.kind != NetworkKind::none) {
-      core.netns.reset(::open(("/proc/" + std::to_string(kept->pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+      core.netns = core.init.open_netns();
       if (!core.netns) fail_step("opening its network namespace", errno);
     }
     if (kept->network.kind != NetworkKind::none) {

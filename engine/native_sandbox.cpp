@@ -207,9 +207,19 @@ constexpr std::chrono::seconds kFreezeBound{5};
 
 void SandboxCore::freeze(bool frozen) {
   if (!alive()) gone_once_ended();
-  std::lock_guard lock(freeze_mutex_);
-  cgroup.freeze(frozen, kFreezeBound);
-  frozen_ = frozen;
+  {
+    std::lock_guard lock(freeze_mutex_);
+    cgroup.freeze(frozen, kFreezeBound);
+    frozen_ = frozen;
+  }
+  // A later engine tells a pause from a stop of the engine's own (a
+  // snapshot's, cut short) by the record. (mutex_ after freeze_mutex_ is
+  // let go: finish() takes them the other way round.)
+  if (state_dir.empty()) return;
+  std::lock_guard lock(mutex_);
+  if (ending_.load()) return;
+  kept.paused = frozen;
+  lease.keep(encode_kept(kept));
 }
 
 void SandboxCore::found_frozen(bool frozen) {
@@ -329,7 +339,7 @@ void SandboxCore::set_network(const Network& next) {
       if (!network) {
         if (next.kind == NetworkKind::none) return;
         if (!netns) {
-          netns.reset(::open(("/proc/" + std::to_string(init.pid()) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+          netns = init.open_netns();
           if (!netns) {
             if (errno != ENOENT && errno != ESRCH && errno != EINVAL)
               fail_step("opening the sandbox's network namespace", errno);
@@ -339,7 +349,16 @@ void SandboxCore::set_network(const Network& next) {
         if (netns) network = std::make_unique<netfilter::SandboxNetwork>(*network_context, netns.get(), lease.slot());
       }
       if (network) {
-        network->set(next);
+        try {
+          network->set(next);
+        } catch (...) {
+          // Left with none (SandboxNetwork::set): so is the record.
+          if (!state_dir.empty()) {
+            kept.network = Network::none();
+            lease.keep(encode_kept(kept));
+          }
+          throw;
+        }
         // A later engine makes the network it has now.
         if (!state_dir.empty()) {
           kept.network = next;

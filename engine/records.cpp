@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "cgroups.hpp"
+#include "kept_sandbox.hpp"
 #include "mayura/random_id.hpp"
 #include "sys_error.hpp"
 
@@ -199,7 +200,12 @@ Cleaned clean_if_dead(const std::string& state_dir, const cgroups::Places& place
   // A sandbox that outlives its engine is a later engine's to take back
   // (or release): removed here only once nothing of it runs (its init
   // ended it at its deadline).
-  if (!record.kept.empty() && !record.cgroup.empty() && cgroups::has_processes(record.cgroup)) return Cleaned::kept;
+  if (!record.kept.empty() && !record.cgroup.empty() && cgroups::has_processes(record.cgroup)) {
+    // Unless its lifetime is over (a paused one's init, stopped too, cannot
+    // end it): then nobody may keep it.
+    const auto kept = native::decode_kept(record.kept);
+    if (!kept || kept->deadline_ms > native::boot_ms()) return Cleaned::kept;
+  }
   // Only ever a sandbox cgroup of an engine: a cgroup2 directory under this
   // engine's root or another's. The record is trusted no further than that.
   if (!record.cgroup.empty() && !cgroups::remove_orphan(places, record.cgroup))
@@ -227,7 +233,12 @@ void remove_stray_init_sockets(const std::string& state_dir) {
     while (const dirent* e = ::readdir(slots)) {
       if (e->d_name[0] == '.') continue;
       const UniqueFd fd(::open((slots_dir(state_dir) + "/" + e->d_name).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-      if (!fd) continue;
+      if (!fd && errno == ENOENT) continue;  // given back meanwhile
+      if (!fd) {
+        // Unread, it could be any socket's: none is removed this time.
+        ::closedir(slots);
+        return;
+      }
       const std::string cgroup = parse_record(read_all(fd.get())).cgroup;
       named.push_back(cgroup.substr(cgroup.rfind('/') + 1));
     }
@@ -314,8 +325,14 @@ void EngineLock::take_back(const std::function<void(const Left&, SlotLease)>& ta
     const Record record = parse_record(read_all(fd.get()));
     if (record.kept.empty() || record.engine.empty() || record.engine == id_ || !engine_dead(state_dir_, record.engine))
       continue;
-    // Ours from here: the record names this engine, which lives.
-    replace_record(state_dir_, path, record_text(id_, record.cgroup, record.kept));
+    // Ours from here: the record names this engine, which lives. One that
+    // cannot be written now (a full disk) stays the dead engine's, for the
+    // next start: the rest are taken back all the same.
+    try {
+      replace_record(state_dir_, path, record_text(id_, record.cgroup, record.kept));
+    } catch (const SandboxError&) {
+      continue;
+    }
     {
       std::lock_guard lock(mutex_);
       held_[slot] = true;

@@ -84,6 +84,10 @@ class SlotLease {
   void keep(const std::string& kept);
   // The sandbox is gone: give the slot back.
   void clear() noexcept;
+  // Lets go of the slot and leaves its record: for a sandbox whose cgroup
+  // could not be removed, which the next engine tries again (this one
+  // never uses the slot again).
+  void keep_record() noexcept { engine_ = nullptr; }
 
  private:
   friend class EngineLock;

@@ -235,21 +235,32 @@ int main(int argc, char** argv) {
     if (config.server.live_restore)
       std::fprintf(stderr, "mayurad: took back %zu sandbox%s an earlier daemon left running\n", server.taken_back(),
                    server.taken_back() == 1 ? "" : "es");
-    // TLS first: once the Unix socket answers, every listener does.
-    if (config.tls) {
-      server.listen_tls(config.tls->address, config.tls->port, tls_credentials, tokens);
-      std::fprintf(stderr, "mayurad: serving https on %s:%u\n", config.tls->address.c_str(), server.tls_port());
-    }
     std::string serving;
-    if (activated) {
-      // systemd made the socket (its mode and group are the socket unit's)
-      // and keeps it across restarts: it is served as it is, never replaced.
-      server.adopt_unix(*activated);
-      serving = bound_path(*activated) + " (the socket systemd passed)";
-    } else {
-      warn_if_no_group();
-      server.listen_unix(config.socket, config.socket_mode, socket_gid);
-      serving = config.socket;
+    try {
+      // TLS first: once the Unix socket answers, every listener does.
+      if (config.tls) {
+        server.listen_tls(config.tls->address, config.tls->port, tls_credentials, tokens);
+        std::fprintf(stderr, "mayurad: serving https on %s:%u\n", config.tls->address.c_str(), server.tls_port());
+      }
+      if (activated) {
+        // systemd made the socket (its mode and group are the socket unit's)
+        // and keeps it across restarts: it is served as it is, never replaced.
+        server.adopt_unix(*activated);
+        serving = bound_path(*activated) + " (the socket systemd passed)";
+      } else {
+        warn_if_no_group();
+        server.listen_unix(config.socket, config.socket_mode, socket_gid);
+        serving = config.socket;
+      }
+    } catch (const mayura::SandboxError& e) {
+      // A start that fails (a port taken, a bad certificate) must not end
+      // the sandboxes it took back: they wait for the next start.
+      if (!config.server.live_restore || server.sandboxes_alive() == 0) throw;
+      std::fprintf(stderr, "mayurad: %s: %s; every sandbox is left running for the next start\n",
+                   std::string(mayura::reason_name(e.reason())).c_str(), e.what());
+      server.remove_socket_files();
+      std::fflush(nullptr);
+      ::_exit(1);
     }
     std::fprintf(stderr, "mayurad: serving on %s\n", serving.c_str());
     const mayura::tools::SignalWatch on_stop(stop_signals, [&server](int) {

@@ -146,7 +146,7 @@ class Server {
     ::close(kControlFd);
     connected_ = false;
     // The next engine knows nothing of the process started ahead.
-    standby_.drop();
+    standby_.cancel();
     if (deadline_ms_ > 0) {
       itimerspec at{};
       at.it_value.tv_sec = deadline_ms_ / 1000;

@@ -42,6 +42,12 @@ class Standby {
   bool waiting() const { return pid_ > 0; }
   // Kills the one that waits, if any (reaped by the serve loop).
   void drop() noexcept;
+  // Drops it, and forgets one asked for: its engine has gone.
+  void cancel() noexcept {
+    drop();
+    asked_cgroup_.reset();
+    asked_v1_procs_.reset();
+  }
 
  private:
   UniqueFd asked_cgroup_;  // asked for, not started yet

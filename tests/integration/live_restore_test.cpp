@@ -186,6 +186,26 @@ TEST_F(LiveRestoreTest, ADiskAVolumeAndAPauseOutliveTheDaemon) {
   reap_orphans();
 }
 
+// A daemon whose start fails after it took the sandboxes back (here: its
+// socket's path is taken by a file) leaves them running for the next start.
+TEST_F(LiveRestoreTest, AStartThatFailsLeavesTheSandboxesForTheNext) {
+  start();
+  const std::string id = create({{"lifetimeMs", 120'000}});
+  EXPECT_EQ(sh(id, "setsid sleep 300 >/dev/null 2>&1 &"), "");
+  kill_daemon();
+  const std::string taken = dir_ + "/taken";
+  std::ofstream(taken) << "no socket";
+  write_config({{"socket", taken}});
+  const pid_t failing = start_mayurad(MAYURAD_PATH, config_path(), false);
+  int status = 0;
+  ::waitpid(failing, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+  EXPECT_FALSE(processes_in_range(options_of_test()).empty()) << "a failed start ended the sandboxes";
+  write_config();
+  start();
+  EXPECT_EQ(sh(id, "pgrep -x sleep >/dev/null && echo running"), "running\n");
+}
+
 // SIGTERM (systemctl stop, restart, an upgrade) leaves every sandbox
 // running, as SIGKILL does; `mayurad --release-all` then ends them all and
 // leaves nothing (the leak check of TearDown).

@@ -21,6 +21,7 @@ KeptSandbox example() {
   k.image = "debian:12";
   k.commands_ahead = false;
   k.desktop = true;
+  k.paused = true;
   k.disk = "/var/lib/mayura/disks/0123456789abcdef.ext4";
   k.volumes = {"/var/lib/mayura/volumes/uid:1000/data"};
   k.io = {1, 2, 3, 4};
@@ -50,6 +51,7 @@ TEST(KeptSandbox, ReadsBackAsItWasWrittenOnOneLine) {
   EXPECT_EQ(back->image, k.image);
   EXPECT_EQ(back->commands_ahead, k.commands_ahead);
   EXPECT_EQ(back->desktop, k.desktop);
+  EXPECT_EQ(back->paused, k.paused);
   EXPECT_EQ(back->disk, k.disk);
   EXPECT_EQ(back->volumes, k.volumes);
   EXPECT_EQ(back->io, k.io);
