@@ -320,6 +320,13 @@ TEST_F(LiveRestoreNetworkTest, AllowlistAndAllReachTheWorldAgainAfterARestart) {
   EXPECT_EQ(sh(allow, get + "http://other.test/ >/dev/null 2>&1 || echo refused"), "refused\n");
   EXPECT_NE(sh(all, get + "http://203.0.113.10/").find("hello from 203.0.113.10"), std::string::npos);
   EXPECT_NE(sh(all, "getent ahostsv4 allowed.test").find("203.0.113.10"), std::string::npos);
+  // Its network changes as any sandbox's, and the next daemon makes the new one.
+  ASSERT_EQ(call(verb::put, "/v1/sandboxes/" + allow + "/network", R"({"network": {"allow": ["other.test"]}})").status,
+            204u);
+  kill_daemon();
+  start();
+  EXPECT_NE(sh(allow, get + "http://other.test/").find("hello from 203.0.113.11"), std::string::npos);
+  EXPECT_EQ(sh(allow, get + "http://allowed.test/ >/dev/null 2>&1 || echo refused"), "refused\n");
 }
 
 }  // namespace
