@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "mayura/runtime.hpp"
 #include "run_quietly.hpp"
 #include "tests/support/exec_load.hpp"
 
@@ -214,8 +215,8 @@ int main(int argc, char** argv) {
   if (daemons.start() < 0) return std::fputs("bench_restore: mayurad did not start\n", stderr), 1;
   std::vector<Client> clients(3);
   std::atomic<bool> stop{false};
-  std::vector<std::thread> threads;
-  for (int i = 0; i < 3; ++i) threads.emplace_back([&, i] { clients[i].run(daemons.socket(), i, stop); });
+  std::vector<mayura::OwnedThread> threads;
+  for (int i = 0; i < 3; ++i) threads.emplace_back("client", [&, i] { clients[i].run(daemons.socket(), i, stop); });
   std::mt19937 random(42);
   std::vector<double> gaps;
   const auto cycling = Clock::now();
