@@ -216,6 +216,7 @@ int main(int argc, char** argv) {
   std::vector<Client> clients(3);
   std::atomic<bool> stop{false};
   std::vector<mayura::OwnedThread> threads;
+  threads.reserve(clients.size());
   for (int i = 0; i < 3; ++i) threads.emplace_back("client", [&, i] { clients[i].run(daemons.socket(), i, stop); });
   std::mt19937 random(42);
   std::vector<double> gaps;

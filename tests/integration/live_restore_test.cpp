@@ -75,7 +75,7 @@ class LiveRestoreTest : public ScratchSocketTest {
     daemon_ = -1;
   }
   std::string release_all() {
-    const std::string out = run_shell(std::string(MAYURAD_PATH) + " --config " + config_path() + " --release-all 2>&1");
+    std::string out = run_shell(std::string(MAYURAD_PATH) + " --config " + config_path() + " --release-all 2>&1");
     reap_orphans();
     return out;
   }
