@@ -23,11 +23,13 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "protocol.hpp"
 #include "reactor.hpp"
 #include "requests.hpp"
 #include "sys_error.hpp"
+#include "terminal.hpp"
 #include "trace.hpp"
 
 namespace mayura::native {
@@ -91,18 +93,36 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     for (const auto& [k, v] : env) request.env.push_back(k + "=" + v);
     request.cwd = cwd_;
     request.program_fd = program_ >= 0;
+    request.terminal = options_.terminal.has_value();
+    request.report_pid = interactive();
+    if (options_.stdin) input_ = *options_.stdin;
+    input_ended_ = !interactive();
 
-    io::Pipe out = io::make_pipe(true, false);
-    io::Pipe err = io::make_pipe(true, false);
-    io::Pipe status = io::make_pipe(true, false);
+    io::Pipe out;
+    io::Pipe err;
     io::Pipe in;
-    if (options_.stdin) in = io::make_pipe(false, true);
-    const int child_stdin = options_.stdin ? in.read.get() : dev_null();
+    Terminal terminal;
+    io::Pipe status = io::make_pipe(true, false);
+    std::vector<int> fds;
+    if (options_.terminal) {
+      // One terminal is its three streams; the engine reads and writes its
+      // master, and has no stderr of its own to watch.
+      const UniqueFd root = core_->init.open_root();
+      if (!root) throw SandboxError(Reason::GONE, "the sandbox has ended");
+      terminal = open_terminal(root.get(), *options_.terminal);
+      const int slave = terminal.slave.get();
+      fds = {slave, slave, slave, status.write.get(), cgroup.get()};
+    } else {
+      out = io::make_pipe(true, false);
+      err = io::make_pipe(true, false);
+      if (options_.stdin || interactive()) in = io::make_pipe(false, true);
+      const int child_stdin = in.read ? in.read.get() : dev_null();
+      fds = {child_stdin, out.write.get(), err.write.get(), status.write.get(), cgroup.get()};
+    }
     limit_ = options_.max_output_bytes.value_or(std::size_t{16} << 20);
     deadline_ = options_.timeout_ms && *options_.timeout_ms < kYearMs
                     ? start_ + std::chrono::milliseconds(*options_.timeout_ms)
                     : Clock::time_point::max();
-    std::vector<int> fds = {child_stdin, out.write.get(), err.write.get(), status.write.get(), cgroup.get()};
     const UniqueFd v1_procs = core_->cgroup.commands_procs();
     if (v1_procs) fds.push_back(v1_procs.get());
     if (program_ >= 0) fds.push_back(program_);
@@ -110,10 +130,20 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     // reactor that cannot take them (its memory, the epoll watch limit) fails
     // the exec with nothing started, rather than leaving a command whose
     // output nobody reads.
-    watch_fd(out_, out.read, "watching the command's output");
-    watch_fd(err_, err.read, "watching the command's errors");
+    if (terminal.master) {
+      UniqueFd input(::fcntl(terminal.master.get(), F_DUPFD_CLOEXEC, 3));
+      check_sys(input.get(), "opening the terminal's input");
+      watch_fd(out_, terminal.master, "watching the command's terminal");
+      watch_fd(in_, input, "watching the command's terminal input");
+      err_open_ = false;
+      in_open_ = true;
+    } else {
+      watch_fd(out_, out.read, "watching the command's output");
+      watch_fd(err_, err.read, "watching the command's errors");
+      in_open_ = static_cast<bool>(in.write);
+      if (in_open_) watch_fd(in_, in.write, "watching the command's input");
+    }
     watch_fd(status_, status.read, "watching the command's status");
-    if (options_.stdin) watch_fd(in_, in.write, "watching the command's input");
     oom_kills_before_ = core_->cgroup.oom_kills();
     core_->send(protocol::encode(request), fds);
     sent_ = true;
@@ -122,17 +152,47 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     asio::dispatch(strand_, [self = shared_from_this()] { self->begin(); });
   }
 
+  // What the caller's control (ExecOptions::on_start) asks, on the strand.
+  void more_input(std::string_view data) {
+    if (finished_ || !in_open_ || input_ended_) return;
+    input_.append(data);
+    if (!waiting_to_write_) feed_stdin();
+  }
+  void end_input() {
+    if (finished_ || input_ended_) return;
+    input_ended_ = true;
+    if (!waiting_to_write_) feed_stdin();
+  }
+  void send_signal(int signal) {
+    if (finished_ || exited_) return;
+    if (pid_ <= 0) return signals_waiting_.push_back(signal);  // said once it runs
+    try {
+      core_->send(protocol::encode_signal(pid_, signal), {});
+    } catch (const std::exception&) {
+      // the sandbox is gone: the run ends with that
+    }
+  }
+  void resize(TerminalSize size) {
+    if (!finished_ && options_.terminal && out_.is_open()) resize_terminal(out_.native_handle(), size);
+  }
+
  private:
+  bool interactive() const { return static_cast<bool>(options_.on_start); }
+
   void begin() {
     if (options_.cancellation.stop_possible()) {
       cancel_watch_.emplace(options_.cancellation, Wake{weak_from_this(), strand_});
     }
+    if (interactive()) give_control();
     watch_output(OutputStream::out);
-    watch_output(OutputStream::err);
+    if (err_open_) watch_output(OutputStream::err);
     watch_status();
-    if (options_.stdin) watch_stdin();
+    if (in_open_) feed_stdin();
     arm_timer();
   }
+
+  class Control;
+  void give_control();
 
   asio::posix::stream_descriptor& stream(OutputStream from) { return from == OutputStream::out ? out_ : err_; }
   bool& open(OutputStream from) { return from == OutputStream::out ? out_open_ : err_open_; }
@@ -182,30 +242,39 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   }
 
   void watch_stdin() {
+    waiting_to_write_ = true;
     in_.async_wait(asio::posix::descriptor_base::wait_write,
                    [self = shared_from_this()](const boost::system::error_code& ec) {
+                     self->waiting_to_write_ = false;
                      if (!ec) self->feed_stdin();
                    });
   }
 
+  // What is queued for the input, as the command takes it; its end once the
+  // queue is empty and no more will come. A command that closed its input
+  // (or a terminal gone) drops the rest.
   void feed_stdin() {
-    if (finished_) return;
-    const std::string& data = *options_.stdin;
-    if (stdin_written_ < data.size()) {
-      const long w = io::write_no_sigpipe(in_.native_handle(), data.data() + stdin_written_,
-                                          std::min<std::size_t>(data.size() - stdin_written_, kChunk));
+    if (finished_ || !in_open_) return;
+    while (written_ < input_.size()) {
+      const long w = io::write_no_sigpipe(in_.native_handle(), input_.data() + written_,
+                                          std::min<std::size_t>(input_.size() - written_, kChunk));
       if (w > 0) {
-        stdin_written_ += static_cast<std::size_t>(w);
-      } else if (errno != EAGAIN) {
-        stdin_written_ = data.size();  // the command closed its input
+        written_ += static_cast<std::size_t>(w);
+        continue;
       }
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0 && errno == EAGAIN) return watch_stdin();
+      input_ended_ = true;
+      written_ = input_.size();
     }
-    if (stdin_written_ >= data.size()) {
+    input_.clear();
+    written_ = 0;
+    // A terminal's input is its master, which its output still reads.
+    if (input_ended_ && !options_.terminal) {
       boost::system::error_code ignored;
       in_.close(ignored);  // the end of its input
-      return;
+      in_open_ = false;
     }
-    watch_stdin();
   }
 
   void watch_status() {
@@ -227,6 +296,8 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
       }
       if (s.kind == protocol::Status::started) {
         trace_.step("started");
+        pid_ = static_cast<int>(s.extra);
+        for (const int signal : std::exchange(signals_waiting_, {})) send_signal(signal);
       } else if (s.kind == protocol::Status::spawn_failed) {
         init_answered_ = true;
         if (!not_started(s)) return;
@@ -414,7 +485,13 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
 
   ExecResult result_;
   std::exception_ptr failure_;
-  std::size_t stdin_written_ = 0;
+  // The input queued and not yet taken (from written_ on), and whether more
+  // may come (ExecOptions::on_start) or its end is due once it is taken.
+  std::string input_;
+  std::size_t written_ = 0;
+  bool input_ended_ = true, in_open_ = false, waiting_to_write_ = false;
+  int pid_ = 0;  // in the sandbox's pid namespace, once the init said (interactive runs only)
+  std::vector<int> signals_waiting_;
   bool out_open_ = true, err_open_ = true, status_open_ = true;
   bool exited_ = false, killed_ = false, cancelled_ = false, finished_ = false, cgroup_made_ = false;
   bool sent_ = false;  // the request reached the init
@@ -429,6 +506,38 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   std::uint64_t oom_kills_before_ = 0;
   Clock::time_point exit_time_{}, kill_time_{};
 };
+
+// The caller's side of an interactive run: each call goes to the run's
+// strand, and does nothing once the run has ended.
+class CommandRun::Control final : public CommandControl {
+ public:
+  Control(std::weak_ptr<CommandRun> run, asio::strand<asio::any_io_executor> strand)
+      : run_(std::move(run)), strand_(std::move(strand)) {}
+  void write(std::string data) override {
+    on_run([data = std::move(data)](CommandRun& run) { run.more_input(data); });
+  }
+  void close_input() override {
+    on_run([](CommandRun& run) { run.end_input(); });
+  }
+  void signal(int signal) override {
+    on_run([signal](CommandRun& run) { run.send_signal(signal); });
+  }
+  void resize(TerminalSize size) override {
+    on_run([size](CommandRun& run) { run.resize(size); });
+  }
+
+ private:
+  template <class F>
+  void on_run(F f) {
+    asio::post(strand_, [run = run_, f = std::move(f)]() mutable {
+      if (auto self = run.lock()) f(*self);
+    });
+  }
+  std::weak_ptr<CommandRun> run_;
+  asio::strand<asio::any_io_executor> strand_;
+};
+
+void CommandRun::give_control() { options_.on_start(std::make_shared<Control>(weak_from_this(), strand_)); }
 
 }  // namespace
 

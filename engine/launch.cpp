@@ -310,13 +310,26 @@ void InitProcess::kill_and_wait() noexcept {
   pid_ = -1;
 }
 
-UniqueFd InitProcess::open_netns() const {
-  UniqueFd netns(::open(("/proc/" + std::to_string(pid_) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
-  if (netns && pidfd_ && !running()) {
+namespace {
+
+// /proc/PID/WHAT of the init; none (errno set) once it has ended. An
+// adopted init's pid is another's once its parent reaps it: one that still
+// runs after the open is the one opened.
+UniqueFd open_of_init(const InitProcess& init, bool adopted, const char* what, int flags) {
+  UniqueFd fd(::open(("/proc/" + std::to_string(init.pid()) + "/" + what).c_str(), flags | O_CLOEXEC));
+  if (fd && adopted && !init.running()) {
     errno = ESRCH;
     return {};
   }
-  return netns;
+  return fd;
+}
+
+}  // namespace
+
+UniqueFd InitProcess::open_netns() const { return open_of_init(*this, static_cast<bool>(pidfd_), "ns/net", O_RDONLY); }
+
+UniqueFd InitProcess::open_root() const {
+  return open_of_init(*this, static_cast<bool>(pidfd_), "root", O_PATH | O_DIRECTORY);
 }
 
 void InitProcess::kill() const noexcept {

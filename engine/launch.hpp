@@ -93,6 +93,8 @@ class InitProcess {
   // its parent reaps it: one that still runs after the open is the one
   // opened.
   UniqueFd open_netns() const;
+  // Its root directory (the sandbox's), the same way (O_PATH).
+  UniqueFd open_root() const;
   int control() const { return control_.get(); }
   bool running() const noexcept;
   // SIGKILL, without waiting.

@@ -207,6 +207,8 @@ class NativeProvider final : public SandboxProvider {
     f.snapshot = true;  // a copy of that disk's file
     f.volumes = true;   // more of those, kept
     f.disk_io = places_.cgroups.host.io.available();
+    f.interactive = true;
+    f.terminal = true;  // the sandbox's own devpts
     return f;
   }
 

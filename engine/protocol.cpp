@@ -76,6 +76,22 @@ std::string encode_keep(std::int64_t deadline_ms) {
   return w.bytes();
 }
 
+std::string encode_signal(std::int32_t pid, std::int32_t signal) {
+  wire::Writer w;
+  w.u32(static_cast<std::uint32_t>(Request::signal));
+  w.u32(static_cast<std::uint32_t>(pid));
+  w.u32(static_cast<std::uint32_t>(signal));
+  return w.bytes();
+}
+
+bool decode_signal(const std::string& bytes, std::int32_t& pid, std::int32_t& signal) {
+  wire::Reader r(bytes.data(), bytes.size());
+  if (static_cast<Request>(r.u32()) != Request::signal) return false;
+  pid = static_cast<std::int32_t>(r.u32());
+  signal = static_cast<std::int32_t>(r.u32());
+  return r.ok() && r.at_end() && pid > 1 && signal > 0 && signal < 65;
+}
+
 bool decode_keep(const std::string& bytes, std::int64_t& deadline_ms) {
   wire::Reader r(bytes.data(), bytes.size());
   if (static_cast<Request>(r.u32()) != Request::keep) return false;
@@ -107,7 +123,8 @@ std::string encode(const Exec& e) {
   w.strings(e.argv);
   w.strings(e.env);
   w.str(e.cwd);
-  w.u32(e.program_fd ? 1 : 0);
+  // Flags; a plain command's are those an init before terminals knew.
+  w.u32((e.program_fd ? 1U : 0U) | (e.terminal ? 2U : 0U) | (e.report_pid ? 4U : 0U));
   return w.bytes();
 }
 
@@ -117,9 +134,11 @@ bool decode(const std::string& bytes, Exec& out) {
   out.argv = r.strings();
   out.env = r.strings();
   out.cwd = r.str();
-  const std::uint32_t program_fd = r.u32();
-  out.program_fd = program_fd == 1;
-  return r.ok() && r.at_end() && !out.argv.empty() && program_fd <= 1;
+  const std::uint32_t flags = r.u32();
+  out.program_fd = (flags & 1U) != 0;
+  out.terminal = (flags & 2U) != 0;
+  out.report_pid = (flags & 4U) != 0;
+  return r.ok() && r.at_end() && !out.argv.empty() && flags <= 7;
 }
 
 std::string encode(Request kind, const FileRequest& f) {

@@ -24,6 +24,7 @@ enum class Request : std::uint32_t {
   remove = 6,
   standby = 7,
   keep = 8,
+  signal = 9,
 };
 
 // fds that come with each request, in this order
@@ -50,6 +51,9 @@ enum class Request : std::uint32_t {
 //           none is connected, ends the sandbox itself at the request's
 //           deadline (CLOCK_BOOTTIME, in ms; 0: none). The standby process
 //           is dropped as the engine goes: the next engine knows nothing of it.
+//   signal: none, and no answer: a signal for the process group of a
+//           command the init started (its pid, as `started` said it) and
+//           has not reaped yet; any other pid is ignored.
 
 struct Config {
   rootfs::Plan plan;
@@ -70,6 +74,13 @@ struct Exec {
   // the desktop helper), run as it is, with no path in the sandbox; argv[0]
   // only names it.
   bool program_fd = false;
+  // stdin, stdout and stderr are one terminal's end, and the command leads
+  // a session of its own with it as its controlling terminal (else it leads
+  // a process group of its own, in the init's session).
+  bool terminal = false;
+  // The init says `started` on the status pipe with the command's pid (in
+  // the sandbox's pid namespace), as soon as it runs: for a later signal.
+  bool report_pid = false;
 };
 
 struct FileRequest {
@@ -116,6 +127,9 @@ bool decode_standby(const std::string& bytes, bool& now);
 std::string encode_keep(std::int64_t deadline_ms);
 // A keep request's deadline; false if `bytes` is not one.
 bool decode_keep(const std::string& bytes, std::int64_t& deadline_ms);
+std::string encode_signal(std::int32_t pid, std::int32_t signal);
+// A signal request's pid and signal; false if `bytes` is not one.
+bool decode_signal(const std::string& bytes, std::int32_t& pid, std::int32_t& signal);
 Request kind_of(const std::string& bytes);
 
 // list entries on the data pipe: type u32, mode u32, size u64, mtime_ms u64, name str

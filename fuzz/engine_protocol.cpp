@@ -55,16 +55,32 @@ void standby_round_trip(const std::string& bytes) {
   FUZZ_CHECK(protocol::encode_standby(now) == bytes);
 }
 
+// The requests of a sandbox that outlives its engine, and of a signal.
+void keep_and_signal_round_trip(const std::string& bytes) {
+  std::int64_t deadline_ms = 0;
+  if (protocol::decode_keep(bytes, deadline_ms)) {
+    mayura::fuzz::accept();
+    FUZZ_CHECK(deadline_ms >= 0 && protocol::encode_keep(deadline_ms) == bytes);
+  }
+  std::int32_t pid = 0;
+  std::int32_t signal = 0;
+  if (protocol::decode_signal(bytes, pid, signal)) {
+    mayura::fuzz::accept();
+    FUZZ_CHECK(pid > 1 && signal > 0 && signal < 65 && protocol::encode_signal(pid, signal) == bytes);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 5) {
+  switch (data[0] % 6) {
     case 0: round_trip<protocol::Config>(bytes); break;
     case 1: round_trip<protocol::Exec>(bytes); break;
     case 2: file_round_trip(bytes); break;
     case 4: standby_round_trip(bytes); break;
+    case 5: keep_and_signal_round_trip(bytes); break;
     default: listing_round_trip(bytes); break;
   }
   (void)protocol::kind_of(bytes);

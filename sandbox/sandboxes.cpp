@@ -148,6 +148,46 @@ void check_exec(const SandboxesState& owner, const std::vector<std::string>& arg
   if (options.stdin && options.stdin->size() > owner.options.max_write_bytes) {
     throw SandboxError(Reason::LIMIT_REACHED, "stdin is larger than max_write_bytes");
   }
+  if (options.terminal) {
+    if (!owner.features.terminal)
+      throw SandboxError(Reason::INVALID_INPUT, "the provider does not run commands on a terminal");
+    check_terminal_size(*options.terminal);
+  }
+  if (options.on_start && !owner.features.interactive)
+    throw SandboxError(Reason::INVALID_INPUT, "the provider does not stream a command's input (on_start)");
+}
+
+// The caller's control, its input checked before the provider sees it.
+class CheckedControl final : public CommandControl {
+ public:
+  CheckedControl(std::shared_ptr<CommandControl> inner, std::size_t max_write)
+      : inner_(std::move(inner)), max_write_(max_write) {}
+  void write(std::string data) override {
+    if (data.size() > max_write_)
+      throw SandboxError(Reason::LIMIT_REACHED, "the input is larger than max_write_bytes at once");
+    inner_->write(std::move(data));
+  }
+  void close_input() override { inner_->close_input(); }
+  void signal(int signal) override {
+    check_signal(signal);
+    inner_->signal(signal);
+  }
+  void resize(TerminalSize size) override {
+    check_terminal_size(size);
+    inner_->resize(size);
+  }
+
+ private:
+  std::shared_ptr<CommandControl> inner_;
+  std::size_t max_write_;
+};
+
+void check_control(const SandboxesState& owner, ExecOptions& options) {
+  if (!options.on_start) return;
+  options.on_start = [start = std::move(options.on_start),
+                      max = owner.options.max_write_bytes](std::shared_ptr<CommandControl> control) {
+    start(std::make_shared<CheckedControl>(std::move(control), max));
+  };
 }
 }  // namespace
 }  // namespace detail
@@ -157,6 +197,7 @@ ExecResult Sandbox::exec(const std::vector<std::string>& argv, const ExecOptions
   auto backend = exec_backend(argv, options, limit);
   ExecOptions o = detail::without_pacing(options);  // the caller's thread is the consumer
   o.max_output_bytes = limit;
+  detail::check_control(*state().owner, o);
   return checked_result(guarded("exec", [&] { return backend->exec(argv, o); }), limit, o.keep_output);
 }
 
@@ -431,6 +472,7 @@ void Sandbox::start_exec(std::vector<std::string> argv, ExecOptions options, Exe
     return done(std::current_exception(), {});
   }
   options.max_output_bytes = limit;
+  detail::check_control(*state().owner, options);
   auto output = shim_output(options);
   start_on<ExecResult>(
       state().owner, backend, "exec",

@@ -61,13 +61,15 @@ struct CommandFds {
   int out = -1;
   int err = -1;
   int program = -1;
+  bool terminal = false;  // in, out and err are a terminal's end (protocol::Exec::terminal)
 };
 
 // The steps of a command's start, in the process cloned for it. What no
-// command decides: its process group and signals, the v1 process limit
+// command decides: its signals, the v1 process limit
 // (`v1_procs`, -1 where none) and the filters; false on a failure.
 bool prepare_command(int v1_procs, const std::vector<std::string>& seccomp, SpawnFailure& failure);
-// The command's streams as 0, 1 and 2, every other fd close-on-exec.
+// The command's streams as 0, 1 and 2, every other fd close-on-exec, and
+// its process group (or, on a terminal, its session).
 bool take_streams(const CommandFds& fds, SpawnFailure& failure);
 // The rest: the sandbox user, the directory, the exec (of `program` if the
 // request says so). Returns only when one failed, said in `failure`.

@@ -197,6 +197,7 @@ class Server {
           if (spawned.pid <= 0) spawned = spawn_command(exec, fds, who_, seccomp_);
           if (spawned.pid > 0) {
             // kept: the status pipe (the start and the exit go there) and the streams
+            if (exec.report_pid) report(fds[3], protocol::Status::started, 0, spawned.pid);
             commands_[spawned.pid] = Command{std::exchange(fds[3], -1), spawned.error_pipe, std::exchange(fds[1], -1),
                                              std::exchange(fds[2], -1)};
           }
@@ -216,6 +217,14 @@ class Server {
         standby_.start_if_due(who_, seccomp_);
         const char said = standby_.waiting() ? '1' : '0';
         (void)!::write(fds.back(), &said, 1);
+        break;
+      }
+      case protocol::Request::signal: {
+        // Only a command of the engine's that has not been reaped: its pid,
+        // and so its process group's id, is still its own.
+        std::int32_t pid = 0;
+        std::int32_t signal = 0;
+        if (protocol::decode_signal(bytes, pid, signal) && commands_.contains(pid)) ::kill(-pid, signal);
         break;
       }
       case protocol::Request::read:

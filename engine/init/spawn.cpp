@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -77,9 +78,9 @@ int exec_fd(int program, const std::vector<std::string>& argv, const std::vector
 }  // namespace
 
 bool prepare_command(int v1_procs, const std::vector<std::string>& seccomp, SpawnFailure& failure) {
-  // A fresh process group, default signal handling, nothing blocked. exec
-  // resets caught signals; SIGPIPE is the only one the init ignores.
-  ::setpgid(0, 0);
+  // Default signal handling, nothing blocked. exec resets caught signals;
+  // SIGPIPE is the only one the init ignores. (Its process group or session
+  // comes with its streams: a standby process knows neither yet.)
   ::signal(SIGPIPE, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
@@ -99,6 +100,12 @@ bool prepare_command(int v1_procs, const std::vector<std::string>& seccomp, Spaw
 
 bool take_streams(const CommandFds& fds, SpawnFailure& failure) {
   if (::dup2(fds.in, 0) < 0 || ::dup2(fds.out, 1) < 0 || ::dup2(fds.err, 2) < 0) {
+    return failure.set(protocol::SpawnStep::setup, errno);
+  }
+  // A process group of its own, which a signal for the command reaches; on
+  // a terminal, a session of its own that the terminal controls, so that
+  // its line discipline signals the foreground job (Ctrl-C, a resize).
+  if (fds.terminal ? ::setsid() < 0 || ::ioctl(0, TIOCSCTTY, 0) != 0 : ::setpgid(0, 0) != 0) {
     return failure.set(protocol::SpawnStep::setup, errno);
   }
   // Only 0, 1 and 2 reach the command (and the program, once, to exec it);
@@ -140,7 +147,8 @@ namespace {
   SpawnFailure failure;
   // The streams before the filters, as a profile written for a plain
   // fork+exec expects (one without close_range, say).
-  if (take_streams(CommandFds{fds[0], fds[1], fds[2]}, failure) && prepare_command(v1_procs, seccomp, failure)) {
+  if (take_streams(CommandFds{fds[0], fds[1], fds[2], -1, exec.terminal}, failure) &&
+      prepare_command(v1_procs, seccomp, failure)) {
     become_command(exec, program ? fds.back() : -1, who, failure);
   }
   failure.send(error_pipe);

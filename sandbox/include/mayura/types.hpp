@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -41,6 +42,8 @@ struct Features {
   bool snapshot = false;             // Sandbox::snapshot and fork, CreateOptions::snapshot
   bool volumes = false;              // Sandboxes::create_volume, CreateOptions::volumes
   bool disk_io = false;              // honours CreateOptions::disk_io
+  bool interactive = false;          // honours ExecOptions::on_start (input streamed, signals)
+  bool terminal = false;             // honours ExecOptions::terminal
   std::vector<NetworkKind> network;  // the kinds it can enforce
 };
 
@@ -154,6 +157,33 @@ using OutputCallback = std::function<void(std::string_view chunk)>;
 enum class OutputStream { out, err };
 using PacedOutputCallback = std::function<void(OutputStream from, std::string_view chunk, std::function<void()> more)>;
 
+// A terminal's size, in characters (1 to 1000 each).
+struct TerminalSize {
+  int rows = 24;
+  int columns = 80;
+};
+
+// The other end of a running command (ExecOptions::on_start): its input as
+// it comes, the signals it gets, its terminal's size. Safe from any thread;
+// each call returns at once, and what it writes goes to the command in the
+// order written. Calls once the command has ended do nothing.
+class CommandControl {
+ public:
+  virtual ~CommandControl() = default;
+  virtual void write(std::string data) = 0;
+  // The end of its input, once what was written before has gone in. On a
+  // terminal the command reads on until it ends (the terminal's end-of-file
+  // is ^D, the caller's to type).
+  virtual void close_input() = 0;
+  // `signal` (1 to 64) for the command's process group: the command and
+  // what it started and did not move to a group of its own, as a shell's
+  // job control signals a job. Only while the command itself runs.
+  virtual void signal(int signal) = 0;
+  // A terminal's new size; its foreground job gets SIGWINCH. Nothing
+  // without a terminal.
+  virtual void resize(TerminalSize size) = 0;
+};
+
 struct ExecOptions {
   std::string cwd;                              // relative to the workdir, or absolute; empty: the workdir
   std::map<std::string, std::string> env;       // added to the sandbox's env
@@ -177,6 +207,18 @@ struct ExecOptions {
   // stream passed max_output_bytes. (The native provider honours it; others
   // drop their kept output at the end.)
   bool keep_output = true;
+  // Runs the command on a pseudo-terminal of its own in the sandbox, of this
+  // size: its stdin, stdout and stderr are the terminal, so everything it
+  // prints comes as stdout (with the terminal's line endings), and the
+  // terminal's line discipline serves it: ^C typed in signals its
+  // foreground job, a resize sends SIGWINCH. (Providers say whether they
+  // can: Features::terminal.)
+  std::optional<TerminalSize> terminal;
+  // Called once, as the command starts and before any of its output, with
+  // its control (input as it comes, signals, resizes). With it, the
+  // command's input stays open after `stdin` (written first, if set) until
+  // close_input() or the command's end. (Features::interactive.)
+  std::function<void(std::shared_ptr<CommandControl>)> on_start;
 };
 
 struct ExecResult {

@@ -31,6 +31,10 @@ constexpr std::size_t kMaxDragPoints = 1000;
 // Each throws SandboxError(INVALID_INPUT) naming what is wrong.
 void check_path(std::string_view path, std::string_view what = "path");
 void check_env(const std::map<std::string, std::string>& env);
+// A terminal's rows and columns, each 1 to 1000.
+void check_terminal_size(const TerminalSize& size);
+// A signal's number: 1 to 64.
+void check_signal(int signal);
 void check_argv(const std::vector<std::string>& argv);
 void check_port(int port);
 void check_domain_pattern(std::string_view pattern);
