@@ -19,6 +19,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include "background_commands.hpp"
 #include "mayura/errors.hpp"
 #include "mayura/sandboxes.hpp"
 
@@ -64,7 +65,8 @@ struct SandboxState {
   std::string workdir;
   std::optional<DesktopSize> desktop;
   Clock::time_point deadline;
-  CreateOptions created;  // as it was created: what a fork makes again
+  CreateOptions created;          // as it was created: what a fork makes again
+  BackgroundCommands background;  // Sandbox::start's
 
   mutable std::mutex mutex;                 // guards backend against release while a call starts
   std::shared_ptr<SandboxBackend> backend;  // null once released

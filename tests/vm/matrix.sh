@@ -23,8 +23,11 @@ layouts=("$@")
 # daemon) run wherever the engine does: a daemon is how most hosts use it.
 # Sandboxes that outlive the daemon (LiveRestoreTest) are taken back from
 # their cgroups in every layout; their networks, the kernel's alone, once.
+# Terminals, streamed input and background commands (InteractiveTest,
+# BackgroundTest) stop their commands the way every exec does, which the core
+# suites run in each layout: the sandbox's devpts and sessions, once.
 core='ExecTest|LifetimeTest|LimitsTest|UnifiedCgroupTest|PauseTest|DiskTest|SnapshotTest|VolumeTest|MayuraRunTest|MayuraRunEngineTest|NativeConformance|InProcessServerTest|DaemonTest|LiveRestoreTest|HostileTenantTest'
-wide="$core|RemoteConformance|FilesTest|ImagesTest|ImageStoreTest|NetworkTest|HostLinkTest|PortsTest|LiveRestoreNetworkTest"
+wide="$core|RemoteConformance|FilesTest|ImagesTest|ImageStoreTest|NetworkTest|HostLinkTest|PortsTest|LiveRestoreNetworkTest|InteractiveTest|BackgroundTest"
 # A login session runs what where the engine starts from changes (the engine's cgroup root, and so
 # exec, lifetimes, limits, mayura-run and the daemon), not the conformance
 # suite and the service's HTTP API again, which the other rows run.

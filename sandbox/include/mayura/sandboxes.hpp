@@ -16,6 +16,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "mayura/async.hpp"
+#include "mayura/background.hpp"
 #include "mayura/errors.hpp"
 #include "mayura/provider.hpp"
 #include "mayura/types.hpp"
@@ -112,6 +113,42 @@ class Sandbox {
   // restore: SandboxProvider::restore, Sandboxes::take_back). INVALID_INPUT
   // where the provider's sandboxes end with its process; GONE once released.
   void keep(const std::string& record) const;
+
+  // Background commands (mayura/background.hpp). start() runs `argv` as
+  // exec would (the same checks, INVALID_INPUT or LIMIT_REACHED before
+  // anything runs) and returns at once, its id in the info; its output is
+  // held, the newest keep_bytes of each stream, for any caller to read with
+  // output() or attach() while this handle's sandbox lives; it ends by
+  // itself, at its timeout, by stop(), or with the sandbox. At most 32 are
+  // held per sandbox: a start past that many running fails LIMIT_REACHED,
+  // and otherwise the oldest ended one is dropped. An id the sandbox does
+  // not hold fails NOT_FOUND.
+  CommandInfo start(const std::vector<std::string>& argv, const StartOptions& options = {}) const;
+  // Every command held, in the order they started.
+  std::vector<CommandInfo> commands() const;
+  CommandInfo command(const std::string& id) const;
+  // What is held of one stream from `from` on (at most `max_bytes`, and at
+  // most max_output_bytes), at once.
+  OutputSlice output(const std::string& id, OutputStream stream, std::uint64_t from = 0,
+                     std::size_t max_bytes = std::size_t{1} << 20) const;
+  // What is held from the options' offsets, then the output as it comes,
+  // until the command has ended and all of it was given (or, without
+  // follow, once what is held now was given; or at the attachment's
+  // timeout): the command's info then. A cancellation fails CANCELLED and
+  // leaves the command running. Calls back on this thread.
+  CommandInfo attach(const std::string& id, const AttachOptions& options) const;
+  // Its input, signals and terminal (CommandControl's, checked the same
+  // way). INVALID_INPUT once it has ended, or where the provider cannot
+  // (Features::interactive); resize, for one with no terminal.
+  void write_input(const std::string& id, std::string data) const;
+  void close_input(const std::string& id) const;
+  void signal(const std::string& id, int signal) const;
+  void resize(const std::string& id, TerminalSize size) const;
+  // Stops it with everything it started (its processes ended at once, as
+  // a timeout does) and returns once it has ended.
+  CommandInfo stop(const std::string& id) const;
+  // Its info once it has ended, or at the timeout (still running then).
+  CommandInfo wait(const std::string& id, std::optional<std::int64_t> timeout_ms = {}) const;
 
   // The desktop of a sandbox created with CreateOptions::desktop: the screen
   // as PNG bytes (or a region of it), where the pointer is, and input that

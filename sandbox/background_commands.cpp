@@ -1,0 +1,137 @@
+#include "background_commands.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "mayura/errors.hpp"
+
+namespace mayura::detail {
+namespace {
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void OutputRing::append(std::string_view chunk) {
+  total_ += chunk.size();
+  if (chunk.size() >= capacity_) {
+    data_.assign(chunk.substr(chunk.size() - capacity_));
+    skip_ = 0;
+    return;
+  }
+  data_.append(chunk);
+  if (held() > capacity_) skip_ = data_.size() - capacity_;
+  if (skip_ >= capacity_) {
+    data_.erase(0, skip_);
+    skip_ = 0;
+  }
+}
+
+OutputSlice OutputRing::slice(std::uint64_t from, std::size_t max) const {
+  OutputSlice s;
+  const std::uint64_t oldest = total_ - held();
+  s.offset = std::min(std::max(from, oldest), total_);
+  s.dropped = from < oldest ? oldest - from : 0;
+  const std::size_t start = skip_ + static_cast<std::size_t>(s.offset - oldest);
+  s.data = data_.substr(start, std::min(max, data_.size() - start));
+  s.next = s.offset + s.data.size();
+  return s;
+}
+
+BackgroundCommand::BackgroundCommand(std::string id_, std::vector<std::string> argv_, bool terminal_,
+                                     std::size_t keep_bytes)
+    : id(std::move(id_)),
+      argv(std::move(argv_)),
+      terminal(terminal_),
+      started_ms(now_ms()),
+      out(keep_bytes),
+      err(keep_bytes) {}
+
+void BackgroundCommand::output(OutputStream stream, std::string_view chunk) {
+  {
+    std::lock_guard lock(mutex);
+    (stream == OutputStream::out ? out : err).append(chunk);
+  }
+  changed.notify_all();
+}
+
+void BackgroundCommand::started(std::shared_ptr<CommandControl> control) {
+  {
+    std::lock_guard lock(mutex);
+    if (state == CommandState::running) control_ = std::move(control);
+  }
+  changed.notify_all();
+}
+
+void BackgroundCommand::ended(CommandState state_, std::optional<int> exit_code_, std::string error_) {
+  {
+    std::lock_guard lock(mutex);
+    state = state_;
+    exit_code = exit_code_;
+    error = std::move(error_);
+    ended_ms = now_ms();
+    control_.reset();
+  }
+  changed.notify_all();
+}
+
+CommandInfo BackgroundCommand::info() const {
+  std::lock_guard lock(mutex);
+  CommandInfo i;
+  i.id = id;
+  i.argv = argv;
+  i.state = state;
+  i.exit_code = exit_code;
+  i.error = error;
+  i.started_ms = started_ms;
+  i.ended_ms = ended_ms;
+  i.terminal = terminal;
+  i.stdout_bytes = out.total();
+  i.stderr_bytes = err.total();
+  return i;
+}
+
+std::shared_ptr<CommandControl> BackgroundCommand::control() const {
+  std::lock_guard lock(mutex);
+  return control_;
+}
+
+std::shared_ptr<BackgroundCommand> BackgroundCommands::add(const std::vector<std::string>& argv, bool terminal,
+                                                           std::size_t keep_bytes) {
+  std::lock_guard lock(mutex_);
+  if (held_.size() >= kMaxHeld) {
+    const auto ended = std::find_if(held_.begin(), held_.end(), [](const auto& c) {
+      std::lock_guard command_lock(c->mutex);
+      return c->state != CommandState::running;
+    });
+    if (ended == held_.end()) {
+      throw SandboxError(Reason::LIMIT_REACHED, "the sandbox already runs " + std::to_string(kMaxHeld) +
+                                                    " background commands: stop or wait for one first");
+    }
+    held_.erase(ended);
+  }
+  auto command = std::make_shared<BackgroundCommand>("c" + std::to_string(next_++), argv, terminal, keep_bytes);
+  held_.push_back(command);
+  return command;
+}
+
+std::shared_ptr<BackgroundCommand> BackgroundCommands::find(const std::string& id) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& c : held_) {
+    if (c->id == id) return c;
+  }
+  throw SandboxError(Reason::NOT_FOUND, "the sandbox has no command " + id);
+}
+
+std::vector<CommandInfo> BackgroundCommands::list() const {
+  std::lock_guard lock(mutex_);
+  std::vector<CommandInfo> all;
+  all.reserve(held_.size());
+  for (const auto& c : held_) all.push_back(c->info());
+  return all;
+}
+
+}  // namespace mayura::detail

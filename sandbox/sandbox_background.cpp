@@ -1,0 +1,214 @@
+// Sandbox's background commands (mayura/background.hpp): each one is an exec
+// through the limits layer's async path, whose output goes to its entry's
+// rings and whose end to its state; the calls here read and steer them.
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+
+#include "background_commands.hpp"
+#include "mayura/validate.hpp"
+#include "sandboxes_state.hpp"
+
+namespace mayura {
+namespace {
+
+using detail::BackgroundCommand;
+
+// The most one call hands over of each stream at once.
+constexpr std::size_t kSliceBytes = std::size_t{1} << 20;
+// How long start() waits for its command's control, and stop() for a
+// stopped command's end: bounds that a provider's own (a kill's grace is
+// 10 s) come well within.
+constexpr auto kWaitBound = std::chrono::seconds(60);
+
+void check_command_id(const std::string& id) {
+  const bool ok = !id.empty() && id.size() <= 16 && std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  });
+  if (!ok) throw SandboxError(Reason::INVALID_INPUT, "a command id is 1 to 16 of a-z and 0-9 (as start gave it)");
+}
+
+CommandState state_of(std::exception_ptr error, const BackgroundCommand& command, std::string& message) {
+  try {
+    std::rethrow_exception(std::move(error));
+  } catch (const SandboxError& e) {
+    if (e.reason() == Reason::CANCELLED && command.stop.stop_requested()) return CommandState::stopped;
+    message = e.what();
+  } catch (...) {
+    message = "the command failed in the provider";
+  }
+  return CommandState::failed;
+}
+
+}  // namespace
+
+CommandInfo Sandbox::start(const std::vector<std::string>& argv, const StartOptions& options) const {
+  const detail::SandboxesState& owner = *state().owner;
+  if (options.keep_bytes < 1024 || options.keep_bytes > owner.options.max_output_bytes) {
+    throw SandboxError(Reason::INVALID_INPUT, "keep_bytes must be 1 KiB to max_output_bytes (" +
+                                                  std::to_string(owner.options.max_output_bytes) + ")");
+  }
+  ExecOptions o;
+  o.cwd = options.cwd;
+  o.env = options.env;
+  o.timeout_ms = options.timeout_ms;
+  o.stdin = options.stdin;
+  o.terminal = options.terminal;
+  o.keep_output = false;  // the rings hold it
+  std::size_t limit = 0;
+  exec_backend(argv, o, limit);  // every check, before the entry is made
+  std::shared_ptr<BackgroundCommand> command =
+      state().background.add(argv, options.terminal.has_value(), options.keep_bytes);
+  o.on_stdout = [command](std::string_view chunk) { command->output(OutputStream::out, chunk); };
+  o.on_stderr = [command](std::string_view chunk) { command->output(OutputStream::err, chunk); };
+  if (owner.features.interactive) {
+    o.on_start = [command](std::shared_ptr<CommandControl> control) { command->started(std::move(control)); };
+  }
+  o.cancellation = command->stop.get_token();
+  start_exec(argv, std::move(o), [command](std::exception_ptr error, const ExecResult& result) {
+    if (!error) {
+      if (result.timed_out) command->ended(CommandState::timed_out, {}, {});
+      else command->ended(CommandState::exited, result.exit_code, {});
+      return;
+    }
+    std::string message;
+    const CommandState state = state_of(std::move(error), *command, message);
+    command->ended(state, {}, std::move(message));
+  });
+  // Its control comes as it starts, a moment later on the provider's
+  // threads: a caller that writes to it right after start() finds it.
+  if (owner.features.interactive) {
+    std::unique_lock lock(command->mutex);
+    command->changed.wait_for(lock, kWaitBound,
+                              [&] { return command->control_ || command->state != CommandState::running; });
+  }
+  return command->info();
+}
+
+std::vector<CommandInfo> Sandbox::commands() const { return state().background.list(); }
+
+CommandInfo Sandbox::command(const std::string& id) const {
+  check_command_id(id);
+  return state().background.find(id)->info();
+}
+
+OutputSlice Sandbox::output(const std::string& id, OutputStream stream, std::uint64_t from,
+                            std::size_t max_bytes) const {
+  check_command_id(id);
+  if (max_bytes == 0) throw SandboxError(Reason::INVALID_INPUT, "max_bytes must be positive");
+  const auto command = state().background.find(id);
+  std::lock_guard lock(command->mutex);
+  return (stream == OutputStream::out ? command->out : command->err)
+      .slice(from, std::min(max_bytes, state().owner->options.max_output_bytes));
+}
+
+CommandInfo Sandbox::attach(const std::string& id, const AttachOptions& options) const {
+  check_command_id(id);
+  if (options.timeout_ms && *options.timeout_ms <= 0)
+    throw SandboxError(Reason::INVALID_INPUT, "timeout_ms must be positive");
+  const auto command = state().background.find(id);
+  const auto deadline = options.timeout_ms
+                            ? std::chrono::steady_clock::now() + std::chrono::milliseconds(*options.timeout_ms)
+                            : std::chrono::steady_clock::time_point::max();
+  // A cancellation wakes the wait below (under the mutex: no wake-up lost).
+  std::stop_callback wake(options.cancellation, [&command] {
+    std::lock_guard lock(command->mutex);
+    command->changed.notify_all();
+  });
+  std::uint64_t at[2] = {options.stdout_from, options.stderr_from};
+  bool first = true;
+  for (;;) {
+    OutputSlice got[2];
+    bool ended = false;
+    {
+      std::unique_lock lock(command->mutex);
+      const auto news = [&] {
+        return command->out.total() > at[0] || command->err.total() > at[1] ||
+               command->state != CommandState::running || options.cancellation.stop_requested();
+      };
+      if (!first && options.follow) {
+        if (deadline == std::chrono::steady_clock::time_point::max()) command->changed.wait(lock, news);
+        else command->changed.wait_until(lock, deadline, news);
+      }
+      got[0] = command->out.slice(at[0], kSliceBytes);
+      got[1] = command->err.slice(at[1], kSliceBytes);
+      ended = command->state != CommandState::running && got[0].next == command->out.total() &&
+              got[1].next == command->err.total();
+    }
+    first = false;
+    for (int i = 0; i < 2; ++i) {
+      const auto stream = i == 0 ? OutputStream::out : OutputStream::err;
+      if (got[i].dropped > 0 && options.on_dropped) options.on_dropped(stream, got[i].dropped);
+      const OutputCallback& to = i == 0 ? options.on_stdout : options.on_stderr;
+      if (!got[i].data.empty() && to) to(got[i].data);
+      at[i] = got[i].next;
+    }
+    const bool caught_up = got[0].data.empty() && got[1].data.empty();
+    if (ended || (!options.follow && caught_up)) return command->info();
+    detail::throw_if_cancelled(options.cancellation);
+    if (caught_up && std::chrono::steady_clock::now() >= deadline) return command->info();
+  }
+}
+
+namespace {
+
+std::shared_ptr<CommandControl> control_of(const BackgroundCommand& command) {
+  auto control = command.control();
+  if (control) return control;
+  if (command.info().state != CommandState::running)
+    throw SandboxError(Reason::INVALID_INPUT, "the command " + command.id + " has ended");
+  throw SandboxError(Reason::INVALID_INPUT, "the command " + command.id +
+                                                " takes no input or signals (not started yet, or a provider "
+                                                "that cannot: Features::interactive)");
+}
+
+}  // namespace
+
+void Sandbox::write_input(const std::string& id, std::string data) const {
+  check_command_id(id);
+  control_of(*state().background.find(id))->write(std::move(data));
+}
+
+void Sandbox::close_input(const std::string& id) const {
+  check_command_id(id);
+  control_of(*state().background.find(id))->close_input();
+}
+
+void Sandbox::signal(const std::string& id, int signal) const {
+  check_command_id(id);
+  check_signal(signal);
+  control_of(*state().background.find(id))->signal(signal);
+}
+
+void Sandbox::resize(const std::string& id, TerminalSize size) const {
+  check_command_id(id);
+  check_terminal_size(size);
+  const auto command = state().background.find(id);
+  if (!command->terminal) throw SandboxError(Reason::INVALID_INPUT, "the command " + id + " has no terminal");
+  control_of(*command)->resize(size);
+}
+
+CommandInfo Sandbox::stop(const std::string& id) const {
+  check_command_id(id);
+  const auto command = state().background.find(id);
+  command->stop.request_stop();
+  std::unique_lock lock(command->mutex);
+  command->changed.wait_for(lock, kWaitBound, [&] { return command->state != CommandState::running; });
+  lock.unlock();
+  return command->info();
+}
+
+CommandInfo Sandbox::wait(const std::string& id, std::optional<std::int64_t> timeout_ms) const {
+  check_command_id(id);
+  if (timeout_ms && *timeout_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "timeout_ms must be positive");
+  const auto command = state().background.find(id);
+  std::unique_lock lock(command->mutex);
+  const auto ended = [&] { return command->state != CommandState::running; };
+  if (timeout_ms) command->changed.wait_for(lock, std::chrono::milliseconds(*timeout_ms), ended);
+  else command->changed.wait(lock, ended);
+  lock.unlock();
+  return command->info();
+}
+
+}  // namespace mayura
