@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,6 +51,18 @@ constexpr auto kKillAgainEvery = std::chrono::milliseconds(50);
 // A timeout beyond a year is no timeout (and must not overflow).
 constexpr std::int64_t kYearMs = 365LL * 24 * 3600 * 1000;
 constexpr std::size_t kChunk = 65536;
+// Input written through a control and not yet taken by the command: a
+// writer that outpaces a command that does not read is refused beyond this.
+constexpr std::size_t kMaxQueuedInput = std::size_t{16} << 20;
+
+// Where a control's calls go: the run's strand while the run lives. Closed
+// as the run finishes, under its mutex, so that no call posts to the
+// strand's context after that (a blocking exec's context ends with it).
+struct ControlGate {
+  std::mutex mutex;
+  bool open = true;
+  std::size_t queued = 0;  // input bytes written and not yet taken
+};
 
 class CommandRun : public std::enable_shared_from_this<CommandRun> {
  public:
@@ -73,6 +86,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   // is; one it did is removed (it stays while something of the command
   // runs).
   ~CommandRun() {
+    close_gate();
     if (finished_ || !cgroup_made_) return;
     if (sent_) core_->cgroup.retire_command(cgroup_name_, false);
     else core_->cgroup.give_back_command(cgroup_name_);
@@ -82,6 +96,11 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   // here, on the caller's thread, before the command starts; once it runs,
   // only the machine may end it.
   void start() {
+    if ((options_.terminal || interactive()) && core_->kept.init_protocol < 2) {
+      throw SandboxError(Reason::INVALID_INPUT,
+                         "this sandbox was made by an older engine, whose init runs no command on a terminal and "
+                         "streams no input: a sandbox made now does");
+    }
     UniqueFd cgroup = core_->cgroup.take_command(cgroup_name_);
     cgroup_made_ = true;
     trace_.step("command cgroup");
@@ -96,6 +115,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     request.terminal = options_.terminal.has_value();
     request.report_pid = interactive();
     if (options_.stdin) input_ = *options_.stdin;
+    gate_->queued = input_.size();
     input_ended_ = !interactive();
 
     io::Pipe out;
@@ -154,7 +174,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
 
   // What the caller's control (ExecOptions::on_start) asks, on the strand.
   void more_input(std::string_view data) {
-    if (finished_ || !in_open_ || input_ended_) return;
+    if (finished_ || !in_open_ || input_ended_) return taken(data.size());
     input_.append(data);
     if (!waiting_to_write_) feed_stdin();
   }
@@ -183,16 +203,35 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     if (options_.cancellation.stop_possible()) {
       cancel_watch_.emplace(options_.cancellation, Wake{weak_from_this(), strand_});
     }
-    if (interactive()) give_control();
     watch_output(OutputStream::out);
     if (err_open_) watch_output(OutputStream::err);
     watch_status();
     if (in_open_) feed_stdin();
     arm_timer();
+    // Last, on the strand all the same: nothing of the run reaches the
+    // caller before this. A caller's on_start that throws fails the run.
+    if (interactive()) {
+      try {
+        give_control();
+      } catch (...) {
+        failure_ = std::current_exception();
+        kill();
+      }
+    }
   }
 
   class Control;
   void give_control();
+  // Input the command took (or that was dropped) leaves the queue's count.
+  void taken(std::size_t bytes) {
+    if (bytes == 0) return;
+    std::lock_guard lock(gate_->mutex);
+    gate_->queued -= std::min(bytes, gate_->queued);
+  }
+  void close_gate() noexcept {
+    std::lock_guard lock(gate_->mutex);
+    gate_->open = false;
+  }
 
   asio::posix::stream_descriptor& stream(OutputStream from) { return from == OutputStream::out ? out_ : err_; }
   bool& open(OutputStream from) { return from == OutputStream::out ? out_open_ : err_open_; }
@@ -255,6 +294,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   // (or a terminal gone) drops the rest.
   void feed_stdin() {
     if (finished_ || !in_open_) return;
+    const std::size_t before = written_;
     while (written_ < input_.size()) {
       const long w = io::write_no_sigpipe(in_.native_handle(), input_.data() + written_,
                                           std::min<std::size_t>(input_.size() - written_, kChunk));
@@ -263,10 +303,19 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
         continue;
       }
       if (w < 0 && errno == EINTR) continue;
-      if (w < 0 && errno == EAGAIN) return watch_stdin();
+      if (w < 0 && errno == EAGAIN) {
+        taken(written_ - before);
+        // what was taken leaves the queue's memory once it is a chunk or more
+        if (written_ >= kChunk) {
+          input_.erase(0, written_);
+          written_ = 0;
+        }
+        return watch_stdin();
+      }
       input_ended_ = true;
       written_ = input_.size();
     }
+    taken(written_ - before);
     input_.clear();
     written_ = 0;
     // A terminal's input is its master, which its output still reads.
@@ -412,6 +461,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   void finish() {
     if (finished_) return;
     finished_ = true;
+    close_gate();
     trace_.step("output drained");
     cancel_watch_.reset();
     boost::system::error_code ignored;
@@ -491,6 +541,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   std::size_t written_ = 0;
   bool input_ended_ = true, in_open_ = false, waiting_to_write_ = false;
   int pid_ = 0;  // in the sandbox's pid namespace, once the init said (interactive runs only)
+  std::shared_ptr<ControlGate> gate_ = std::make_shared<ControlGate>();
   std::vector<int> signals_waiting_;
   bool out_open_ = true, err_open_ = true, status_open_ = true;
   bool exited_ = false, killed_ = false, cancelled_ = false, finished_ = false, cgroup_made_ = false;
@@ -508,12 +559,21 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
 };
 
 // The caller's side of an interactive run: each call goes to the run's
-// strand, and does nothing once the run has ended.
+// strand through its gate, and does nothing once the run has ended.
 class CommandRun::Control final : public CommandControl {
  public:
-  Control(std::weak_ptr<CommandRun> run, asio::strand<asio::any_io_executor> strand)
-      : run_(std::move(run)), strand_(std::move(strand)) {}
+  Control(std::weak_ptr<CommandRun> run, asio::strand<asio::any_io_executor> strand, std::shared_ptr<ControlGate> gate)
+      : run_(std::move(run)), strand_(std::move(strand)), gate_(std::move(gate)) {}
   void write(std::string data) override {
+    {
+      std::lock_guard lock(gate_->mutex);
+      if (!gate_->open) return;
+      if (gate_->queued + data.size() > kMaxQueuedInput) {
+        throw SandboxError(Reason::LIMIT_REACHED, "the command has not taken the last " +
+                                                      std::to_string(gate_->queued) + " bytes of its input yet");
+      }
+      gate_->queued += data.size();
+    }
     on_run([data = std::move(data)](CommandRun& run) { run.more_input(data); });
   }
   void close_input() override {
@@ -529,15 +589,18 @@ class CommandRun::Control final : public CommandControl {
  private:
   template <class F>
   void on_run(F f) {
+    std::lock_guard lock(gate_->mutex);
+    if (!gate_->open) return;
     asio::post(strand_, [run = run_, f = std::move(f)]() mutable {
       if (auto self = run.lock()) f(*self);
     });
   }
   std::weak_ptr<CommandRun> run_;
   asio::strand<asio::any_io_executor> strand_;
+  std::shared_ptr<ControlGate> gate_;
 };
 
-void CommandRun::give_control() { options_.on_start(std::make_shared<Control>(weak_from_this(), strand_)); }
+void CommandRun::give_control() { options_.on_start(std::make_shared<Control>(weak_from_this(), strand_, gate_)); }
 
 }  // namespace
 

@@ -84,7 +84,8 @@ std::string encode_kept(const KeptSandbox& k) {
                   {"portsOwner", k.ports_owner},
                   {"tenant", base64_encode(k.tenant)},
                   {"deadlineMs", k.deadline_ms},
-                  {"caller", base64_encode(k.caller)}};
+                  {"caller", base64_encode(k.caller)},
+                  {"initProtocol", k.init_protocol}};
   return j.dump();  // no newline: every string in it is escaped
 }
 
@@ -124,6 +125,8 @@ std::optional<KeptSandbox> decode_kept(const std::string& line) {
     if (k.host_ports.size() != k.ports.size()) return std::nullopt;
     k.ports_owner = j.at("portsOwner").get<std::uint32_t>();
     k.deadline_ms = j.at("deadlineMs").get<std::int64_t>();
+    k.init_protocol = j.contains("initProtocol") ? j.at("initProtocol").get<int>() : 1;
+    if (k.init_protocol < 1) return std::nullopt;
     if (k.pid <= 0 || k.name.size() != 16 || k.name.find_first_not_of("0123456789abcdef") != std::string::npos)
       return std::nullopt;
     return k;

@@ -18,6 +18,7 @@
 
 #include "mayura/base/unique_fd.hpp"
 #include "mayura/types.hpp"
+#include "protocol.hpp"
 
 namespace mayura::native {
 
@@ -45,6 +46,9 @@ struct KeptSandbox {
   std::string tenant;
   std::int64_t deadline_ms = 0;  // CLOCK_BOOTTIME
   std::string caller;            // what its caller kept with it (SandboxBackend::keep)
+  // What its init understands (protocol::kInitProtocol when it was made; a
+  // record without it is an older engine's: 1).
+  int init_protocol = protocol::kInitProtocol;
 };
 
 // One line, no newline in it.

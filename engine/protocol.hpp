@@ -15,6 +15,11 @@
 
 namespace mayura::protocol {
 
+// What an init of this engine understands. 1: before terminals, the pid
+// report and signal (an init older than that refuses an exec with those
+// flags, and a sandbox taken back from an older engine has one).
+constexpr int kInitProtocol = 2;
+
 enum class Request : std::uint32_t {
   config = 1,
   exec = 2,

@@ -30,7 +30,7 @@ class OutputRing {
   std::size_t capacity_;
   // The held bytes are data_[skip_..]; the dead prefix is cut once it is as
   // long as the capacity, so an append costs amortized O(its size) and the
-  // memory stays under twice the capacity.
+  // memory stays under three times the capacity (twice, and a chunk).
   std::string data_;
   std::size_t skip_ = 0;
   std::uint64_t total_ = 0;

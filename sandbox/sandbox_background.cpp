@@ -22,6 +22,13 @@ constexpr std::size_t kSliceBytes = std::size_t{1} << 20;
 // 10 s) come well within.
 constexpr auto kWaitBound = std::chrono::seconds(60);
 
+// A wait of `ms` from now, a year at most (no overflow of the clock).
+std::chrono::steady_clock::time_point deadline_in(std::optional<std::int64_t> ms) {
+  constexpr std::int64_t kYearMs = 365LL * 24 * 3600 * 1000;
+  if (!ms) return std::chrono::steady_clock::time_point::max();
+  return std::chrono::steady_clock::now() + std::chrono::milliseconds(std::min(*ms, kYearMs));
+}
+
 void check_command_id(const std::string& id) {
   const bool ok = !id.empty() && id.size() <= 16 && std::all_of(id.begin(), id.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
@@ -108,15 +115,16 @@ CommandInfo Sandbox::attach(const std::string& id, const AttachOptions& options)
   if (options.timeout_ms && *options.timeout_ms <= 0)
     throw SandboxError(Reason::INVALID_INPUT, "timeout_ms must be positive");
   const auto command = state().background.find(id);
-  const auto deadline = options.timeout_ms
-                            ? std::chrono::steady_clock::now() + std::chrono::milliseconds(*options.timeout_ms)
-                            : std::chrono::steady_clock::time_point::max();
+  const auto deadline = deadline_in(options.timeout_ms);
   // A cancellation wakes the wait below (under the mutex: no wake-up lost).
   std::stop_callback wake(options.cancellation, [&command] {
     std::lock_guard lock(command->mutex);
     command->changed.notify_all();
   });
   std::uint64_t at[2] = {options.stdout_from, options.stderr_from};
+  // Without follow: up to what was printed when it was called, however
+  // fast the command prints on.
+  std::uint64_t until[2] = {0, 0};
   bool first = true;
   for (;;) {
     OutputSlice got[2];
@@ -131,6 +139,10 @@ CommandInfo Sandbox::attach(const std::string& id, const AttachOptions& options)
         if (deadline == std::chrono::steady_clock::time_point::max()) command->changed.wait(lock, news);
         else command->changed.wait_until(lock, deadline, news);
       }
+      if (first) {
+        until[0] = command->out.total();
+        until[1] = command->err.total();
+      }
       got[0] = command->out.slice(at[0], kSliceBytes);
       got[1] = command->err.slice(at[1], kSliceBytes);
       ended = command->state != CommandState::running && got[0].next == command->out.total() &&
@@ -142,12 +154,13 @@ CommandInfo Sandbox::attach(const std::string& id, const AttachOptions& options)
       if (got[i].dropped > 0 && options.on_dropped) options.on_dropped(stream, got[i].dropped);
       const OutputCallback& to = i == 0 ? options.on_stdout : options.on_stderr;
       if (!got[i].data.empty() && to) to(got[i].data);
-      at[i] = got[i].next;
+      at[i] = std::max(at[i], got[i].next);  // an offset past the end waits for its byte
     }
     const bool caught_up = got[0].data.empty() && got[1].data.empty();
-    if (ended || (!options.follow && caught_up)) return command->info();
+    const bool as_called = at[0] >= until[0] && at[1] >= until[1];
+    if (ended || (!options.follow && (caught_up || as_called))) return command->info();
     detail::throw_if_cancelled(options.cancellation);
-    if (caught_up && std::chrono::steady_clock::now() >= deadline) return command->info();
+    if (std::chrono::steady_clock::now() >= deadline) return command->info();
   }
 }
 
@@ -205,7 +218,7 @@ CommandInfo Sandbox::wait(const std::string& id, std::optional<std::int64_t> tim
   const auto command = state().background.find(id);
   std::unique_lock lock(command->mutex);
   const auto ended = [&] { return command->state != CommandState::running; };
-  if (timeout_ms) command->changed.wait_for(lock, std::chrono::milliseconds(*timeout_ms), ended);
+  if (timeout_ms) command->changed.wait_until(lock, deadline_in(timeout_ms), ended);
   else command->changed.wait(lock, ended);
   lock.unlock();
   return command->info();

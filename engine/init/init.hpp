@@ -65,11 +65,11 @@ struct CommandFds {
 };
 
 // The steps of a command's start, in the process cloned for it. What no
-// command decides: its signals, the v1 process limit
+// command decides: its process group and signals, the v1 process limit
 // (`v1_procs`, -1 where none) and the filters; false on a failure.
 bool prepare_command(int v1_procs, const std::vector<std::string>& seccomp, SpawnFailure& failure);
 // The command's streams as 0, 1 and 2, every other fd close-on-exec, and
-// its process group (or, on a terminal, its session).
+// on a terminal its session.
 bool take_streams(const CommandFds& fds, SpawnFailure& failure);
 // The rest: the sandbox user, the directory, the exec (of `program` if the
 // request says so). Returns only when one failed, said in `failure`.

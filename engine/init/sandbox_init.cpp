@@ -192,8 +192,17 @@ class Server {
         // 5 fds, 6 with a v1 cgroup.procs, and one more with the program
         if (protocol::decode(bytes, exec) && fds.size() >= 5 + (exec.program_fd ? 1u : 0u) &&
             fds.size() <= 6 + (exec.program_fd ? 1u : 0u)) {
-          Spawned spawned = standby_.take(fds[kExecCgroupFd], bytes,
-                                          CommandFds{fds[0], fds[1], fds[2], exec.program_fd ? fds.back() : -1});
+          // A command on a terminal is cloned for it: the process made
+          // ahead leads a process group already, and so cannot lead a
+          // session. That one, which may wait in the same cgroup, goes (the
+          // engine asks for the next one as a command ends).
+          Spawned spawned;
+          if (exec.terminal) {
+            standby_.cancel();
+          } else {
+            spawned = standby_.take(fds[kExecCgroupFd], bytes,
+                                    CommandFds{fds[0], fds[1], fds[2], exec.program_fd ? fds.back() : -1});
+          }
           if (spawned.pid <= 0) spawned = spawn_command(exec, fds, who_, seccomp_);
           if (spawned.pid > 0) {
             // kept: the status pipe (the start and the exit go there) and the streams

@@ -78,9 +78,12 @@ int exec_fd(int program, const std::vector<std::string>& argv, const std::vector
 }  // namespace
 
 bool prepare_command(int v1_procs, const std::vector<std::string>& seccomp, SpawnFailure& failure) {
-  // Default signal handling, nothing blocked. exec resets caught signals;
-  // SIGPIPE is the only one the init ignores. (Its process group or session
-  // comes with its streams: a standby process knows neither yet.)
+  // A fresh process group (before the filters: a caller's profile need not
+  // allow setpgid), default signal handling, nothing blocked. exec resets
+  // caught signals; SIGPIPE is the only one the init ignores. (A command on
+  // a terminal has led a session of its own since it took its streams, and
+  // its group is that session's: this changes nothing of it.)
+  ::setpgid(0, 0);
   ::signal(SIGPIPE, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
@@ -102,10 +105,12 @@ bool take_streams(const CommandFds& fds, SpawnFailure& failure) {
   if (::dup2(fds.in, 0) < 0 || ::dup2(fds.out, 1) < 0 || ::dup2(fds.err, 2) < 0) {
     return failure.set(protocol::SpawnStep::setup, errno);
   }
-  // A process group of its own, which a signal for the command reaches; on
-  // a terminal, a session of its own that the terminal controls, so that
-  // its line discipline signals the foreground job (Ctrl-C, a resize).
-  if (fds.terminal ? ::setsid() < 0 || ::ioctl(0, TIOCSCTTY, 0) != 0 : ::setpgid(0, 0) != 0) {
+  // On a terminal, a session of its own that the terminal controls, so
+  // that its line discipline signals the foreground job (Ctrl-C, a
+  // resize). Only a process cloned for it gets here with a terminal (a
+  // standby process leads its group already, which setsid refuses), and
+  // before the filters.
+  if (fds.terminal && (::setsid() < 0 || ::ioctl(0, TIOCSCTTY, 0) != 0)) {
     return failure.set(protocol::SpawnStep::setup, errno);
   }
   // Only 0, 1 and 2 reach the command (and the program, once, to exec it);

@@ -80,7 +80,9 @@ bool can_take_command(int socket) {
     failure.set(protocol::SpawnStep::setup, got == 0 ? ECONNRESET : errno);
   } else if (!protocol::decode(bytes, exec) || fds.size() != (exec.program_fd ? 4u : 3u)) {
     failure.set(protocol::SpawnStep::setup, EPROTO);
-  } else if (take_streams(CommandFds{fds[0], fds[1], fds[2], -1, exec.terminal}, failure)) {
+  } else if (exec.terminal) {
+    failure.set(protocol::SpawnStep::setup, EINVAL);  // never handed one (sandbox_init.cpp)
+  } else if (take_streams(CommandFds{fds[0], fds[1], fds[2]}, failure)) {
     become_command(exec, exec.program_fd ? fds[3] : -1, who, failure);
   }
   failure.send(error_pipe);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <stdexcept>
 
 #include "tests/support/output_event.hpp"
 #include "harness.hpp"
@@ -156,6 +157,20 @@ TEST_F(InteractiveTest, BadTerminalsSignalsAndInputAreRefused) {
   run->control->resize(TerminalSize{10, 10});  // no terminal: nothing
   run->control->close_input();
   EXPECT_EQ(run->end().stdout, "done\n");
+
+  // A writer that outpaces a command that does not read is refused past
+  // what the engine queues (16 MiB), not held without bound.
+  auto idle = start(s, {"sleep", "300"});
+  ASSERT_TRUE(idle->control);
+  idle->control->write(std::string(std::size_t{10} << 20, 'x'));
+  EXPECT_EQ(reason_of([&] { idle->control->write(std::string(std::size_t{10} << 20, 'y')); }), Reason::LIMIT_REACHED);
+  idle->control->signal(SIGKILL);
+  EXPECT_EQ(idle->end().exit_code, 137);
+
+  // A caller's on_start that throws fails the run, and stops its command.
+  ExecOptions throwing;
+  throwing.on_start = [](const std::shared_ptr<CommandControl>&) { throw std::runtime_error("no"); };
+  EXPECT_EQ(reason_of([&] { s.exec({"sleep", "300"}, throwing); }), Reason::INTERNAL);
 }
 
 }  // namespace

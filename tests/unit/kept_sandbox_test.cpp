@@ -64,6 +64,19 @@ TEST(KeptSandbox, ReadsBackAsItWasWrittenOnOneLine) {
   EXPECT_EQ(back->tenant, k.tenant);
   EXPECT_EQ(back->deadline_ms, k.deadline_ms);
   EXPECT_EQ(back->caller, k.caller);
+  EXPECT_EQ(back->init_protocol, protocol::kInitProtocol);
+}
+
+// An older engine's record has no initProtocol: its init is of protocol 1,
+// which runs no command on a terminal (exec refuses those there).
+TEST(KeptSandbox, AnOlderEnginesRecordSaysItsInitIsOld) {
+  std::string line = encode_kept(example());
+  const std::string field = ",\"initProtocol\":" + std::to_string(protocol::kInitProtocol);
+  ASSERT_NE(line.find(field), std::string::npos) << line;
+  line.erase(line.find(field), field.size());
+  const auto back = decode_kept(line);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->init_protocol, 1);
 }
 
 TEST(KeptSandbox, EveryNetworkKindReadsBack) {

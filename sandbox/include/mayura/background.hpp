@@ -62,7 +62,7 @@ struct OutputSlice {
 
 struct AttachOptions {
   // Where to start in each stream (0: the oldest byte held; an offset past
-  // what was printed: only what comes from there).
+  // what was printed: only what comes from that byte on).
   std::uint64_t stdout_from = 0;
   std::uint64_t stderr_from = 0;
   // What is held from there first, then each chunk as the command prints it,
