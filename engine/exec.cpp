@@ -56,12 +56,13 @@ constexpr std::size_t kChunk = 65536;
 constexpr std::size_t kMaxQueuedInput = std::size_t{16} << 20;
 
 // Where a control's calls go: the run's strand while the run lives. Closed
-// as the run finishes, under its mutex, so that no call posts to the
-// strand's context after that (a blocking exec's context ends with it).
+// as the run finishes, under its mutex, and the strand let go then: a
+// control the caller keeps must not post to, nor hold a strand of, a
+// context that has ended (a blocking exec's ends with it).
 struct ControlGate {
   std::mutex mutex;
-  bool open = true;
-  std::size_t queued = 0;  // input bytes written and not yet taken
+  std::optional<boost::asio::strand<boost::asio::any_io_executor>> strand;  // none once closed
+  std::size_t queued = 0;                                                   // input bytes written and not yet taken
 };
 
 class CommandRun : public std::enable_shared_from_this<CommandRun> {
@@ -230,7 +231,7 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   }
   void close_gate() noexcept {
     std::lock_guard lock(gate_->mutex);
-    gate_->open = false;
+    gate_->strand.reset();
   }
 
   asio::posix::stream_descriptor& stream(OutputStream from) { return from == OutputStream::out ? out_ : err_; }
@@ -562,12 +563,12 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
 // strand through its gate, and does nothing once the run has ended.
 class CommandRun::Control final : public CommandControl {
  public:
-  Control(std::weak_ptr<CommandRun> run, asio::strand<asio::any_io_executor> strand, std::shared_ptr<ControlGate> gate)
-      : run_(std::move(run)), strand_(std::move(strand)), gate_(std::move(gate)) {}
+  Control(std::weak_ptr<CommandRun> run, std::shared_ptr<ControlGate> gate)
+      : run_(std::move(run)), gate_(std::move(gate)) {}
   void write(std::string data) override {
     {
       std::lock_guard lock(gate_->mutex);
-      if (!gate_->open) return;
+      if (!gate_->strand) return;
       if (gate_->queued + data.size() > kMaxQueuedInput) {
         throw SandboxError(Reason::LIMIT_REACHED, "the command has not taken the last " +
                                                       std::to_string(gate_->queued) + " bytes of its input yet");
@@ -590,17 +591,22 @@ class CommandRun::Control final : public CommandControl {
   template <class F>
   void on_run(F f) {
     std::lock_guard lock(gate_->mutex);
-    if (!gate_->open) return;
-    asio::post(strand_, [run = run_, f = std::move(f)]() mutable {
+    if (!gate_->strand) return;
+    asio::post(*gate_->strand, [run = run_, f = std::move(f)]() mutable {
       if (auto self = run.lock()) f(*self);
     });
   }
   std::weak_ptr<CommandRun> run_;
-  asio::strand<asio::any_io_executor> strand_;
   std::shared_ptr<ControlGate> gate_;
 };
 
-void CommandRun::give_control() { options_.on_start(std::make_shared<Control>(weak_from_this(), strand_, gate_)); }
+void CommandRun::give_control() {
+  {
+    std::lock_guard lock(gate_->mutex);
+    gate_->strand = strand_;
+  }
+  options_.on_start(std::make_shared<Control>(weak_from_this(), gate_));
+}
 
 }  // namespace
 
