@@ -116,7 +116,10 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
     request.terminal = options_.terminal.has_value();
     request.report_pid = interactive();
     if (options_.stdin) input_ = *options_.stdin;
-    gate_->queued = input_.size();
+    if (interactive()) {
+      gate_ = std::make_shared<ControlGate>();
+      gate_->queued = input_.size();
+    }
     input_ended_ = !interactive();
 
     io::Pipe out;
@@ -225,11 +228,12 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   void give_control();
   // Input the command took (or that was dropped) leaves the queue's count.
   void taken(std::size_t bytes) {
-    if (bytes == 0) return;
+    if (bytes == 0 || !gate_) return;
     std::lock_guard lock(gate_->mutex);
     gate_->queued -= std::min(bytes, gate_->queued);
   }
   void close_gate() noexcept {
+    if (!gate_) return;
     std::lock_guard lock(gate_->mutex);
     gate_->strand.reset();
   }
@@ -541,8 +545,8 @@ class CommandRun : public std::enable_shared_from_this<CommandRun> {
   std::string input_;
   std::size_t written_ = 0;
   bool input_ended_ = true, in_open_ = false, waiting_to_write_ = false;
-  int pid_ = 0;  // in the sandbox's pid namespace, once the init said (interactive runs only)
-  std::shared_ptr<ControlGate> gate_ = std::make_shared<ControlGate>();
+  int pid_ = 0;                        // in the sandbox's pid namespace, once the init said (interactive runs only)
+  std::shared_ptr<ControlGate> gate_;  // an interactive run's only
   std::vector<int> signals_waiting_;
   bool out_open_ = true, err_open_ = true, status_open_ = true;
   bool exited_ = false, killed_ = false, cancelled_ = false, finished_ = false, cgroup_made_ = false;

@@ -94,6 +94,16 @@ CommandInfo BackgroundCommand::info() const {
   return i;
 }
 
+CommandInfo BackgroundCommand::await(std::chrono::steady_clock::time_point deadline, bool or_started) {
+  {
+    std::unique_lock lock(mutex);
+    const auto done = [&] { return state != CommandState::running || (or_started && control_); };
+    if (deadline == std::chrono::steady_clock::time_point::max()) changed.wait(lock, done);
+    else changed.wait_until(lock, deadline, done);
+  }
+  return info();
+}
+
 std::shared_ptr<CommandControl> BackgroundCommand::control() const {
   std::lock_guard lock(mutex);
   return control_;

@@ -3,6 +3,7 @@
 // newest bytes of its streams, and its control; the table of them that the
 // sandbox's handle holds.
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -48,6 +49,9 @@ struct BackgroundCommand {
   CommandInfo info() const;
   // The control, once it started and while it runs; none otherwise.
   std::shared_ptr<CommandControl> control() const;
+  // Its info once it has ended (with `or_started`: or once its control
+  // came), or at `deadline` (time_point::max(): none).
+  CommandInfo await(std::chrono::steady_clock::time_point deadline, bool or_started = false);
 
   const std::string id;
   const std::vector<std::string> argv;

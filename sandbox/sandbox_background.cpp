@@ -7,7 +7,6 @@
 #include <exception>
 
 #include "background_commands.hpp"
-#include "mayura/validate.hpp"
 #include "sandboxes_state.hpp"
 
 namespace mayura {
@@ -85,11 +84,7 @@ CommandInfo Sandbox::start(const std::vector<std::string>& argv, const StartOpti
   });
   // Its control comes as it starts, a moment later on the provider's
   // threads: a caller that writes to it right after start() finds it.
-  if (owner.features.interactive) {
-    std::unique_lock lock(command->mutex);
-    command->changed.wait_for(lock, kWaitBound,
-                              [&] { return command->control_ || command->state != CommandState::running; });
-  }
+  if (owner.features.interactive) return command->await(std::chrono::steady_clock::now() + kWaitBound, true);
   return command->info();
 }
 
@@ -188,15 +183,15 @@ void Sandbox::close_input(const std::string& id) const {
   control_of(*state().background.find(id))->close_input();
 }
 
+// (The control checks the signal and the size: it is the limits layer's,
+// mayura/sandboxes.cpp.)
 void Sandbox::signal(const std::string& id, int signal) const {
   check_command_id(id);
-  check_signal(signal);
   control_of(*state().background.find(id))->signal(signal);
 }
 
 void Sandbox::resize(const std::string& id, TerminalSize size) const {
   check_command_id(id);
-  check_terminal_size(size);
   const auto command = state().background.find(id);
   if (!command->terminal) throw SandboxError(Reason::INVALID_INPUT, "the command " + id + " has no terminal");
   control_of(*command)->resize(size);
@@ -206,22 +201,13 @@ CommandInfo Sandbox::stop(const std::string& id) const {
   check_command_id(id);
   const auto command = state().background.find(id);
   command->stop.request_stop();
-  std::unique_lock lock(command->mutex);
-  command->changed.wait_for(lock, kWaitBound, [&] { return command->state != CommandState::running; });
-  lock.unlock();
-  return command->info();
+  return command->await(std::chrono::steady_clock::now() + kWaitBound);
 }
 
 CommandInfo Sandbox::wait(const std::string& id, std::optional<std::int64_t> timeout_ms) const {
   check_command_id(id);
   if (timeout_ms && *timeout_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "timeout_ms must be positive");
-  const auto command = state().background.find(id);
-  std::unique_lock lock(command->mutex);
-  const auto ended = [&] { return command->state != CommandState::running; };
-  if (timeout_ms) command->changed.wait_until(lock, deadline_in(timeout_ms), ended);
-  else command->changed.wait(lock, ended);
-  lock.unlock();
-  return command->info();
+  return state().background.find(id)->await(deadline_in(timeout_ms));
 }
 
 }  // namespace mayura

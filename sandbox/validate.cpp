@@ -55,14 +55,13 @@ void check_env(const std::map<std::string, std::string>& env) {
 
 void check_terminal_size(const TerminalSize& size) {
   if (size.rows < 1 || size.rows > 1000 || size.columns < 1 || size.columns > 1000) {
-    throw SandboxError(Reason::INVALID_INPUT, "a terminal's rows and columns must each be 1 to 1000, not " +
-                                                  std::to_string(size.rows) + "x" + std::to_string(size.columns));
+    invalid("a terminal's rows and columns must each be 1 to 1000, not " + std::to_string(size.rows) + "x" +
+            std::to_string(size.columns));
   }
 }
 
 void check_signal(int signal) {
-  if (signal < 1 || signal > 64)
-    throw SandboxError(Reason::INVALID_INPUT, "a signal is 1 to 64, not " + std::to_string(signal));
+  if (signal < 1 || signal > 64) invalid("a signal is 1 to 64, not " + std::to_string(signal));
 }
 
 void check_argv(const std::vector<std::string>& argv) {

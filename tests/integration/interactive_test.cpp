@@ -130,7 +130,7 @@ TEST_F(InteractiveTest, ATerminalsCommandIsStoppedWithEverythingItStarted) {
   auto s = create();
   ExecOptions o;
   o.terminal = TerminalSize{};
-  o.timeout_ms = 1000;
+  o.timeout_ms = 3000;  // room for a slow machine to print first
   const ExecResult r = s.exec({"/bin/sh", "-c", "sleep 300 & setsid sleep 300 & echo started; wait"}, o);
   EXPECT_TRUE(r.timed_out);
   EXPECT_EQ(r.stdout, "started\r\n");
