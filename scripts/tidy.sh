@@ -25,7 +25,7 @@ command -v clang-tidy >/dev/null || "$root/scripts/deps.sh" fuzz
 clean=$root/scripts/tidy-clean.keys
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-python3 "$root/scripts/tidy_keys.py" "$build" "$root" >"$work/keys"
+python3 "$root/scripts/tidy_keys.py" "$build" "$root" "$work" >"$work/keys"
 touch "$clean"
 awk 'FILENAME == ARGV[1] { seen[$1] = 1; next } !($1 in seen) { print $2 }' "$clean" "$work/keys" >"$work/todo"
 echo "tidy.sh: $(wc -l <"$work/keys") units, $(($(wc -l <"$work/keys") - $(wc -l <"$work/todo")))" \
@@ -36,7 +36,7 @@ if [ -s "$work/todo" ]; then
   # GCC's own warning options mean nothing to clang: they are not findings.
   (cd "$root" && xargs -a "$work/todo" -P "$(nproc)" -I{} sh -c \
     'clang-tidy -p "$1" --quiet --extra-arg=-Wno-unknown-warning-option \
-       --extra-arg=-Wno-unused-command-line-argument "$2" && echo "$2" >>"$3"' _ "$build" {} "$work/passed") || status=$?
+       --extra-arg=-Wno-unused-command-line-argument "$2" && echo "$2" >>"$3"' _ "$work" {} "$work/passed") || status=$?
 fi
 if $record; then
   awk 'FILENAME == ARGV[1] { seen[$1] = 1; next } FILENAME == ARGV[2] { ok[$1] = 1; next }

@@ -2,7 +2,7 @@
 """Prints, for each translation unit of a build, a key of everything
 clang-tidy's verdict on it depends on, and its path:
 
-    tidy_keys.py BUILD_DIR ROOT > keys
+    tidy_keys.py BUILD_DIR ROOT [DB_DIR] > keys
 
 The key is a SHA-256 over clang-tidy's version, every .clang-tidy of the
 tree, the unit's compile flags and its preprocessed text (the source with
@@ -11,6 +11,12 @@ means clang-tidy reads exactly the same program with the same checks.
 Paths are made relative to ROOT first (in the flags, __FILE__ through
 -fmacro-prefix-map, and paths the build defines), so that a key holds in
 any checkout.
+
+A precompiled header (CMake's, for the tests: a forced -include of
+cmake_pch.hxx) is taken out of each unit's flags first: clang-tidy cannot
+read GCC's precompiled form, and reads each unit as its own includes make
+it. With DB_DIR, the build's compile_commands.json without them is written
+there, for clang-tidy -p.
 """
 
 import concurrent.futures
@@ -32,8 +38,24 @@ def units(build, root):
         yield entry
 
 
+def without_pch(args):
+    out = []
+    skip = False
+    for i, a in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if a == "-Winvalid-pch":
+            continue
+        if a == "-include" and i + 1 < len(args) and args[i + 1].endswith("/cmake_pch.hxx"):
+            skip = True
+            continue
+        out.append(a)
+    return out
+
+
 def preprocess_args(entry, root):
-    args = shlex.split(entry["command"])
+    args = without_pch(shlex.split(entry["command"]))
     out = []
     skip = False
     for a in args:
@@ -75,6 +97,10 @@ def main():
     for c in sorted(configs):
         common += c.encode() + b"\0" + open(os.path.join(root, c), "rb").read()
     entries = list(units(build, root))
+    if len(sys.argv) > 3:
+        db = [dict(e, command=shlex.join(without_pch(shlex.split(e["command"])))) for e in entries]
+        with open(os.path.join(sys.argv[3], "compile_commands.json"), "w") as out:
+            json.dump(db, out)
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
         keys = list(pool.map(lambda e: key(e, root, common), entries))
     for k, e in zip(keys, entries):

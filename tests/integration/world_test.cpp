@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <netdb.h>
 #include <resolv.h>
 #include <sys/socket.h>
 #include <sys/time.h>
