@@ -219,6 +219,27 @@ TEST_P(MayuraRunTest, AReaderThatGoesAwayEndsTheRunAndLeavesNothing) {
   EXPECT_EQ(r.err, "");
 }
 
+// -i passes the input on as it comes, to its end; -t gives the command a
+// terminal (here without -i: the caller's input is a file, its terminal is
+// left alone, and the size is the default). A daemon gives neither yet:
+// both are refused before anything is made. Neither goes with --json, nor
+// -i with --stdin.
+TEST_P(MayuraRunTest, InteractiveInputAndTerminals) {
+  if (via_daemon()) {
+    EXPECT_TRUE(failed_with(run("-t -- true"), "INVALID_INPUT", "gives no terminals"));
+    EXPECT_TRUE(failed_with(run("-i -- cat"), "INVALID_INPUT", "cannot stream input"));
+  } else {
+    const Outcome r = run("-i -- sh -c 'while read l; do echo got-$l; done; echo end'", "a\nb\n");
+    EXPECT_EQ(r.status, 0);
+    EXPECT_EQ(r.out, "got-a\ngot-b\nend\n");
+    const Outcome t = run("-t -- sh -c 'tty; stty size; echo oops >&2; exit 4'");
+    EXPECT_EQ(t.status, 4);
+    EXPECT_EQ(t.out, "/dev/pts/0\r\n24 80\r\noops\r\n");
+  }
+  EXPECT_TRUE(failed_with(run("-it --json -- true"), "INVALID_INPUT", "not with --json"));
+  EXPECT_TRUE(failed_with(run("-i --stdin -- true"), "INVALID_INPUT", "reads it all first"));
+}
+
 TEST_P(MayuraRunTest, TimeoutIs124) {
   Outcome r = run("--timeout 0.3 -- sh -c 'setsid sleep 100 & sleep 100'");
   EXPECT_EQ(r.status, 124);

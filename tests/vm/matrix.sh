@@ -24,10 +24,11 @@ layouts=("$@")
 # Sandboxes that outlive the daemon (LiveRestoreTest) are taken back from
 # their cgroups in every layout; their networks, the kernel's alone, once.
 # Terminals, streamed input and background commands (InteractiveTest,
-# BackgroundTest) stop their commands the way every exec does, which the core
-# suites run in each layout: the sandbox's devpts and sessions, once.
+# BackgroundTest, and mayura-run -it on a real pty: MayuraRunTerminalTest)
+# stop their commands the way every exec does, which the core suites run in
+# each layout: the sandbox's devpts and sessions, once.
 core='ExecTest|LifetimeTest|LimitsTest|UnifiedCgroupTest|PauseTest|DiskTest|SnapshotTest|VolumeTest|MayuraRunTest|MayuraRunEngineTest|NativeConformance|InProcessServerTest|DaemonTest|LiveRestoreTest|HostileTenantTest'
-wide="$core|RemoteConformance|FilesTest|ImagesTest|ImageStoreTest|NetworkTest|HostLinkTest|PortsTest|LiveRestoreNetworkTest|InteractiveTest|BackgroundTest"
+wide="$core|RemoteConformance|FilesTest|ImagesTest|ImageStoreTest|NetworkTest|HostLinkTest|PortsTest|LiveRestoreNetworkTest|InteractiveTest|BackgroundTest|MayuraRunTerminalTest"
 # A login session runs what where the engine starts from changes (the engine's cgroup root, and so
 # exec, lifetimes, limits, mayura-run and the daemon), not the conformance
 # suite and the service's HTTP API again, which the other rows run.
@@ -99,7 +100,7 @@ slow="$slow|TokenlessTlsClients"
 # What the layout changes stays in every row: runs, limits, timeouts, the
 # doctor's view of the cgroups, snapshots (the freezer) and the rest of
 # each suite.
-layout_free='MayuraRunTest\.(VolumeOptionsRefuseBadInputBeforeAnythingIsMade|SnapshotOptionsRefuseBadInputBeforeAnythingIsMade|ImageImportListRunInspectAndRemove|BadInputAndMissingImagesAre125WithTheReason|HelpAndVersion|AllowAndNetworkAllReachTheWorldAndNothingElse|PortsArePublishedAndTheirUrlsPrinted|JsonHasTheSeedsKeys|SeccompTakesAnOciProfileFile|CopyOutBringsAFileBackAfterTheCommand|EnvCopyInStdinAndCwd|VolumesAreMadeMountedListedAndDeleted)/'
+layout_free='MayuraRunTest\.(VolumeOptionsRefuseBadInputBeforeAnythingIsMade|SnapshotOptionsRefuseBadInputBeforeAnythingIsMade|ImageImportListRunInspectAndRemove|BadInputAndMissingImagesAre125WithTheReason|HelpAndVersion|AllowAndNetworkAllReachTheWorldAndNothingElse|PortsArePublishedAndTheirUrlsPrinted|JsonHasTheSeedsKeys|SeccompTakesAnOciProfileFile|CopyOutBringsAFileBackAfterTheCommand|EnvCopyInStdinAndCwd|VolumesAreMadeMountedListedAndDeleted|InteractiveInputAndTerminals)/'
 layout_free="$layout_free|SnapshotTest\.WhereTheHostClonesFilesASnapshotSharesTheDisksBlocks|DaemonTest\.FiveHundredExecsAtOnceHoldNoThreadEach"
 layout_free="$layout_free|HostileTenantTest\.(BodiesPastTheDaemonsBudgetAreRefusedAtTheHead|OutputFloodsAreStreamedThroughAndNeverHeld)"
 exclude_for() {

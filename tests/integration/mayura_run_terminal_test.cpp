@@ -1,0 +1,214 @@
+// mayura-run -it, driven as a person's terminal drives it: through a real
+// pseudo-terminal that this test holds the master of, as `script` or tmux
+// would, with mayura-run leading the session on its slave.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "harness.hpp"
+
+namespace mayura::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The settings a raw mode changes, as a terminal's user sees them.
+bool same_settings(const termios& a, const termios& b) {
+  return a.c_iflag == b.c_iflag && a.c_oflag == b.c_oflag && a.c_lflag == b.c_lflag && a.c_cflag == b.c_cflag &&
+         a.c_cc[VMIN] == b.c_cc[VMIN] && a.c_cc[VINTR] == b.c_cc[VINTR];
+}
+
+class MayuraRunTerminalTest : public NativeTest {
+ protected:
+  void TearDown() override {
+    if (child_ > 0) {
+      ::kill(child_, SIGKILL);
+      ::waitpid(child_, nullptr, 0);
+    }
+    if (master_ >= 0) ::close(master_);
+    NativeTest::TearDown();
+  }
+
+  // Starts `mayura-run --local ARGS` (shell words) on a new pty of `rows`
+  // by `columns`, in a session of its own whose controlling terminal it is.
+  void start(const std::string& args, int rows = 30, int columns = 100) {
+    master_ = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    ASSERT_GE(master_, 0);
+    ASSERT_EQ(::grantpt(master_), 0);
+    ASSERT_EQ(::unlockpt(master_), 0);
+    const std::string slave = ::ptsname(master_);
+    resize(rows, columns);
+    ASSERT_EQ(::tcgetattr(master_, &before_), 0);
+    const NativeOptions& o = options();
+    const std::string command =
+        "MAYURA_STATE_DIR=" + o.state_dir + " MAYURA_DISK_DIR=" + o.disk_dir +
+        " MAYURA_SNAPSHOT_DIR=" + o.snapshot_dir + " MAYURA_VOLUME_DIR=" + o.volume_dir +
+        " MAYURA_CGROUP_ROOT=" + o.cgroup_root + " MAYURA_ID_BASE=" + std::to_string(o.id_base) +
+        " MAYURA_ID_SLOTS=" + std::to_string(o.id_slots) + " MAYURA_IMAGE_DIR=" + o.image_dir +
+        " MAYURA_IMAGE_STORE=" + o.image_store + " exec " + MAYURA_RUN_PATH + " --local " + args;
+    child_ = ::fork();
+    ASSERT_GE(child_, 0);
+    if (child_ == 0) {
+      ::setsid();
+      const int fd = ::open(slave.c_str(), O_RDWR);
+      if (fd < 0 || ::ioctl(fd, TIOCSCTTY, 0) != 0) ::_exit(126);
+      ::dup2(fd, 0);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      if (fd > 2) ::close(fd);
+      ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+
+  void type(const std::string& keys) const {
+    ASSERT_EQ(::write(master_, keys.data(), keys.size()), static_cast<ssize_t>(keys.size()));
+  }
+
+  // A new window size: the kernel signals SIGWINCH to mayura-run, in the
+  // terminal's foreground.
+  void resize(int rows, int columns) const {
+    winsize w{};
+    w.ws_row = static_cast<unsigned short>(rows);
+    w.ws_col = static_cast<unsigned short>(columns);
+    ASSERT_EQ(::ioctl(master_, TIOCSWINSZ, &w), 0);
+  }
+
+  // Reads the screen until `text` is on it (anywhere since the start).
+  bool shows(const std::string& text, std::chrono::milliseconds within = 30s) {
+    const auto deadline = std::chrono::steady_clock::now() + within;
+    while (screen_.find(text) == std::string::npos) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left <= 0ms) return false;
+      pollfd p{master_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buffer[4096];
+      const ssize_t n = ::read(master_, buffer, sizeof buffer);
+      if (n <= 0) return false;  // EIO: the slave side is closed
+      screen_.append(buffer, static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+
+  // mayura-run's exit status, once it has ended (-1 if it did not within a
+  // minute, or ended on a signal).
+  int exit_status() {
+    for (int i = 0; i < 600; ++i) {
+      int status = 0;
+      if (::waitpid(child_, &status, WNOHANG) == child_) {
+        child_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      shows("\x01", 100ms);  // drains the screen, so a full one does not stop it
+    }
+    return -1;
+  }
+
+  // Whether the terminal is as it was before mayura-run started.
+  bool put_back() const {
+    termios now{};
+    return ::tcgetattr(master_, &now) == 0 && same_settings(now, before_);
+  }
+
+  bool becomes_raw() {
+    for (int i = 0; i < 300 && !raw(); ++i) shows("\x01", 100ms);
+    return raw();
+  }
+
+  bool raw() const {
+    termios now{};
+    return ::tcgetattr(master_, &now) == 0 && (now.c_lflag & (ICANON | ECHO | ISIG)) == 0;
+  }
+
+  pid_t child_ = -1;
+  int master_ = -1;
+  termios before_{};
+  std::string screen_;
+};
+
+// ^C typed reaches the command's foreground job through its own terminal,
+// and not mayura-run (whose terminal is raw): the shell's trap runs, the
+// sleep ends, the shell goes on to its own exit status.
+TEST_F(MayuraRunTerminalTest, CtrlCReachesTheCommandsForegroundJobAndNotTheRun) {
+  start("-it -- sh -c 'trap \"echo caught-int\" INT; echo ready-$(tty); sleep 60; echo after-sleep; exit 7'");
+  ASSERT_TRUE(shows("ready-/dev/pts/0")) << screen_;
+  EXPECT_TRUE(raw());
+  type("\x03");
+  EXPECT_TRUE(shows("after-sleep")) << screen_;
+  EXPECT_NE(screen_.find("caught-int"), std::string::npos) << screen_;
+  EXPECT_EQ(exit_status(), 7);
+  EXPECT_TRUE(put_back());
+}
+
+// The command's terminal has the caller's size, and follows it: a resize
+// of the caller's window is seen by stty inside (SIGWINCH, then the size).
+TEST_F(MayuraRunTerminalTest, AResizeIsSeenByStty) {
+  start(
+      "-it -- sh -c 'echo size-$(stty size | tr \" \" x); trap \"echo resized-\\$(stty size | tr \\\" \\\" x)\" "
+      "WINCH; while :; do sleep 0.1; done'",
+      30, 100);
+  ASSERT_TRUE(shows("size-30x100")) << screen_;
+  resize(40, 120);
+  EXPECT_TRUE(shows("resized-40x120")) << screen_;
+  type("\x03");  // no trap for SIGINT: the shell ends on it
+  EXPECT_EQ(exit_status(), 130);
+  EXPECT_TRUE(put_back());
+}
+
+// What is typed reaches the command as it is typed; its terminal echoes it
+// and turns the Enter key's \r into a line's end.
+TEST_F(MayuraRunTerminalTest, TypedInputIsEchoedAndRead) {
+  start("-it -- sh -c 'read first; echo got-$first; read second; echo got-$second'");
+  ASSERT_TRUE(becomes_raw());  // typed before, the caller's own terminal would echo it too
+  type("hello\r");
+  ASSERT_TRUE(shows("got-hello")) << screen_;
+  EXPECT_NE(screen_.find("hello\r\n"), std::string::npos) << screen_;  // the echo, with the terminal's line end
+  type("world\r");
+  EXPECT_TRUE(shows("got-world")) << screen_;
+  EXPECT_EQ(exit_status(), 0);
+  EXPECT_TRUE(put_back());
+}
+
+// The terminal is put back however the run ends: the command failing, the
+// command not found, mayura-run stopped by SIGTERM mid-run (the sandbox
+// released, 125), and bad input (never made raw).
+TEST_F(MayuraRunTerminalTest, TheCallersTerminalIsPutBackOnEveryWayOut) {
+  start("-it -- sh -c 'exit 3'");
+  EXPECT_EQ(exit_status(), 3);
+  EXPECT_TRUE(put_back());
+  ::close(std::exchange(master_, -1));
+  screen_.clear();
+
+  start("-it -- no-such-command-here");
+  EXPECT_EQ(exit_status(), 127);
+  EXPECT_TRUE(put_back());
+  ::close(std::exchange(master_, -1));
+  screen_.clear();
+
+  start("-it -- sh -c 'echo running; sleep 60'");
+  ASSERT_TRUE(shows("running")) << screen_;
+  EXPECT_TRUE(raw());
+  ::kill(child_, SIGTERM);
+  EXPECT_EQ(exit_status(), 125);
+  EXPECT_TRUE(put_back());
+  ::close(std::exchange(master_, -1));
+  screen_.clear();
+
+  start("-it --json -- true");
+  EXPECT_EQ(exit_status(), 125);
+  EXPECT_NE(screen_.find("not with --json"), std::string::npos) << screen_;
+  EXPECT_TRUE(put_back());
+}
+
+}  // namespace
+}  // namespace mayura::testing
