@@ -1,6 +1,8 @@
 // The JSON bodies mayurad takes from its clients (service/wire.hpp): a
-// create, an exec request, a network, a desktop input; and those the remote
-// provider takes back from a mayurad (results, entries, features, errors).
+// create, an exec request, a network, a desktop input, a background
+// command's start, input and terminal size; and those the remote provider
+// takes back from a mayurad (results, entries, features, errors, commands,
+// output slices).
 // Properties: anything malformed is SandboxError(INVALID_INPUT); what
 // parses, written out again, parses to the same JSON.
 // Input: one byte choosing the shape, then the body.
@@ -40,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(e.reason() == mayura::Reason::INVALID_INPUT);
     return 0;
   }
-  switch (data[0] % 7) {
+  switch (data[0] % 12) {
     case 0: round_trip(body, service::create_from, service::create_json); break;
     case 1:
       round_trip(body, service::exec_request_from,
@@ -50,7 +52,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 3: round_trip(body, service::features_from, service::features_json); break;
     case 4: round_trip(body, service::exec_result_from, service::exec_result_json); break;
     case 5: round_trip(body, service::file_entry_from, service::file_entry_json); break;
-    default: round_trip(body, service::desktop_input_from, service::desktop_input_json); break;
+    case 6: round_trip(body, service::desktop_input_from, service::desktop_input_json); break;
+    case 7:
+      round_trip(body, service::start_request_from,
+                 [](const service::StartRequest& r) { return service::start_request_json(r.argv, r.options); });
+      break;
+    case 8: round_trip(body, service::command_info_from, service::command_info_json); break;
+    case 9: round_trip(body, service::output_slice_from, service::output_slice_json); break;
+    case 10: round_trip(body, service::terminal_size_from, service::terminal_size_json); break;
+    default: round_trip(body, service::command_input_from, service::command_input_json); break;
   }
   return 0;
 }

@@ -38,10 +38,21 @@ constexpr Route kRoutes[] = {
     {V::get, "/v1/sandboxes/{id}/desktop/screenshot", R::screenshot, S::blocking},
     {V::get, "/v1/sandboxes/{id}/desktop/cursor", R::cursor, S::blocking},
     {V::post, "/v1/sandboxes/{id}/desktop/input", R::desktop_input, S::blocking},
+    {V::get, "/v1/sandboxes/{id}/commands", R::commands, S::blocking},
+    {V::post, "/v1/sandboxes/{id}/commands", R::start_command, S::blocking},
+    {V::get, "/v1/sandboxes/{id}/commands/{command}", R::command, S::blocking},
+    {V::get, "/v1/sandboxes/{id}/commands/{command}/output", R::command_output, S::blocking},
+    {V::post, "/v1/sandboxes/{id}/commands/{command}/input", R::command_input, S::blocking},
+    {V::post, "/v1/sandboxes/{id}/commands/{command}/signal", R::command_signal, S::blocking},
+    {V::post, "/v1/sandboxes/{id}/commands/{command}/resize", R::command_resize, S::blocking},
+    {V::post, "/v1/sandboxes/{id}/commands/{command}/stop", R::command_stop, S::blocking},
+    {V::get, "/v1/sandboxes/{id}/commands/{command}/wait", R::command_wait, S::blocking},
 };
 
-// Whether `segments` is `path`; its {id} segment, if it has one, in `id`.
-bool path_matches(std::string_view path, const std::vector<std::string>& segments, std::string& id) {
+// Whether `segments` is `path`; its {id} and {command} segments, where it
+// has them, in `id` and `command`.
+bool path_matches(std::string_view path, const std::vector<std::string>& segments, std::string& id,
+                  std::string& command) {
   std::size_t i = 0;
   path.remove_prefix(1);  // the leading '/'
   for (;;) {
@@ -49,6 +60,7 @@ bool path_matches(std::string_view path, const std::vector<std::string>& segment
     const std::string_view part = path.substr(0, slash);
     if (i == segments.size()) return false;
     if (part == "{id}") id = segments[i];
+    else if (part == "{command}") command = segments[i];
     else if (segments[i] != part) return false;
     ++i;
     if (slash == std::string_view::npos) return i == segments.size();
@@ -78,9 +90,10 @@ RouteMatch match_route(boost::beast::http::verb method, std::string_view target)
   }
   m.target = std::move(*parsed);
   for (const Route& r : kRoutes) {
-    std::string id;
-    if (!path_matches(r.path, m.target.segments, id)) continue;
+    std::string id, command;
+    if (!path_matches(r.path, m.target.segments, id, command)) continue;
     m.id = std::move(id);
+    m.command = std::move(command);
     if (r.method == method) {
       m.kind = RouteMatch::Kind::route;
       m.route = &r;

@@ -50,11 +50,22 @@ enum class Resource {
   screenshot,
   cursor,
   desktop_input,
+  commands,
+  start_command,
+  command,
+  command_output,
+  command_input,
+  command_signal,
+  command_resize,
+  command_stop,
+  command_wait,
 };
 
 struct Route {
   boost::beast::http::verb method;
-  std::string_view path;  // "/v1/sandboxes/{id}/files": {id} stands for any sandbox's id
+  // "/v1/sandboxes/{id}/files": {id} stands for any sandbox's id (or a
+  // snapshot's or volume's name), {command} for a background command's.
+  std::string_view path;
   Resource resource;
   Serving serving;
   bool file_body = false;  // bounded by the service's file limit, not its JSON one
@@ -76,7 +87,8 @@ struct RouteMatch {
   enum class Kind { route, wrong_method, unknown_path, malformed } kind = Kind::unknown_path;
   const Route* route = nullptr;  // Kind::route's
   Target target;
-  std::string id;  // the {id} segment, where the path has one (a wrong method's too)
+  std::string id;       // the {id} segment, where the path has one (a wrong method's too)
+  std::string command;  // the {command} segment, likewise
 };
 RouteMatch match_route(boost::beast::http::verb method, std::string_view target);
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ std::int64_t number_param(const Target& t, const std::string& name, std::int64_t
   if (n < min || n > max) throw SandboxError(Reason::INVALID_INPUT, name + " is out of range");
   return n;
 }
+
+// The longest a command's wait holds a request (GET .../wait).
+constexpr std::int64_t kMostWaitMs = 60'000;
 
 Reply wrong_method() { return error_reply(405, Reason::INVALID_INPUT, "the resource does not take that method"); }
 
@@ -90,6 +94,62 @@ Reply desktop_reply(Resource resource, const Target& t, const std::string& body,
                       static_cast<int>(number_param(t, "height", 0, kMax))};
   }
   return {200, "image/png", s.screenshot(o)};
+}
+
+// A background command of the client's sandbox, on the handle the service
+// holds: the command, its output and its end live in mayurad, whichever
+// connection asks (and after the one that started it has gone).
+Reply command_reply(const RouteMatch& m, const std::string& body, const Sandbox& s) {
+  const Target& t = m.target;
+  const auto optional_number = [&t](const std::string& name, std::int64_t max, std::int64_t otherwise) {
+    return t.params.count(name) ? number_param(t, name, 0, max) : otherwise;
+  };
+  switch (m.route->resource) {
+    case Resource::commands: {
+      json list = json::array();
+      for (const CommandInfo& c : s.commands()) list.push_back(command_info_json(c));
+      return json_reply(200, {{"commands", list}});
+    }
+    case Resource::start_command: {
+      const StartRequest r = start_request_from(parse_body(body, "the start request"));
+      return json_reply(201, command_info_json(s.start(r.argv, r.options)));
+    }
+    case Resource::command_output: {
+      const auto stream =
+          t.params.count("stream") ? output_stream_from(t.params.at("stream"), "stream") : OutputStream::out;
+      const auto from = optional_number("from", std::numeric_limits<std::int64_t>::max(), 0);
+      const auto most = optional_number("maxBytes", std::int64_t{1} << 40, std::int64_t{1} << 20);
+      return json_reply(200, output_slice_json(s.output(m.command, stream, static_cast<std::uint64_t>(from),
+                                                        static_cast<std::size_t>(most))));
+    }
+    case Resource::command_input: {
+      CommandInput input = command_input_from(parse_body(body, "the input request"));
+      if (input.data) s.write_input(m.command, std::move(*input.data));
+      if (input.close) s.close_input(m.command);
+      return no_content();
+    }
+    case Resource::command_signal: {
+      const json request = parse_body(body, "the signal request");
+      if (!request.is_object() || request.size() != 1 || !request.contains("signal") ||
+          !request["signal"].is_number_integer()) {
+        throw SandboxError(Reason::INVALID_INPUT, "the signal request: must be {\"signal\": 1 to 64}");
+      }
+      const auto n = request["signal"].get<std::int64_t>();
+      s.signal(m.command, n < 0 || n > 1024 ? 0 : static_cast<int>(n));  // the contract names the range
+      return no_content();
+    }
+    case Resource::command_resize:
+      s.resize(m.command, terminal_size_from(parse_body(body, "the resize request")));
+      return no_content();
+    case Resource::command_stop: return json_reply(200, command_info_json(s.stop(m.command)));
+    case Resource::command_wait:
+      // Bounded, as a request holds one of the client's share of the
+      // service's threads while it waits: a client waits longer by asking
+      // again.
+      return json_reply(200,
+                        command_info_json(s.wait(m.command, optional_number("timeoutMs", kMostWaitMs, kMostWaitMs))));
+    default: return json_reply(200, command_info_json(s.command(m.command)));
+  }
 }
 
 // {"name": "..."}: the name of the snapshot to take.
@@ -506,6 +566,15 @@ Reply Routes::dispatch(const RouteMatch& m, const std::string& body, const Clien
     case Resource::screenshot:
     case Resource::cursor:
     case Resource::desktop_input: return desktop_reply(m.route->resource, t, body, owned(id, client));
+    case Resource::commands:
+    case Resource::start_command:
+    case Resource::command:
+    case Resource::command_output:
+    case Resource::command_input:
+    case Resource::command_signal:
+    case Resource::command_resize:
+    case Resource::command_stop:
+    case Resource::command_wait: return command_reply(m, body, owned(id, client));
     case Resource::metrics:
     case Resource::run:
     case Resource::exec:

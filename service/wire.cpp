@@ -1,5 +1,6 @@
 #include "wire.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -588,6 +589,145 @@ FileEntry file_entry_from(const json& value) {
   }
   f.done();
   return e;
+}
+
+namespace {
+
+constexpr std::string_view kCommandStates[] = {"running", "exited", "timedOut", "stopped", "failed"};
+
+std::uint64_t offset(const json& v, std::string_view key) {
+  return static_cast<std::uint64_t>(integer(v, key, 0, std::numeric_limits<std::int64_t>::max()));
+}
+
+}  // namespace
+
+json start_request_json(const std::vector<std::string>& argv, const StartOptions& o) {
+  json args = json::array();
+  for (const std::string& a : argv) args.push_back(bytes_json(a));
+  json j = {{"argv", args}, {"keepBytes", o.keep_bytes}};
+  if (!o.cwd.empty()) j["cwd"] = bytes_json(o.cwd);
+  if (!o.env.empty()) j["env"] = byte_map_json(o.env);
+  if (o.timeout_ms) j["timeoutMs"] = *o.timeout_ms;
+  if (o.stdin) j["stdin"] = bytes_json(*o.stdin);
+  if (o.terminal) j["terminal"] = terminal_size_json(*o.terminal);
+  return j;
+}
+
+StartRequest start_request_from(const json& value) {
+  Fields f(value, "the start request");
+  StartRequest r;
+  const json* argv = f.take("argv");
+  if (!argv) bad("argv", "is required");
+  r.argv = byte_list(*argv, "argv");
+  if (const json* v = f.take("cwd")) r.options.cwd = bytes_from(*v, "cwd");
+  if (const json* v = f.take("env")) r.options.env = byte_map(*v, "env");
+  // The limits layer says which timeouts and bounds make sense; here only
+  // the types.
+  if (const json* v = f.take("timeoutMs")) {
+    r.options.timeout_ms =
+        integer(*v, "timeoutMs", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
+  }
+  if (const json* v = f.take("stdin")) r.options.stdin = bytes_from(*v, "stdin");
+  if (const json* v = f.take("terminal")) r.options.terminal = terminal_size_from(*v);
+  if (const json* v = f.take("keepBytes")) {
+    r.options.keep_bytes = static_cast<std::size_t>(integer(*v, "keepBytes", 0, std::int64_t{1} << 40));
+  }
+  f.done();
+  return r;
+}
+
+json command_info_json(const CommandInfo& c) {
+  json args = json::array();
+  for (const std::string& a : c.argv) args.push_back(bytes_json(a));
+  json j = {{"id", c.id},
+            {"argv", args},
+            {"state", std::string(kCommandStates[static_cast<std::size_t>(c.state)])},
+            {"exitCode", c.exit_code ? json(*c.exit_code) : json(nullptr)},
+            {"startedAt", c.started_ms},
+            {"endedAt", c.ended_ms ? json(*c.ended_ms) : json(nullptr)},
+            {"terminal", c.terminal},
+            {"stdoutBytes", c.stdout_bytes},
+            {"stderrBytes", c.stderr_bytes}};
+  if (!c.error.empty()) j["error"] = bytes_json(c.error);
+  return j;
+}
+
+CommandInfo command_info_from(const json& value) {
+  Fields f(value, "a command");
+  CommandInfo c;
+  if (const json* v = f.take("id")) c.id = text(*v, "id");
+  if (const json* v = f.take("argv")) c.argv = byte_list(*v, "argv");
+  if (const json* v = f.take("state")) {
+    const std::string name = text(*v, "state");
+    const auto* it = std::find(std::begin(kCommandStates), std::end(kCommandStates), name);
+    if (it == std::end(kCommandStates)) bad("state", "must be running, exited, timedOut, stopped or failed");
+    c.state = static_cast<CommandState>(it - std::begin(kCommandStates));
+  }
+  if (const json* v = f.take("exitCode")) c.exit_code = static_cast<int>(integer(*v, "exitCode", -1, 1 << 16));
+  if (const json* v = f.take("error")) c.error = bytes_from(*v, "error");
+  if (const json* v = f.take("startedAt")) {
+    c.started_ms = integer(*v, "startedAt", 0, std::numeric_limits<std::int64_t>::max());
+  }
+  if (const json* v = f.take("endedAt"))
+    c.ended_ms = integer(*v, "endedAt", 0, std::numeric_limits<std::int64_t>::max());
+  if (const json* v = f.take("terminal")) c.terminal = boolean(*v, "terminal");
+  if (const json* v = f.take("stdoutBytes")) c.stdout_bytes = offset(*v, "stdoutBytes");
+  if (const json* v = f.take("stderrBytes")) c.stderr_bytes = offset(*v, "stderrBytes");
+  f.done();
+  return c;
+}
+
+json output_slice_json(const OutputSlice& s) {
+  return {{"offset", s.offset}, {"dropped", s.dropped}, {"data", bytes_json(s.data)}, {"next", s.next}};
+}
+
+OutputSlice output_slice_from(const json& value) {
+  Fields f(value, "an output slice");
+  OutputSlice s;
+  if (const json* v = f.take("offset")) s.offset = offset(*v, "offset");
+  if (const json* v = f.take("dropped")) s.dropped = offset(*v, "dropped");
+  if (const json* v = f.take("data")) s.data = bytes_from(*v, "data");
+  if (const json* v = f.take("next")) s.next = offset(*v, "next");
+  f.done();
+  if (s.next != s.offset + s.data.size()) bad("next", "must be offset plus the data's size");
+  return s;
+}
+
+json terminal_size_json(const TerminalSize& size) { return {{"rows", size.rows}, {"columns", size.columns}}; }
+
+TerminalSize terminal_size_from(const json& value) {
+  Fields f(value, "the terminal's size");
+  TerminalSize size;
+  // The limits layer checks the bounds (1 to 1000); here only the types.
+  const json* rows = f.take("rows");
+  const json* columns = f.take("columns");
+  if (!rows || !columns) bad("terminal", "needs rows and columns");
+  size.rows = static_cast<int>(integer(*rows, "rows", -(1 << 20), 1 << 20));
+  size.columns = static_cast<int>(integer(*columns, "columns", -(1 << 20), 1 << 20));
+  f.done();
+  return size;
+}
+
+json command_input_json(const CommandInput& input) {
+  json j = json::object();
+  if (input.data) j["data"] = bytes_json(*input.data);
+  if (input.close) j["close"] = true;
+  return j;
+}
+
+CommandInput command_input_from(const json& value) {
+  Fields f(value, "the input request");
+  CommandInput input;
+  if (const json* v = f.take("data")) input.data = bytes_from(*v, "data");
+  if (const json* v = f.take("close")) input.close = boolean(*v, "close");
+  f.done();
+  return input;
+}
+
+OutputStream output_stream_from(std::string_view name, std::string_view key) {
+  if (name == "stdout") return OutputStream::out;
+  if (name == "stderr") return OutputStream::err;
+  bad(key, "must be stdout or stderr");
 }
 
 json error_json(Reason reason, std::string_view message) {

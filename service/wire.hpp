@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mayura/background.hpp"
 #include "mayura/errors.hpp"
 #include "mayura/types.hpp"
 
@@ -72,6 +73,31 @@ json desktop_size_json(const DesktopSize& size);
 // GET of its own.
 json desktop_input_json(const DesktopAction& action);
 DesktopAction desktop_input_from(const json& value);
+
+// Background commands (/v1/sandboxes/{id}/commands). A start: argv and
+// the options that cross the wire; a command's description; what is held of
+// one stream from an offset; a terminal's size ({"rows", "columns"}); what
+// an input request carries ({"data"?, "close"?}).
+struct StartRequest {
+  std::vector<std::string> argv;
+  StartOptions options;
+};
+json start_request_json(const std::vector<std::string>& argv, const StartOptions& options);
+StartRequest start_request_from(const json& value);
+json command_info_json(const CommandInfo& info);
+CommandInfo command_info_from(const json& value);
+json output_slice_json(const OutputSlice& slice);
+OutputSlice output_slice_from(const json& value);
+json terminal_size_json(const TerminalSize& size);
+TerminalSize terminal_size_from(const json& value);
+struct CommandInput {
+  std::optional<std::string> data;
+  bool close = false;
+};
+json command_input_json(const CommandInput& input);
+CommandInput command_input_from(const json& value);
+// "stdout" or "stderr"; else INVALID_INPUT naming `key`.
+OutputStream output_stream_from(std::string_view name, std::string_view key);
 
 json error_json(Reason reason, std::string_view message);
 // The reason named in an error body, if it is one.

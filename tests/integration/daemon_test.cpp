@@ -119,6 +119,98 @@ TEST_P(RemoteConformance, Passes) {
 INSTANTIATE_TEST_SUITE_P(Remote, RemoteConformance, ::testing::ValuesIn(suite_names()),
                          [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
 
+// Background commands live in mayurad: each call below is a connection of
+// its own, so a command started on one is read, written to, waited for and
+// stopped on others after the first has closed. Stopping one ends every
+// process it started; bad ids, offsets and bodies are refused with their
+// reason.
+TEST_F(DaemonTest, BackgroundCommandsLiveInTheDaemonAcrossConnections) {
+  const pid_t daemon = start_daemon({{"maxLifetimeMs", 600'000}});
+  const auto created = daemon_call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 120000})");
+  ASSERT_EQ(created.status, 201u) << created.body;
+  const std::string id = json::parse(created.body).at("id");
+  const std::string base = "/v1/sandboxes/" + id + "/commands";
+  const auto started = daemon_call(
+      verb::post, base,
+      R"({"argv": ["sh", "-c", "echo up; while read l; do echo got-$l; done; echo bye >&2; exit 3"], "keepBytes": 4096})");
+  ASSERT_EQ(started.status, 201u) << started.body;
+  const json command = json::parse(started.body);
+  EXPECT_EQ(command.at("state"), "running");
+  const std::string at = base + "/" + command.at("id").get<std::string>();
+
+  EXPECT_EQ(daemon_call(verb::post, at + "/input", R"({"data": "one\n"})").status, 204u);
+  // Its output as it comes: read from where the last read ended.
+  std::string out;
+  std::uint64_t next = 0;
+  for (int i = 0; i < 300 && out.find("got-one\n") == std::string::npos; ++i) {
+    const auto a = daemon_call(verb::get, at + "/output?stream=stdout&from=" + std::to_string(next));
+    ASSERT_EQ(a.status, 200u) << a.body;
+    const json slice = json::parse(a.body);
+    EXPECT_EQ(slice.at("dropped"), 0);
+    out += slice.at("data").get<std::string>();
+    next = slice.at("next");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(out, "up\ngot-one\n");
+  const auto listed = daemon_call(verb::get, base);
+  ASSERT_EQ(listed.status, 200u);
+  ASSERT_EQ(json::parse(listed.body).at("commands").size(), 1u);
+  EXPECT_EQ(json::parse(listed.body).at("commands")[0].at("argv")[0], "sh");
+
+  EXPECT_EQ(daemon_call(verb::post, at + "/input", R"({"data": "two\n", "close": true})").status, 204u);
+  const auto waited = daemon_call(verb::get, at + "/wait?timeoutMs=30000");
+  ASSERT_EQ(waited.status, 200u) << waited.body;
+  const json ended = json::parse(waited.body);
+  EXPECT_EQ(ended.at("state"), "exited");
+  EXPECT_EQ(ended.at("exitCode"), 3);
+  EXPECT_EQ(ended.at("stdoutBytes"), std::string("up\ngot-one\ngot-two\n").size());
+  const auto err = daemon_call(verb::get, at + "/output?stream=stderr");
+  EXPECT_EQ(json::parse(err.body).at("data"), "bye\n");
+
+  // Stopped with all it started: a child, one in a session of its own, one
+  // ignoring SIGTERM. Counted afterwards by a command of the same sandbox.
+  const auto sleeper = daemon_call(
+      verb::post, base,
+      R"({"argv": ["sh", "-c", "sleep 1000 & setsid sleep 1000 & (trap '' TERM; sleep 1000) & echo started; wait"]})");
+  ASSERT_EQ(sleeper.status, 201u) << sleeper.body;
+  const std::string sleeping = base + "/" + json::parse(sleeper.body).at("id").get<std::string>();
+  for (int i = 0; i < 300; ++i) {
+    if (json::parse(daemon_call(verb::get, sleeping).body).at("stdoutBytes") > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const auto stopped = daemon_call(verb::post, sleeping + "/stop");
+  ASSERT_EQ(stopped.status, 200u) << stopped.body;
+  EXPECT_EQ(json::parse(stopped.body).at("state"), "stopped");
+  const auto counter =
+      daemon_call(verb::post, base,
+                  R"({"argv": ["sh", "-c", "for p in /proc/[0-9]*; do cat $p/comm; done | grep -c sleep; true"]})");
+  ASSERT_EQ(counter.status, 201u) << counter.body;
+  const std::string counting = base + "/" + json::parse(counter.body).at("id").get<std::string>();
+  EXPECT_EQ(json::parse(daemon_call(verb::get, counting + "/wait").body).at("state"), "exited");
+  EXPECT_EQ(json::parse(daemon_call(verb::get, counting + "/output").body).at("data"), "0\n");
+
+  // Refused with their reason, before anything runs.
+  const auto reason = [](const service::HttpAnswer& a) { return json::parse(a.body).at("reason").get<std::string>(); };
+  EXPECT_EQ(daemon_call(verb::get, base + "/c99").status, 412u);
+  EXPECT_EQ(reason(daemon_call(verb::get, base + "/C!x")), "INVALID_INPUT");
+  EXPECT_EQ(daemon_call(verb::get, "/v1/sandboxes/no-such-sandbox/commands").status, 404u);
+  EXPECT_EQ(reason(daemon_call(verb::get, at + "/output?stream=stdin")), "INVALID_INPUT");
+  EXPECT_EQ(reason(daemon_call(verb::get, at + "/output?from=-1")), "INVALID_INPUT");
+  EXPECT_EQ(reason(daemon_call(verb::get, at + "/wait?timeoutMs=60001")), "INVALID_INPUT");
+  EXPECT_EQ(reason(daemon_call(verb::post, at + "/input", R"({"data": "late"})")), "INVALID_INPUT");
+  EXPECT_EQ(reason(daemon_call(verb::post, at + "/signal", R"({"signal": 0})")), "INVALID_INPUT");
+  EXPECT_EQ(reason(daemon_call(verb::post, at + "/resize", R"({"rows": 24, "columns": 80})")), "INVALID_INPUT");
+  EXPECT_EQ(reason(daemon_call(verb::post, base, R"({"argv": []})")), "INVALID_INPUT");
+  EXPECT_EQ(reason(daemon_call(verb::post, base, R"({"argv": ["true"], "keepBytes": 10})")), "INVALID_INPUT");
+  EXPECT_EQ(reason(daemon_call(verb::post, base, R"({"argv": ["true"], "terminal": {"rows": 0, "columns": 80}})")),
+            "INVALID_INPUT");
+  EXPECT_EQ(reason(daemon_call(verb::post, base, R"({"argv": ["true"], "colour": "blue"})")), "INVALID_INPUT");
+
+  ::kill(daemon, SIGTERM);
+  const int status = wait_for(daemon);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
 TEST_F(DaemonTest, SigtermReleasesEverySandboxAndLeavesNothing) {
   const pid_t pid = start_daemon();
   std::string id;

@@ -46,8 +46,9 @@ std::set<std::string> keys_of(const json& object) {
   return keys;
 }
 
-// A path as the route table writes it: the table calls every path
-// parameter {id}, the document names each for what it is ({name}).
+// A path with every parameter called {id}: the table calls a sandbox's,
+// snapshot's or volume's {id} and a command's {command}, the document names
+// each for what it is ({name}).
 std::string route_path(std::string path) {
   for (std::size_t open = path.find('{'); open != std::string::npos; open = path.find('{', open + 1)) {
     const std::size_t close = path.find('}', open);
@@ -80,7 +81,7 @@ TEST(OpenApi, IsAnOpenApi31DocumentOfEveryRouteAndNoOther) {
   for (const Route& r : route_table()) {
     std::string method(boost::beast::http::to_string(r.method));
     for (char& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    served.emplace(method, std::string(r.path));
+    served.emplace(method, route_path(std::string(r.path)));
   }
   EXPECT_EQ(documented, served);
 }
@@ -169,6 +170,37 @@ TEST(OpenApi, TheExecShapesAreTheWiresOwn) {
   end.erase("stderr");
   EXPECT_EQ(keys_of(end), property_names("ExecEnd"));
   EXPECT_EQ(property_names("RunRequest"), (std::set<std::string>{"sandbox", "exec"}));
+}
+
+// A background command's shapes, both ways: the start request, the
+// command, the slice of its output, its input and its terminal's size.
+TEST(OpenApi, TheCommandShapesAreTheWiresOwn) {
+  const json full = {{"argv", {"sh", "-c", "true"}},
+                     {"cwd", "/work"},
+                     {"env", {{"A", "1"}}},
+                     {"timeoutMs", 1000},
+                     {"stdin", "input"},
+                     {"terminal", {{"rows", 24}, {"columns", 80}}},
+                     {"keepBytes", 4096}};
+  EXPECT_EQ(keys_of(full), property_names("StartRequest"));
+  const StartRequest taken = start_request_from(full);
+  EXPECT_EQ(keys_of(start_request_json(taken.argv, taken.options)), property_names("StartRequest"));
+  CommandInfo info;
+  info.error = "its sandbox ended";
+  const json command = command_info_json(info);
+  EXPECT_EQ(keys_of(command), property_names("Command"));
+  EXPECT_EQ(keys_of(command_info_json(command_info_from(command))), property_names("Command"));
+  std::set<std::string> states;
+  for (CommandState state : {CommandState::running, CommandState::exited, CommandState::timed_out,
+                             CommandState::stopped, CommandState::failed}) {
+    info.state = state;
+    states.insert(command_info_json(info).at("state").get<std::string>());
+  }
+  const json& listed = schema("Command").at("properties").at("state").at("enum");
+  EXPECT_EQ(states, (std::set<std::string>(listed.begin(), listed.end())));
+  EXPECT_EQ(keys_of(output_slice_json(OutputSlice{})), property_names("OutputSlice"));
+  EXPECT_EQ(keys_of(command_input_json(CommandInput{"data", true})), property_names("CommandInput"));
+  EXPECT_EQ(keys_of(terminal_size_json(TerminalSize{})), property_names("TerminalSize"));
 }
 
 // What a snapshot is on the wire, both ways; the bodies a snapshot and a

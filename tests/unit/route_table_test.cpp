@@ -16,9 +16,11 @@ namespace {
 
 using verb = boost::beast::http::verb;
 
+// The path with `id` for its {id}, and c7 for a {command}.
 std::string with_id(std::string_view path, const std::string& id) {
   std::string out(path);
   if (const auto at = out.find("{id}"); at != std::string::npos) out.replace(at, 4, id);
+  if (const auto at = out.find("{command}"); at != std::string::npos) out.replace(at, 9, "c7");
   return out;
 }
 
@@ -29,6 +31,7 @@ TEST(RouteTable, EachRouteIsFoundByItsMethodAndPath) {
     ASSERT_EQ(m.kind, RouteMatch::Kind::route);
     EXPECT_EQ(m.route, &r);
     EXPECT_EQ(m.id, r.path.find("{id}") == std::string_view::npos ? "" : "sbx-1");
+    EXPECT_EQ(m.command, r.path.find("{command}") == std::string_view::npos ? "" : "c7");
     EXPECT_EQ(m.target.params.at("path"), "a b");
   }
 }
