@@ -5,7 +5,8 @@
 # once (threads, memory, latency), two tenants' cycles beside a hostile
 # one and alone, mayurad's restart with 1000 sandboxes to take back and 100
 # SIGKILLs under load, pause and resume of a sandbox of 100 processes beside a
-# cgroup frozen by hand, a workdir on a disk beside one on a tmpfs (create,
+# cgroup frozen by hand, a keystroke's echo through mayura-run -it beside
+# script and a bare pty, an attach to a background command's last 1 MiB, a workdir on a disk beside one on a tmpfs (create,
 # and a write beside the host's), a snapshot of a 1 GiB workspace beside
 # cp -a and tar, a create from it and a fork into 20 beside plain creates
 # (on the host's file system, then on XFS, which clones files), a round trip through mayurad from C++ and from Node (the TypeScript
@@ -38,6 +39,8 @@ echo
 "$here/../build/bench/bench_restore" 1000 "$here/../build/tools/mayurad" 100
 echo
 "$here/../build/bench/bench_pause" "${1:-200}"
+echo
+"$here/../build/bench/bench_sessions" "${1:-200}" "$here/../build/tools/mayura-run"
 echo
 "$here/../build/bench/bench_disk" "${1:-200}"
 echo
