@@ -501,7 +501,12 @@ Volume volume_from(const json& value) {
   return v;  // a newer daemon may say more
 }
 
-json exec_request_json(const std::vector<std::string>& argv, const ExecOptions& o) {
+namespace {
+
+// What an exec and a background command's start both carry: the argv, and
+// the options ExecOptions and StartOptions have alike.
+template <class Options>
+json command_json(const std::vector<std::string>& argv, const Options& o) {
   json args = json::array();
   for (const auto& a : argv) args.push_back(bytes_json(a));
   json j = {{"argv", args}};
@@ -509,6 +514,28 @@ json exec_request_json(const std::vector<std::string>& argv, const ExecOptions& 
   if (!o.env.empty()) j["env"] = byte_map_json(o.env);
   if (o.timeout_ms) j["timeoutMs"] = *o.timeout_ms;
   if (o.stdin) j["stdin"] = bytes_json(*o.stdin);
+  return j;
+}
+
+template <class Options>
+std::vector<std::string> take_command(Fields& f, Options& o) {
+  const json* argv = f.take("argv");
+  if (!argv) bad("argv", "is required");
+  if (const json* v = f.take("cwd")) o.cwd = bytes_from(*v, "cwd");
+  if (const json* v = f.take("env")) o.env = byte_map(*v, "env");
+  // The limits layer says which timeouts make sense; here only the type.
+  if (const json* v = f.take("timeoutMs")) {
+    o.timeout_ms =
+        integer(*v, "timeoutMs", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
+  }
+  if (const json* v = f.take("stdin")) o.stdin = bytes_from(*v, "stdin");
+  return byte_list(*argv, "argv");
+}
+
+}  // namespace
+
+json exec_request_json(const std::vector<std::string>& argv, const ExecOptions& o) {
+  json j = command_json(argv, o);
   if (o.max_output_bytes) j["maxOutputBytes"] = *o.max_output_bytes;
   return j;
 }
@@ -516,17 +543,7 @@ json exec_request_json(const std::vector<std::string>& argv, const ExecOptions& 
 ExecRequest exec_request_from(const json& value) {
   Fields f(value, "the exec request");
   ExecRequest r;
-  const json* argv = f.take("argv");
-  if (!argv) bad("argv", "is required");
-  r.argv = byte_list(*argv, "argv");
-  if (const json* v = f.take("cwd")) r.options.cwd = bytes_from(*v, "cwd");
-  if (const json* v = f.take("env")) r.options.env = byte_map(*v, "env");
-  // The limits layer says which timeouts make sense; here only the type.
-  if (const json* v = f.take("timeoutMs")) {
-    r.options.timeout_ms =
-        integer(*v, "timeoutMs", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
-  }
-  if (const json* v = f.take("stdin")) r.options.stdin = bytes_from(*v, "stdin");
+  r.argv = take_command(f, r.options);
   if (const json* v = f.take("maxOutputBytes")) {
     r.options.max_output_bytes = static_cast<std::size_t>(integer(*v, "maxOutputBytes", 0, std::int64_t{1} << 40));
   }
@@ -601,33 +618,18 @@ std::uint64_t offset(const json& v, std::string_view key) {
 
 }  // namespace
 
-json start_request_json(const std::vector<std::string>& argv, const StartOptions& o) {
-  json args = json::array();
-  for (const std::string& a : argv) args.push_back(bytes_json(a));
-  json j = {{"argv", args}, {"keepBytes", o.keep_bytes}};
-  if (!o.cwd.empty()) j["cwd"] = bytes_json(o.cwd);
-  if (!o.env.empty()) j["env"] = byte_map_json(o.env);
-  if (o.timeout_ms) j["timeoutMs"] = *o.timeout_ms;
-  if (o.stdin) j["stdin"] = bytes_json(*o.stdin);
-  if (o.terminal) j["terminal"] = terminal_size_json(*o.terminal);
+json start_request_json(const std::vector<std::string>& argv, const StartOptions& options) {
+  json j = command_json(argv, options);
+  j["keepBytes"] = options.keep_bytes;
+  if (options.terminal) j["terminal"] = terminal_size_json(*options.terminal);
   return j;
 }
 
 StartRequest start_request_from(const json& value) {
   Fields f(value, "the start request");
   StartRequest r;
-  const json* argv = f.take("argv");
-  if (!argv) bad("argv", "is required");
-  r.argv = byte_list(*argv, "argv");
-  if (const json* v = f.take("cwd")) r.options.cwd = bytes_from(*v, "cwd");
-  if (const json* v = f.take("env")) r.options.env = byte_map(*v, "env");
-  // The limits layer says which timeouts and bounds make sense; here only
-  // the types.
-  if (const json* v = f.take("timeoutMs")) {
-    r.options.timeout_ms =
-        integer(*v, "timeoutMs", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
-  }
-  if (const json* v = f.take("stdin")) r.options.stdin = bytes_from(*v, "stdin");
+  r.argv = take_command(f, r.options);
+  // The limits layer checks the size and the bound; here only the types.
   if (const json* v = f.take("terminal")) r.options.terminal = terminal_size_from(*v);
   if (const json* v = f.take("keepBytes")) {
     r.options.keep_bytes = static_cast<std::size_t>(integer(*v, "keepBytes", 0, std::int64_t{1} << 40));
@@ -636,19 +638,19 @@ StartRequest start_request_from(const json& value) {
   return r;
 }
 
-json command_info_json(const CommandInfo& c) {
+json command_info_json(const CommandInfo& info) {
   json args = json::array();
-  for (const std::string& a : c.argv) args.push_back(bytes_json(a));
-  json j = {{"id", c.id},
+  for (const std::string& a : info.argv) args.push_back(bytes_json(a));
+  json j = {{"id", info.id},
             {"argv", args},
-            {"state", std::string(kCommandStates[static_cast<std::size_t>(c.state)])},
-            {"exitCode", c.exit_code ? json(*c.exit_code) : json(nullptr)},
-            {"startedAt", c.started_ms},
-            {"endedAt", c.ended_ms ? json(*c.ended_ms) : json(nullptr)},
-            {"terminal", c.terminal},
-            {"stdoutBytes", c.stdout_bytes},
-            {"stderrBytes", c.stderr_bytes}};
-  if (!c.error.empty()) j["error"] = bytes_json(c.error);
+            {"state", std::string(kCommandStates[static_cast<std::size_t>(info.state)])},
+            {"exitCode", info.exit_code ? json(*info.exit_code) : json(nullptr)},
+            {"startedAt", info.started_ms},
+            {"endedAt", info.ended_ms ? json(*info.ended_ms) : json(nullptr)},
+            {"terminal", info.terminal},
+            {"stdoutBytes", info.stdout_bytes},
+            {"stderrBytes", info.stderr_bytes}};
+  if (!info.error.empty()) j["error"] = bytes_json(info.error);
   return j;
 }
 
@@ -677,8 +679,8 @@ CommandInfo command_info_from(const json& value) {
   return c;
 }
 
-json output_slice_json(const OutputSlice& s) {
-  return {{"offset", s.offset}, {"dropped", s.dropped}, {"data", bytes_json(s.data)}, {"next", s.next}};
+json output_slice_json(const OutputSlice& slice) {
+  return {{"offset", slice.offset}, {"dropped", slice.dropped}, {"data", bytes_json(slice.data)}, {"next", slice.next}};
 }
 
 OutputSlice output_slice_from(const json& value) {
