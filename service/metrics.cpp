@@ -36,6 +36,7 @@ std::string Metrics::text(std::size_t alive, std::size_t buffered_bytes) const {
   std::string out;
   out += counter("mayura_sandboxes_alive", "Sandboxes alive now.", alive, "gauge");
   out += counter("mayura_connections_open", "Client connections open now.", connections, "gauge");
+  out += counter("mayura_connections_total", "Client connections accepted.", connections_accepted);
   out += counter("mayura_creates_total", "Sandboxes created.", creates);
   out += counter("mayura_execs_total", "Commands run.", execs);
   out += counter("mayura_requests_total", "HTTP requests served.", requests);

@@ -27,6 +27,7 @@ struct Metrics {
   std::atomic<std::uint64_t> execs{0};
   std::atomic<std::uint64_t> requests{0};
   std::atomic<std::uint64_t> connections{0};             // open now
+  std::atomic<std::uint64_t> connections_accepted{0};    // ever (a client that keeps its connections makes few)
   std::atomic<std::uint64_t> budget_refusals{0};         // requests past the memory budget
   std::atomic<std::uint64_t> share_refusals{0};          // connections past their client's share
   std::atomic<std::uint64_t> paced_requests{0};          // requests that waited past their client's rate

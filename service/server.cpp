@@ -143,6 +143,7 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::
                       [[maybe_unused]] std::optional<PerClient::Lease> address_share) {
   Count count{*s, *listener};
   ++s->metrics.connections;
+  ++s->metrics.connections_accepted;
   beast::flat_buffer buffer;
   if (++*listener > s->options.max_connections) {
     co_await write_reply(stream, *s, error_reply(503, Reason::LIMIT_REACHED, "too many connections"), 11, false);
