@@ -8,9 +8,12 @@ import * as https from 'node:https';
 
 import { SandboxError } from './types.js';
 
+// Each endpoint (each provider) has a keep-alive pool of its own: a
+// connection over TLS is its first token's client from then on, so one made
+// with another token or trusting another CA is never reused.
 export type Endpoint =
-  | { kind: 'unix'; path: string; text: string }
-  | { kind: 'https'; url: URL; token: string; ca: string | undefined; text: string };
+  | { kind: 'unix'; path: string; text: string; pool: http.Agent }
+  | { kind: 'https'; url: URL; token: string; ca: string | undefined; text: string; pool: https.Agent };
 
 export interface Call {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -59,21 +62,43 @@ function describe(error: unknown): string {
   return 'the connection failed';
 }
 
-export function request(endpoint: Endpoint, call: Call): Promise<Answer> {
+// One keep-alive pool per daemon: a call reuses an idle connection (a create,
+// an exec and a release are one connection, not three). An idle one is
+// closed here after IDLE_MS, well within mayurad's own bound on an idle
+// connection (its headerTimeoutMs, 10 s by default), so that the daemon
+// seldom closes one under a new request; when it does (the request went out
+// on a reused connection and it reset before any answer), the request was
+// never read, and it is sent once more on a new connection.
+const IDLE_MS = 2_000;
+
+export async function request(endpoint: Endpoint, call: Call): Promise<Answer> {
+  try {
+    return await attempt(endpoint, call, true);
+  } catch (error) {
+    if (!(error instanceof StaleConnection)) throw error;
+    return attempt(endpoint, call, false);
+  }
+}
+
+// A reused connection that the daemon had closed: the request never reached it.
+class StaleConnection extends Error {}
+
+function attempt(endpoint: Endpoint, call: Call, pooled: boolean): Promise<Answer> {
   return new Promise<Answer>((resolve, reject) => {
     if (call.signal?.aborted) {
       reject(cancelledError());
       return;
     }
     const body = typeof call.body === 'string' ? Buffer.from(call.body, 'utf8') : call.body ? Buffer.from(call.body) : undefined;
-    const headers: Record<string, string> = { connection: 'close' };
+    const headers: Record<string, string> = pooled ? {} : { connection: 'close' };
+    const agent = pooled ? endpoint.pool : false;
     if (body) {
       headers['content-type'] = call.contentType ?? 'application/json';
       headers['content-length'] = String(body.length);
     }
     let req: http.ClientRequest;
     if (endpoint.kind === 'unix') {
-      req = http.request({ socketPath: endpoint.path, path: call.path, method: call.method, headers: { ...headers, host: 'mayurad' }, agent: false });
+      req = http.request({ socketPath: endpoint.path, path: call.path, method: call.method, headers: { ...headers, host: 'mayurad' }, agent });
     } else {
       headers.authorization = `Bearer ${endpoint.token}`;
       req = https.request({
@@ -82,7 +107,7 @@ export function request(endpoint: Endpoint, call: Call): Promise<Answer> {
         path: call.path,
         method: call.method,
         headers,
-        agent: false,
+        agent,
         ...(endpoint.ca !== undefined ? { ca: endpoint.ca } : {}),
       });
     }
@@ -117,8 +142,21 @@ export function request(endpoint: Endpoint, call: Call): Promise<Answer> {
       timer = setTimeout(() => finish(unreachable(endpoint, `no answer within ${ms} ms`)), ms);
     }
 
-    req.on('error', (error) => finish(cancelled ? cancelledError() : unreachable(endpoint, describe(error))));
+    let answered = false;
+    req.on('error', (error) => {
+      const code = (error as { code?: unknown }).code;
+      if (pooled && req.reusedSocket && !answered && !cancelled && (code === 'ECONNRESET' || code === 'EPIPE')) {
+        if (settled) return;
+        settled = true;
+        if (timer) clearTimeout(timer);
+        call.signal?.removeEventListener('abort', onAbort);
+        reject(new StaleConnection());
+        return;
+      }
+      finish(cancelled ? cancelledError() : unreachable(endpoint, describe(error)));
+    });
     req.on('response', (res) => {
+      answered = true;
       const status = res.statusCode ?? 0;
       const pieces: Buffer[] = [];
       let size = 0;
@@ -155,7 +193,7 @@ export function parseEndpoint(options: { socket?: string; url?: string; token?: 
   if (given.startsWith('unix://') || given.startsWith('/')) {
     const path = given.startsWith('unix://') ? given.slice('unix://'.length) : given;
     if (!path.startsWith('/')) throw new SandboxError('invalid_config', `a unix:// address needs an absolute path: ${given}`);
-    return { kind: 'unix', path, text: `unix://${path}` };
+    return { kind: 'unix', path, text: `unix://${path}`, pool: new http.Agent({ keepAlive: true, timeout: IDLE_MS }) };
   }
   if (given.startsWith('https://')) {
     let url: URL;
@@ -166,7 +204,8 @@ export function parseEndpoint(options: { socket?: string; url?: string; token?: 
     }
     if (!url.port) throw new SandboxError('invalid_config', `an https:// address needs a port: ${given}`);
     if (!options.token) throw new SandboxError('invalid_config', 'mayurad over https needs a token');
-    return { kind: 'https', url, token: options.token, ca: options.ca, text: `https://${url.host}` };
+    const pool = new https.Agent({ keepAlive: true, timeout: IDLE_MS, ...(options.ca !== undefined ? { ca: options.ca } : {}) });
+    return { kind: 'https', url, token: options.token, ca: options.ca, text: `https://${url.host}`, pool };
   }
   if (given.startsWith('http://')) throw new SandboxError('invalid_config', `mayurad is reached over TCP with TLS only (https://), not ${given}`);
   throw new SandboxError('invalid_config', `a daemon's address is unix:///PATH or https://HOST:PORT, not ${given}`);

@@ -7,17 +7,25 @@ import { cancelledError, parseEndpoint, request, type Answer, type Endpoint } fr
 import {
   SandboxError,
   sandboxHttpFailure,
+  type AttachOptions,
   type CallOptions,
+  type CommandInfo,
+  type CommandState,
   type CreateOptions,
   type ExecOptions,
   type ExecResult,
   type FileEntry,
   type ForkOptions,
+  type OutputOptions,
+  type OutputSlice,
   type SandboxBackend,
   type SandboxErrorReason,
+  type NetworkKind,
   type SandboxFeatures,
   type SandboxProvider,
   type Snapshot,
+  type StartOptions,
+  type TerminalSize,
   type Volume,
 } from './types.js';
 
@@ -97,6 +105,41 @@ export interface NativeSandboxBackend extends SandboxBackend {
    * All are made or none; a cancellation releases them.
    */
   fork(count: number, options?: ForkOptions): Promise<NativeSandboxBackend[]>;
+
+  /**
+   * Starts a command left running in the sandbox and returns at once: a dev
+   * server, a watcher, a REPL. mayurad holds it, its output (the newest
+   * keepBytes of each stream) and its end, for any later call of this
+   * client's, whatever becomes of this process. It ends by itself, at its
+   * timeout, by stop, or with the sandbox; checked as exec is.
+   * limit_reached past 32 running in the sandbox.
+   */
+  start(argv: string[], options?: StartOptions): Promise<CommandInfo>;
+  /** Every command the sandbox holds, in the order they started. */
+  commands(options?: CallOptions): Promise<CommandInfo[]>;
+  /** One command; not_found for an id the sandbox does not hold. */
+  command(id: string, options?: CallOptions): Promise<CommandInfo>;
+  /** What is held of one stream from an offset on, at once. */
+  output(id: string, options?: OutputOptions): Promise<OutputSlice>;
+  /**
+   * What is held from the given offsets, then the output as it comes (read
+   * every 50 ms), until the command has ended and all of it was given (or,
+   * without follow, what is held now; or at timeoutMs): the command then.
+   * Aborting ends the attachment, not the command.
+   */
+  attach(id: string, options?: AttachOptions): Promise<CommandInfo>;
+  /** Writes to its input, in order; invalid_input once it has ended. */
+  writeInput(id: string, data: string | Uint8Array, options?: CallOptions): Promise<void>;
+  /** Ends its input. */
+  closeInput(id: string, options?: CallOptions): Promise<void>;
+  /** `signal` (1 to 64) to its process group. */
+  signal(id: string, signal: number, options?: CallOptions): Promise<void>;
+  /** A terminal command's new size (its foreground job gets SIGWINCH). */
+  resize(id: string, size: TerminalSize, options?: CallOptions): Promise<void>;
+  /** Stops it with everything it started; the command once it has ended. */
+  stop(id: string, options?: CallOptions): Promise<CommandInfo>;
+  /** The command once it has ended, or at timeoutMs (still running then). */
+  wait(id: string, options?: CallOptions & { timeoutMs?: number }): Promise<CommandInfo>;
 }
 
 /** The provider of mayurad's sandboxes, which can be paused, snapshot and forked, and of volumes. */
@@ -284,6 +327,59 @@ function volumeFrom(value: unknown): Volume {
   return { name: v.name, sizeMiB: v.sizeMiB as number, createdAt: v.createdAt as number, inUse: v.inUse };
 }
 
+const COMMAND_STATES: readonly CommandState[] = ['running', 'exited', 'timedOut', 'stopped', 'failed'];
+// The longest a wait holds one request (the daemon's bound): a longer one asks again.
+const MOST_WAIT_MS = 60_000;
+// How often an attachment that follows asks for what is new.
+const ATTACH_POLL_MS = 50;
+
+function commandFrom(value: unknown): CommandInfo {
+  const c = value as Record<string, unknown> | null;
+  if (!c || typeof c !== 'object' || typeof c.id !== 'string' || !Array.isArray(c.argv) ||
+      !COMMAND_STATES.includes(c.state as CommandState) || (c.exitCode !== null && !Number.isInteger(c.exitCode)) ||
+      !Number.isInteger(c.startedAt) || (c.endedAt !== null && !Number.isInteger(c.endedAt)) ||
+      typeof c.terminal !== 'boolean' || !Number.isInteger(c.stdoutBytes) || !Number.isInteger(c.stderrBytes)) {
+    throw malformed('command');
+  }
+  const info: CommandInfo = {
+    id: c.id,
+    argv: c.argv.map((a) => textFrom(a, 'command')),
+    state: c.state as CommandState,
+    exitCode: c.exitCode as number | null,
+    startedAt: c.startedAt as number,
+    endedAt: c.endedAt as number | null,
+    terminal: c.terminal,
+    stdoutBytes: c.stdoutBytes as number,
+    stderrBytes: c.stderrBytes as number,
+  };
+  if (c.error !== undefined) info.error = textFrom(c.error, 'command');
+  return info;
+}
+
+function sliceFrom(value: Record<string, unknown>): OutputSlice {
+  const { offset, dropped, next } = value;
+  if (!Number.isInteger(offset) || !Number.isInteger(dropped) || !Number.isInteger(next)) throw malformed('output');
+  return { offset: offset as number, dropped: dropped as number, data: bytesFrom(value.data, 'output'), next: next as number };
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(cancelledError());
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(cancelledError());
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 class NativeSandbox implements NativeSandboxBackend {
   private ended = false;
   private readonly base: string;
@@ -308,9 +404,16 @@ class NativeSandbox implements NativeSandboxBackend {
       if (text === '') return;
       const event = parseJson(text, 'exec stream');
       if ('stream' in event) {
-        if (event.stream === 'stdout') out.add(bytesFrom(event.data, 'exec output'));
-        else if (event.stream === 'stderr') err.add(bytesFrom(event.data, 'exec output'));
-        else throw malformed('exec stream');
+        const data = bytesFrom(event.data, 'exec output');
+        if (event.stream === 'stdout') {
+          out.add(data);
+          options.onStdout?.(data);
+        } else if (event.stream === 'stderr') {
+          err.add(data);
+          options.onStderr?.(data);
+        } else {
+          throw malformed('exec stream');
+        }
         return;
       }
       if ('reason' in event) failed = failureFrom(event, 200);
@@ -444,6 +547,119 @@ class NativeSandbox implements NativeSandboxBackend {
     return made;
   }
 
+  async start(argv: string[], options: StartOptions = {}): Promise<CommandInfo> {
+    const body: Record<string, unknown> = { argv: argv.map(wireBytes) };
+    if (options.cwd !== undefined) body.cwd = wireBytes(options.cwd);
+    if (options.env) body.env = wireMap(options.env);
+    if (options.timeoutMs !== undefined) body.timeoutMs = options.timeoutMs;
+    if (options.stdin !== undefined) body.stdin = wireBytes(options.stdin);
+    if (options.terminal) body.terminal = { rows: options.terminal.rows, columns: options.terminal.columns };
+    if (options.keepBytes !== undefined) body.keepBytes = options.keepBytes;
+    const answer = await this.link.call({ method: 'POST', path: `${this.base}/commands`, body: JSON.stringify(body), signal: options.signal });
+    this.check(answer);
+    return commandFrom(parseJson(answer.body, 'command'));
+  }
+
+  async commands(options: CallOptions = {}): Promise<CommandInfo[]> {
+    const answer = await this.link.call({ method: 'GET', path: `${this.base}/commands`, signal: options.signal });
+    this.check(answer);
+    const listed = parseJson(answer.body, 'commands').commands;
+    if (!Array.isArray(listed)) throw malformed('commands');
+    return listed.map(commandFrom);
+  }
+
+  async command(id: string, options: CallOptions = {}): Promise<CommandInfo> {
+    const answer = await this.link.call({ method: 'GET', path: this.commandPath(id), signal: options.signal });
+    this.check(answer);
+    return commandFrom(parseJson(answer.body, 'command'));
+  }
+
+  async output(id: string, options: OutputOptions = {}): Promise<OutputSlice> {
+    const query = new URLSearchParams({ stream: options.stream ?? 'stdout', from: String(options.from ?? 0) });
+    if (options.maxBytes !== undefined) query.set('maxBytes', String(options.maxBytes));
+    const answer = await this.link.call({ method: 'GET', path: `${this.commandPath(id)}/output?${query}`, signal: options.signal });
+    this.check(answer);
+    return sliceFrom(parseJson(answer.body, 'output'));
+  }
+
+  async attach(id: string, options: AttachOptions = {}): Promise<CommandInfo> {
+    const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+    const next = { stdout: options.stdoutFrom ?? 0, stderr: options.stderrFrom ?? 0 };
+    const call: CallOptions = options.signal ? { signal: options.signal } : {};
+    // Everything printed up to `upTo`, from where the stream was last read.
+    const drain = async (stream: 'stdout' | 'stderr', upTo: number) => {
+      while (next[stream] < upTo) {
+        const slice = await this.output(id, { ...call, stream, from: next[stream] });
+        if (slice.dropped > 0) options.onDropped?.(stream, slice.dropped);
+        if (slice.data.length > 0) (stream === 'stdout' ? options.onStdout : options.onStderr)?.(slice.data);
+        if (slice.next <= next[stream]) break;
+        next[stream] = slice.next;
+      }
+    };
+    for (;;) {
+      // The counts before the reads: a command that had ended by then has
+      // printed all it will.
+      const info = await this.command(id, call);
+      await drain('stdout', info.stdoutBytes);
+      await drain('stderr', info.stderrBytes);
+      if (info.state !== 'running' || options.follow === false) return info;
+      if (Date.now() >= deadline) return this.command(id, call);
+      await sleep(Math.min(ATTACH_POLL_MS, Math.max(0, deadline - Date.now())), options.signal);
+    }
+  }
+
+  async writeInput(id: string, data: string | Uint8Array, options: CallOptions = {}): Promise<void> {
+    await this.commandCall(id, 'input', { data: wireBytes(data) }, options);
+  }
+
+  async closeInput(id: string, options: CallOptions = {}): Promise<void> {
+    await this.commandCall(id, 'input', { close: true }, options);
+  }
+
+  async signal(id: string, signal: number, options: CallOptions = {}): Promise<void> {
+    await this.commandCall(id, 'signal', { signal }, options);
+  }
+
+  async resize(id: string, size: TerminalSize, options: CallOptions = {}): Promise<void> {
+    await this.commandCall(id, 'resize', { rows: size.rows, columns: size.columns }, options);
+  }
+
+  async stop(id: string, options: CallOptions = {}): Promise<CommandInfo> {
+    const answer = await this.commandCall(id, 'stop', undefined, options);
+    return commandFrom(parseJson(answer.body, 'command'));
+  }
+
+  async wait(id: string, options: CallOptions & { timeoutMs?: number } = {}): Promise<CommandInfo> {
+    const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+    for (;;) {
+      const ms = Math.max(0, Math.min(MOST_WAIT_MS, deadline - Date.now()));
+      const answer = await this.link.call({
+        method: 'GET',
+        path: `${this.commandPath(id)}/wait?${new URLSearchParams({ timeoutMs: String(Math.floor(ms)) })}`,
+        signal: options.signal,
+      });
+      if (answer.cancelled || options.signal?.aborted) throw cancelledError();
+      this.check(answer);
+      const info = commandFrom(parseJson(answer.body, 'command'));
+      if (info.state !== 'running' || Date.now() >= deadline) return info;
+    }
+  }
+
+  private commandPath(id: string): string {
+    return `${this.base}/commands/${encodeURIComponent(id)}`;
+  }
+
+  private async commandCall(id: string, what: string, body: unknown, options: CallOptions): Promise<Answer> {
+    const answer = await this.link.call({
+      method: 'POST',
+      path: `${this.commandPath(id)}/${what}`,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: options.signal,
+    });
+    this.check(answer);
+    return answer;
+  }
+
   async release(): Promise<void> {
     if (this.ended) return;
     this.ended = true;
@@ -471,18 +687,51 @@ class Link {
 
 class NativeProvider implements NativeSandboxProvider {
   readonly id: string;
-  readonly features = FEATURES;
-  readonly workdir = WORKDIR;
   readonly maxLifetimeMs: number;
   private readonly link: Link;
   private readonly image: string | undefined;
 
-  constructor(options: NativeSandboxesOptions) {
+  readonly features: SandboxFeatures;
+  readonly workdir: string;
+
+  constructor(options: NativeSandboxesOptions, told?: { features: SandboxFeatures; workdir: string; maxLifetimeMs: number }) {
     const endpoint = parseEndpoint(options);
     this.link = new Link(endpoint, options.timeoutMs ?? 120_000);
     this.id = `native:${endpoint.text}`;
-    this.maxLifetimeMs = options.maxLifetimeMs ?? DAY_MS;
+    this.maxLifetimeMs = told?.maxLifetimeMs ?? options.maxLifetimeMs ?? DAY_MS;
+    this.features = told?.features ?? FEATURES;
+    this.workdir = told?.workdir ?? WORKDIR;
     this.image = options.image;
+  }
+
+  /** What the daemon itself says it offers (GET /v1/features). */
+  static async told(options: NativeSandboxesOptions): Promise<{ features: SandboxFeatures; workdir: string; maxLifetimeMs: number }> {
+    const link = new Link(parseEndpoint(options), options.timeoutMs ?? 120_000);
+    const answer = await link.call({ method: 'GET', path: '/v1/features' });
+    if (answer.status !== 200) throw failureOf(answer);
+    const body = parseJson(answer.body, 'features');
+    const f = body.features as Record<string, unknown> | null;
+    const flag = (key: string) => {
+      if (typeof f?.[key] !== 'boolean') throw malformed('features');
+      return f[key] as boolean;
+    };
+    const kinds = body.network;
+    if (!Array.isArray(kinds) || !kinds.every((k) => k === 'none' || k === 'all' || k === 'allow') ||
+        typeof body.workdir !== 'string' || !Number.isInteger(body.maxLifetimeMs)) {
+      throw malformed('features');
+    }
+    const features: SandboxFeatures = {
+      stdin: flag('stdin'),
+      ports: flag('ports'),
+      desktop: flag('desktop'),
+      pause: flag('pause'),
+      disk: flag('disk'),
+      snapshot: flag('snapshot'),
+      volumes: flag('volumes'),
+      diskIo: flag('diskIo'),
+      network: kinds as NetworkKind[],
+    };
+    return { features, workdir: body.workdir, maxLifetimeMs: body.maxLifetimeMs as number };
   }
 
   async create(options: CreateOptions, context: CallOptions = {}): Promise<NativeSandboxBackend> {
@@ -563,4 +812,18 @@ class NativeProvider implements NativeSandboxProvider {
  */
 export function nativeSandboxes(options: NativeSandboxesOptions = {}): NativeSandboxProvider {
   return new NativeProvider(options);
+}
+
+/**
+ * As nativeSandboxes, with `features`, `workdir` and `maxLifetimeMs` as the
+ * daemon itself says them (GET /v1/features): what its host and its
+ * operator allow (the network kinds, the io controller, the longest
+ * lifetime), not what an engine can at most. The seed's providers are
+ * plain objects made at once; this one asks the daemon first, so it is
+ * awaited, and fails as a call does when the daemon cannot be reached:
+ *
+ *   const sandboxes = createSandboxes(await connectNativeSandboxes(), { maxSandboxes: 4, maxLifetimeMs: 600_000 });
+ */
+export async function connectNativeSandboxes(options: NativeSandboxesOptions = {}): Promise<NativeSandboxProvider> {
+  return new NativeProvider(options, await NativeProvider.told(options));
 }

@@ -139,6 +139,10 @@ export interface ExecOptions {
   /** Relative to the workdir, or absolute. */
   cwd?: string;
   env?: Record<string, string>;
+  /** Each piece of standard output as the command prints it (the result still holds all of it). */
+  onStdout?: (chunk: Uint8Array) => void;
+  /** Each piece of standard error as the command prints it. */
+  onStderr?: (chunk: Uint8Array) => void;
 }
 
 export interface ExecResult {
@@ -273,4 +277,77 @@ export interface SandboxProvider {
    * none of that name, invalid_input while a sandbox has it mounted.
    */
   deleteVolume?(name: string, options?: CallOptions): Promise<void>;
+}
+
+/** A terminal's size in characters: 1 to 1000 each. */
+export interface TerminalSize {
+  rows: number;
+  columns: number;
+}
+
+/** A command left running in a sandbox (a dev server, a watcher, a REPL), held by mayurad. */
+export interface StartOptions extends CallOptions {
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Stops it, and everything it started, after this long; none: it runs until the sandbox ends. */
+  timeoutMs?: number;
+  /** Written first; the input stays open until closeInput. */
+  stdin?: string | Uint8Array;
+  /** On a terminal of its own, of this size: its output is one stream (stdout). */
+  terminal?: TerminalSize;
+  /** The newest bytes held of each stream: 1 KiB up to the daemon's maxOutputBytes; default 1 MiB. */
+  keepBytes?: number;
+}
+
+export type CommandState = 'running' | 'exited' | 'timedOut' | 'stopped' | 'failed';
+
+export interface CommandInfo {
+  /** The sandbox's own: c1, c2, ... */
+  id: string;
+  argv: string[];
+  state: CommandState;
+  /** Once exited (128 + a signal's number for one that killed it). */
+  exitCode: number | null;
+  /** A failed command's reason. */
+  error?: string;
+  /** ms since the epoch */
+  startedAt: number;
+  endedAt: number | null;
+  terminal: boolean;
+  /** All it printed so far on each stream: the offset its next byte will have. */
+  stdoutBytes: number;
+  stderrBytes: number;
+}
+
+/** What is held of one stream from an offset on. */
+export interface OutputSlice {
+  /** Where data starts: the offset asked for, or the oldest still held. */
+  offset: number;
+  /** Bytes from the asked offset on that are no longer held. */
+  dropped: number;
+  data: Uint8Array;
+  /** offset + data.length: where to read on from. */
+  next: number;
+}
+
+export interface OutputOptions extends CallOptions {
+  stream?: 'stdout' | 'stderr';
+  /** The offset to read from; 0 (default): the oldest byte held. */
+  from?: number;
+  /** At most this many bytes (default 1 MiB). */
+  maxBytes?: number;
+}
+
+export interface AttachOptions extends CallOptions {
+  /** Where to start in each stream (0: the oldest byte held). */
+  stdoutFrom?: number;
+  stderrFrom?: number;
+  onStdout?: (chunk: Uint8Array) => void;
+  onStderr?: (chunk: Uint8Array) => void;
+  /** A gap: bytes dropped before they were read, where they were. */
+  onDropped?: (stream: 'stdout' | 'stderr', bytes: number) => void;
+  /** false: only what is held now. Default true: on until the command has ended. */
+  follow?: boolean;
+  /** Of the attachment, not the command. */
+  timeoutMs?: number;
 }

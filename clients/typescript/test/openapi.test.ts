@@ -62,11 +62,23 @@ describe('the provider types against mayurad OpenAPI document', () => {
         assert.ok(listed.has(p) || streamed.includes(p), `${type}.${p} is in the document's ${schema}`);
       }
     }
-    // What an exec sends: its options but the signal, which stays in the client.
+    // What an exec sends: its options but the signal and the callbacks,
+    // which stay in the client.
+    const local = ['signal', 'onStdout', 'onStderr'];
     const execRequest = documented('ExecRequest');
-    for (const p of properties('ExecOptions').filter((p) => p !== 'signal')) {
+    for (const p of properties('ExecOptions').filter((p) => !local.includes(p))) {
       assert.ok(execRequest.has(p), `ExecOptions.${p} is in the document's ExecRequest`);
     }
+    // A background command: what a start sends, and what a command and an
+    // output slice are, whole.
+    const startRequest = documented('StartRequest');
+    for (const p of properties('StartOptions').filter((p) => !local.includes(p))) {
+      assert.ok(startRequest.has(p), `StartOptions.${p} is in the document's StartRequest`);
+    }
+    assert.deepEqual(new Set(properties('CommandInfo')), documented('Command'));
+    assert.deepEqual(new Set(properties('OutputSlice')), documented('OutputSlice'));
+    assert.deepEqual(new Set(properties('TerminalSize')), documented('TerminalSize'));
+    assert.deepEqual(new Set(literals('CommandState')), new Set(schemas.Command?.properties?.state ? (schemas.Command.properties.state as { enum: string[] }).enum : []));
     // What a fork sends: its count, and its options but the signal.
     const forkRequest = documented('ForkRequest');
     assert.ok(forkRequest.has('count'), "count is in the document's ForkRequest");
