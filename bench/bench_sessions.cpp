@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "measure.hpp"
+#include "tests/support/pty_child.hpp"
 #include "mayura/native.hpp"
 #include "mayura/sandboxes.hpp"
 
@@ -34,28 +35,9 @@ using Clock = std::chrono::steady_clock;
 class OnPty {
  public:
   explicit OnPty(std::vector<std::string> argv) {
-    master_ = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (master_ < 0 || ::grantpt(master_) != 0 || ::unlockpt(master_) != 0) return;
-    const std::string slave = ::ptsname(master_);
-    winsize w{};
-    w.ws_row = 24;
-    w.ws_col = 80;
-    ::ioctl(master_, TIOCSWINSZ, &w);
-    child_ = ::fork();
-    if (child_ == 0) {
-      ::setsid();
-      const int fd = ::open(slave.c_str(), O_RDWR);
-      if (fd < 0 || ::ioctl(fd, TIOCSCTTY, 0) != 0) ::_exit(126);
-      ::dup2(fd, 0);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      if (fd > 2) ::close(fd);
-      std::vector<char*> args;
-      for (std::string& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      ::execvp(args[0], args.data());
-      ::_exit(127);
-    }
+    const mayura::testing::PtyChild child = mayura::testing::start_on_pty(std::move(argv), 24, 80);
+    master_ = child.master;
+    child_ = child.pid;
   }
   OnPty(const OnPty&) = delete;
   OnPty& operator=(const OnPty&) = delete;

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "tests/support/pty_child.hpp"
 
 namespace mayura::testing {
 namespace {
@@ -41,13 +42,6 @@ class MayuraRunTerminalTest : public NativeTest {
   // Starts `mayura-run --local ARGS` (shell words) on a new pty of `rows`
   // by `columns`, in a session of its own whose controlling terminal it is.
   void start(const std::string& args, int rows = 30, int columns = 100) {
-    master_ = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-    ASSERT_GE(master_, 0);
-    ASSERT_EQ(::grantpt(master_), 0);
-    ASSERT_EQ(::unlockpt(master_), 0);
-    const std::string slave = ::ptsname(master_);
-    resize(rows, columns);
-    ASSERT_EQ(::tcgetattr(master_, &before_), 0);
     const NativeOptions& o = options();
     const std::string command =
         "MAYURA_STATE_DIR=" + o.state_dir + " MAYURA_DISK_DIR=" + o.disk_dir +
@@ -55,19 +49,12 @@ class MayuraRunTerminalTest : public NativeTest {
         " MAYURA_CGROUP_ROOT=" + o.cgroup_root + " MAYURA_ID_BASE=" + std::to_string(o.id_base) +
         " MAYURA_ID_SLOTS=" + std::to_string(o.id_slots) + " MAYURA_IMAGE_DIR=" + o.image_dir +
         " MAYURA_IMAGE_STORE=" + o.image_store + " exec " + MAYURA_RUN_PATH + " --local " + args;
-    child_ = ::fork();
+    const PtyChild child = start_on_pty({"/bin/sh", "-c", command}, rows, columns);
+    master_ = child.master;
+    child_ = child.pid;
+    before_ = child.before;
+    ASSERT_GE(master_, 0);
     ASSERT_GE(child_, 0);
-    if (child_ == 0) {
-      ::setsid();
-      const int fd = ::open(slave.c_str(), O_RDWR);
-      if (fd < 0 || ::ioctl(fd, TIOCSCTTY, 0) != 0) ::_exit(126);
-      ::dup2(fd, 0);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      if (fd > 2) ::close(fd);
-      ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
   }
 
   void type(const std::string& keys) const {
@@ -103,13 +90,16 @@ class MayuraRunTerminalTest : public NativeTest {
   // mayura-run's exit status, once it has ended (-1 if it did not within a
   // minute, or ended on a signal).
   int exit_status() {
-    for (int i = 0; i < 600; ++i) {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < deadline) {
       int status = 0;
       if (::waitpid(child_, &status, WNOHANG) == child_) {
         child_ = -1;
         return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
       }
-      shows("\x01", 100ms);  // drains the screen, so a full one does not stop it
+      // Drains the screen, so a full one does not stop it; once the slave
+      // is closed (the run is ending), only waits a little.
+      if (!shows("\x01", 100ms)) std::this_thread::sleep_for(10ms);
     }
     return -1;
   }
