@@ -198,18 +198,16 @@ mayura::ExecResult exec_with_screenshot(const mayura::Sandbox& sandbox, const Ar
 
 // The command, with -i's input and -t's terminal: the caller's terminal is
 // raw only while the command runs (what was said before, and any failure
-// after, reads as usual), and its input and window size follow the
-// command from its start to its end.
+// after, reads as usual; until it starts, ^C stops mayura-run), and its
+// input and window size follow the command from its start to its end.
 mayura::ExecResult interactive_exec(const mayura::Sandbox& sandbox, const Args& args, mayura::ExecOptions exec,
                                     const mayura::tools::WindowChanges* windows, const std::stop_source& stop) {
   if (!args.interactive && !args.tty) return exec_with_screenshot(sandbox, args, std::move(exec), stop);
   // The size of the caller's terminal: its input's, else its output's.
   const int size_from = mayura::tools::terminal_size(0) ? 0 : 1;
   if (args.tty) exec.terminal = mayura::tools::terminal_size(size_from).value_or(mayura::TerminalSize{});
-  // Declared first, so put back last, after the input stops.
-  std::optional<mayura::tools::RawTerminal> raw;
-  if (args.tty && args.interactive) raw.emplace(0);
-  mayura::tools::InputPump pump(args.interactive ? 0 : -1, args.tty ? windows : nullptr, size_from);
+  mayura::tools::InputPump pump(args.interactive ? 0 : -1, args.tty ? windows : nullptr, size_from,
+                                args.tty && args.interactive ? 0 : -1);
   exec.on_start = [&pump](std::shared_ptr<mayura::CommandControl> control) { pump.start(std::move(control)); };
   return exec_with_screenshot(sandbox, args, std::move(exec), stop);
 }

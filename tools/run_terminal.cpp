@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -21,17 +22,28 @@ namespace {
   throw std::runtime_error(std::string("the caller's terminal: ") + step + ": " + std::strerror(error));
 }
 
-// What a crash puts back: one terminal at a time is raw.
-int crash_fd = -1;
+// What a crash puts back: one terminal at a time is raw. Written before
+// the handlers are installed, read in them.
+volatile sig_atomic_t crash_fd = -1;
 termios crash_saved{};
-constexpr std::array kCrashSignals = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+constexpr std::array kCrashSignals = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGQUIT};
+// The handlers there were before (a sanitizer's, the default), put back
+// after the terminal, so a crash is reported and ends the process as it
+// would have.
+std::array<struct sigaction, kCrashSignals.size()> crash_before{};
 
 void restore_on_crash(int signo) {
-  // Async-signal-safe: tcsetattr is an ioctl. The handler was reset to the
-  // default (SA_RESETHAND), so raising again ends the process as the crash
-  // would have.
+  // Async-signal-safe: tcsetattr is an ioctl, sigaction and raise are safe.
   if (crash_fd >= 0) ::tcsetattr(crash_fd, TCSANOW, &crash_saved);
+  for (std::size_t i = 0; i < kCrashSignals.size(); ++i) {
+    if (kCrashSignals[i] == signo) ::sigaction(signo, &crash_before[i], nullptr);
+  }
   ::raise(signo);
+}
+
+void put_back_crash_handlers() {
+  for (std::size_t i = 0; i < kCrashSignals.size(); ++i) ::sigaction(kCrashSignals[i], &crash_before[i], nullptr);
+  crash_fd = -1;
 }
 
 }  // namespace
@@ -47,14 +59,20 @@ RawTerminal::RawTerminal(int fd) {
   if (!::isatty(fd) || ::tcgetattr(fd, &saved_) != 0) return;
   termios raw = saved_;
   ::cfmakeraw(&raw);
-  crash_fd = fd;
   crash_saved = saved_;
+  crash_fd = fd;
+  // In place before the terminal is raw: a crash from then on puts it back.
   struct sigaction on_crash {};
   on_crash.sa_handler = restore_on_crash;
-  on_crash.sa_flags = SA_RESETHAND;
   sigemptyset(&on_crash.sa_mask);
-  for (int s : kCrashSignals) ::sigaction(s, &on_crash, nullptr);
-  if (::tcsetattr(fd, TCSANOW, &raw) != 0) fail("tcsetattr", errno);
+  for (std::size_t i = 0; i < kCrashSignals.size(); ++i) {
+    ::sigaction(kCrashSignals[i], &on_crash, &crash_before[i]);
+  }
+  if (::tcsetattr(fd, TCSANOW, &raw) != 0) {
+    const int error = errno;
+    put_back_crash_handlers();
+    fail("tcsetattr", error);
+  }
   fd_ = fd;
 }
 
@@ -62,11 +80,7 @@ RawTerminal::~RawTerminal() {
   if (fd_ < 0) return;
   // TCSADRAIN: what the command printed last reaches the screen first.
   ::tcsetattr(fd_, TCSADRAIN, &saved_);
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  for (int s : kCrashSignals) ::sigaction(s, &dfl, nullptr);
-  crash_fd = -1;
+  put_back_crash_handlers();
 }
 
 WindowChanges::WindowChanges() {
@@ -78,11 +92,28 @@ WindowChanges::WindowChanges() {
   if (!signals_) fail("signalfd", errno);
 }
 
-InputPump::InputPump(int input, const WindowChanges* windows, int size_from) : wake_(::eventfd(0, EFD_CLOEXEC)) {
+InputPump::InputPump(int input, const WindowChanges* windows, int size_from, int raw)
+    : wake_(::eventfd(0, EFD_CLOEXEC)) {
   if (!wake_) fail("eventfd", errno);
-  thread_ = OwnedThread("mayura-run-input", [this, input, windows = windows ? windows->fd() : -1, size_from] {
-    run(input, windows, size_from);
+  thread_ = OwnedThread("mayura-run-input", [this, input, windows = windows ? windows->fd() : -1, size_from, raw] {
+    run(input, windows, size_from, raw);
   });
+}
+
+bool InputPump::write_paced(CommandControl& control, const std::string& data) {
+  // The engine holds at most 16 MiB of input the command has not read yet
+  // (LIMIT_REACHED past it): a reader slower than the input is waited for,
+  // a moment at a time, as a pipe's writer waits.
+  for (;;) {
+    try {
+      control.write(data);
+      return true;
+    } catch (const SandboxError& e) {
+      if (e.reason() != Reason::LIMIT_REACHED) throw;
+    }
+    pollfd wake{wake_.get(), POLLIN, 0};
+    if (::poll(&wake, 1, 20) != 0) return false;  // this is being destroyed
+  }
 }
 
 InputPump::~InputPump() {
@@ -104,7 +135,17 @@ void InputPump::start(std::shared_ptr<CommandControl> control) {
   started_.notify_all();
 }
 
-void InputPump::run(int input, int windows, int size_from) {
+void InputPump::run(int input, int windows, int size_from, int raw) {
+  try {
+    pump(input, windows, size_from, raw);
+  } catch (const std::exception& e) {
+    // The input cannot go on (the command's control refused it): the
+    // command runs on, its input closed, and mayura-run says why.
+    std::fprintf(stderr, "mayura-run: the input stopped: %s\r\n", e.what());
+  }
+}
+
+void InputPump::pump(int input, int windows, int size_from, int raw) {
   std::shared_ptr<CommandControl> control;
   {
     std::unique_lock lock(mutex_);
@@ -112,6 +153,9 @@ void InputPump::run(int input, int windows, int size_from) {
     if (stopping_) return;
     control = control_;
   }
+  // Raw from the command's start until this ends (after the command has).
+  std::optional<RawTerminal> raw_terminal;
+  if (raw >= 0) raw_terminal.emplace(raw);
   // A window changed between the command's start and now is seen at once.
   if (windows >= 0) {
     if (const auto size = terminal_size(size_from)) control->resize(*size);
@@ -140,7 +184,7 @@ void InputPump::run(int input, int windows, int size_from) {
         input = -1;
         continue;
       }
-      control->write(std::string(buffer.data(), static_cast<std::size_t>(n)));
+      if (!write_paced(*control, std::string(buffer.data(), static_cast<std::size_t>(n)))) return;
     }
   }
 }

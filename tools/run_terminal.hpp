@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 
 #include "mayura/base/unique_fd.hpp"
 #include "mayura/runtime.hpp"
@@ -51,10 +52,12 @@ class WindowChanges {
 // Passes `input` (when >= 0: read as it comes, its end closing the
 // command's input) and the caller's window size (when `windows`: each
 // change of `size_from`'s terminal) to the command, from the moment its
-// control arrives (start()) until this is destroyed. On a thread of its own.
+// control arrives (start()) until this is destroyed; and holds `raw`'s
+// terminal raw for that while (when >= 0), so that until the command
+// starts, ^C still stops mayura-run. On a thread of its own.
 class InputPump {
  public:
-  InputPump(int input, const WindowChanges* windows, int size_from);
+  InputPump(int input, const WindowChanges* windows, int size_from, int raw);
   ~InputPump();
   InputPump(const InputPump&) = delete;
   InputPump& operator=(const InputPump&) = delete;
@@ -63,7 +66,10 @@ class InputPump {
   void start(std::shared_ptr<CommandControl> control);
 
  private:
-  void run(int input, int windows, int size_from);
+  void run(int input, int windows, int size_from, int raw);
+  void pump(int input, int windows, int size_from, int raw);
+  // False once this is being destroyed.
+  bool write_paced(CommandControl& control, const std::string& data);
 
   UniqueFd wake_;  // an eventfd: the destructor's word to the thread
   std::mutex mutex_;

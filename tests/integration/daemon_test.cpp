@@ -198,8 +198,16 @@ TEST_F(DaemonTest, BackgroundCommandsLiveInTheDaemonAcrossConnections) {
   EXPECT_EQ(reason(daemon_call(verb::get, at + "/output?from=-1")), "INVALID_INPUT");
   EXPECT_EQ(reason(daemon_call(verb::get, at + "/wait?timeoutMs=60001")), "INVALID_INPUT");
   EXPECT_EQ(reason(daemon_call(verb::post, at + "/input", R"({"data": "late"})")), "INVALID_INPUT");
-  EXPECT_EQ(reason(daemon_call(verb::post, at + "/signal", R"({"signal": 0})")), "INVALID_INPUT");
-  EXPECT_EQ(reason(daemon_call(verb::post, at + "/resize", R"({"rows": 24, "columns": 80})")), "INVALID_INPUT");
+  // A bad signal, and a resize without a terminal, to a command still running.
+  const auto running = daemon_call(verb::post, base, R"({"argv": ["sleep", "1000"]})");
+  ASSERT_EQ(running.status, 201u) << running.body;
+  const std::string runs = base + "/" + json::parse(running.body).at("id").get<std::string>();
+  for (const char* signal : {R"({"signal": 0})", R"({"signal": 65})", R"({"signal": -1})", R"({"signal": "TERM"})"}) {
+    EXPECT_EQ(reason(daemon_call(verb::post, runs + "/signal", signal)), "INVALID_INPUT") << signal;
+  }
+  EXPECT_EQ(reason(daemon_call(verb::post, runs + "/resize", R"({"rows": 24, "columns": 80})")), "INVALID_INPUT");
+  EXPECT_EQ(json::parse(daemon_call(verb::get, runs).body).at("state"), "running");
+  EXPECT_EQ(json::parse(daemon_call(verb::post, runs + "/stop").body).at("state"), "stopped");
   EXPECT_EQ(reason(daemon_call(verb::post, base, R"({"argv": []})")), "INVALID_INPUT");
   EXPECT_EQ(reason(daemon_call(verb::post, base, R"({"argv": ["true"], "keepBytes": 10})")), "INVALID_INPUT");
   EXPECT_EQ(reason(daemon_call(verb::post, base, R"({"argv": ["true"], "terminal": {"rows": 0, "columns": 80}})")),

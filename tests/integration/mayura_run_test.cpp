@@ -232,6 +232,11 @@ TEST_P(MayuraRunTest, InteractiveInputAndTerminals) {
     const Outcome r = run("-i -- sh -c 'while read l; do echo got-$l; done; echo end'", "a\nb\n");
     EXPECT_EQ(r.status, 0);
     EXPECT_EQ(r.out, "got-a\ngot-b\nend\n");
+    // More than the engine holds unread (16 MiB), for a command that reads
+    // late: mayura-run waits for it, as a pipe's writer would.
+    const Outcome big = run("-i -- sh -c 'sleep 1; wc -c'", std::string(std::size_t{20} << 20, 'x'));
+    EXPECT_EQ(big.status, 0) << big.err;
+    EXPECT_EQ(big.out, "20971520\n");
     const Outcome t = run("-t -- sh -c 'tty; stty size; echo oops >&2; exit 4'");
     EXPECT_EQ(t.status, 4);
     EXPECT_EQ(t.out, "/dev/pts/0\r\n24 80\r\noops\r\n");

@@ -28,7 +28,9 @@ inline PtyChild start_on_pty(std::vector<std::string> argv, int rows, int column
   PtyChild child;
   child.master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (child.master < 0 || ::grantpt(child.master) != 0 || ::unlockpt(child.master) != 0) return child;
-  const std::string slave = ::ptsname(child.master);
+  char name[64];
+  if (::ptsname_r(child.master, name, sizeof name) != 0) return child;
+  const std::string slave = name;
   winsize w{};
   w.ws_row = static_cast<unsigned short>(rows);
   w.ws_col = static_cast<unsigned short>(columns);

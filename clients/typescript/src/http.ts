@@ -62,14 +62,18 @@ function describe(error: unknown): string {
   return 'the connection failed';
 }
 
-// One keep-alive pool per daemon: a call reuses an idle connection (a create,
-// an exec and a release are one connection, not three). An idle one is
-// closed here after IDLE_MS, well within mayurad's own bound on an idle
+// Each endpoint's keep-alive pool: a call reuses an idle connection (a
+// create, an exec and a release are one connection, not three). An idle one
+// is closed here after IDLE_MS, well within mayurad's own bound on an idle
 // connection (its headerTimeoutMs, 10 s by default), so that the daemon
-// seldom closes one under a new request; when it does (the request went out
-// on a reused connection and it reset before any answer), the request was
-// never read, and it is sent once more on a new connection.
+// seldom closes one under a new request. When a request on a reused
+// connection is reset before any answer, the daemon most likely closed it
+// idle, unread; a GET, PUT or DELETE, which may safely run twice, is sent
+// once more on a new connection. A POST is not (a create or a start must
+// not happen twice if the daemon did read it): it fails as before, its
+// effect unknown.
 const IDLE_MS = 2_000;
+const IDEMPOTENT = new Set(['GET', 'PUT', 'DELETE']);
 
 export async function request(endpoint: Endpoint, call: Call): Promise<Answer> {
   try {
@@ -145,7 +149,8 @@ function attempt(endpoint: Endpoint, call: Call, pooled: boolean): Promise<Answe
     let answered = false;
     req.on('error', (error) => {
       const code = (error as { code?: unknown }).code;
-      if (pooled && req.reusedSocket && !answered && !cancelled && (code === 'ECONNRESET' || code === 'EPIPE')) {
+      if (pooled && req.reusedSocket && !answered && !cancelled && IDEMPOTENT.has(call.method) &&
+          (code === 'ECONNRESET' || code === 'EPIPE')) {
         if (settled) return;
         settled = true;
         if (timer) clearTimeout(timer);

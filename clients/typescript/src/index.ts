@@ -359,7 +359,9 @@ function commandFrom(value: unknown): CommandInfo {
 function sliceFrom(value: Record<string, unknown>): OutputSlice {
   const { offset, dropped, next } = value;
   if (!Number.isInteger(offset) || !Number.isInteger(dropped) || !Number.isInteger(next)) throw malformed('output');
-  return { offset: offset as number, dropped: dropped as number, data: bytesFrom(value.data, 'output'), next: next as number };
+  const data = bytesFrom(value.data, 'output');
+  if ((next as number) !== (offset as number) + data.length) throw malformed('output');
+  return { offset: offset as number, dropped: dropped as number, data, next: next as number };
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
@@ -631,8 +633,10 @@ class NativeSandbox implements NativeSandboxBackend {
 
   async wait(id: string, options: CallOptions & { timeoutMs?: number } = {}): Promise<CommandInfo> {
     const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+    // Each request within the daemon's bound and the provider's own on a call.
+    const most = Math.max(0, Math.min(MOST_WAIT_MS, this.link.timeoutMs - 5_000));
     for (;;) {
-      const ms = Math.max(0, Math.min(MOST_WAIT_MS, deadline - Date.now()));
+      const ms = Math.max(0, Math.min(most, deadline - Date.now()));
       const answer = await this.link.call({
         method: 'GET',
         path: `${this.commandPath(id)}/wait?${new URLSearchParams({ timeoutMs: String(Math.floor(ms)) })}`,
@@ -679,7 +683,7 @@ class NativeSandbox implements NativeSandboxBackend {
 }
 
 class Link {
-  constructor(readonly endpoint: Endpoint, private readonly timeoutMs: number) {}
+  constructor(readonly endpoint: Endpoint, readonly timeoutMs: number) {}
   call(c: Parameters<typeof request>[1], how: { exec?: boolean } = {}): Promise<Answer> {
     return request(this.endpoint, how.exec ? c : { ...c, timeoutMs: this.timeoutMs });
   }
@@ -706,8 +710,9 @@ class NativeProvider implements NativeSandboxProvider {
 
   /** What the daemon itself says it offers (GET /v1/features). */
   static async told(options: NativeSandboxesOptions): Promise<{ features: SandboxFeatures; workdir: string; maxLifetimeMs: number }> {
-    const link = new Link(parseEndpoint(options), options.timeoutMs ?? 120_000);
-    const answer = await link.call({ method: 'GET', path: '/v1/features' });
+    const endpoint = parseEndpoint(options);
+    const link = new Link(endpoint, options.timeoutMs ?? 120_000);
+    const answer = await link.call({ method: 'GET', path: '/v1/features' }).finally(() => endpoint.pool.destroy());
     if (answer.status !== 200) throw failureOf(answer);
     const body = parseJson(answer.body, 'features');
     const f = body.features as Record<string, unknown> | null;
@@ -716,8 +721,7 @@ class NativeProvider implements NativeSandboxProvider {
       return f[key] as boolean;
     };
     const kinds = body.network;
-    if (!Array.isArray(kinds) || !kinds.every((k) => k === 'none' || k === 'all' || k === 'allow') ||
-        typeof body.workdir !== 'string' || !Number.isInteger(body.maxLifetimeMs)) {
+    if (!Array.isArray(kinds) || typeof body.workdir !== 'string' || !Number.isInteger(body.maxLifetimeMs)) {
       throw malformed('features');
     }
     const features: SandboxFeatures = {
@@ -729,7 +733,8 @@ class NativeProvider implements NativeSandboxProvider {
       snapshot: flag('snapshot'),
       volumes: flag('volumes'),
       diskIo: flag('diskIo'),
-      network: kinds as NetworkKind[],
+      // Kinds a newer daemon may name and this provider does not know are left out.
+      network: kinds.filter((k): k is NetworkKind => k === 'none' || k === 'all' || k === 'allow'),
     };
     return { features, workdir: body.workdir, maxLifetimeMs: body.maxLifetimeMs as number };
   }

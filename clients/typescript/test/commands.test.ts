@@ -42,8 +42,11 @@ describe('background commands through mayurad', () => {
     assert.equal(decode(seen), 'up\ngot-one\n');
     await s.writeInput(started.id, 'two\n');
     for (let i = 0; i < 300 && !decode([(await s.output(started.id)).data]).includes('got-two'); ++i) await sleep(20);
-    // SIGUSR1: the shell's trap runs, and its read, interrupted, ends the loop.
+    // SIGUSR1: the shell's trap runs (and its read, if interrupted, ends the
+    // loop; else the input's end does).
     await s.signal(started.id, 10);
+    // (invalid_input when the command has ended already)
+    assert.ok(['no failure', 'invalid_input'].includes(await reasonOf(s.closeInput(started.id))));
     const ended = await s.wait(started.id, { timeoutMs: 30_000 });
     assert.equal(ended.state, 'exited');
     assert.equal(ended.exitCode, 3);
@@ -109,8 +112,13 @@ describe('background commands through mayurad', () => {
     assert.equal(await reasonOf(s.command('C!')), 'invalid_input');
     assert.equal(await reasonOf(s.output(c.id, { from: -1 })), 'invalid_input');
     assert.equal(await reasonOf(s.writeInput(c.id, 'late')), 'invalid_input');
-    assert.equal(await reasonOf(s.signal(c.id, 0)), 'invalid_input');
-    assert.equal(await reasonOf(s.resize(c.id, { rows: 24, columns: 80 })), 'invalid_input');
+    // A bad signal, and a resize without a terminal, to a command still running.
+    const running = await s.start(['sleep', '1000']);
+    assert.equal(await reasonOf(s.signal(running.id, 0)), 'invalid_input');
+    assert.equal(await reasonOf(s.signal(running.id, 65)), 'invalid_input');
+    assert.equal(await reasonOf(s.resize(running.id, { rows: 24, columns: 80 })), 'invalid_input');
+    assert.equal((await s.command(running.id)).state, 'running');
+    assert.equal((await s.stop(running.id)).state, 'stopped');
     assert.equal(await reasonOf(s.start([])), 'invalid_input');
     assert.equal(await reasonOf(s.start(['true'], { keepBytes: 10 })), 'invalid_input');
     assert.equal(await reasonOf(s.start(['true'], { terminal: { rows: 0, columns: 80 } })), 'invalid_input');
