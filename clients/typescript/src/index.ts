@@ -9,20 +9,26 @@ import {
   sandboxHttpFailure,
   type AttachOptions,
   type CallOptions,
+  type ClickOptions,
   type CommandInfo,
   type CommandState,
   type CreateOptions,
+  type DesktopSize,
   type ExecOptions,
   type ExecResult,
   type FileEntry,
   type ForkOptions,
   type OutputOptions,
   type OutputSlice,
+  type Point,
   type SandboxBackend,
   type SandboxErrorReason,
   type NetworkKind,
   type SandboxFeatures,
   type SandboxProvider,
+  type ScreenshotOptions,
+  type ScrollDirection,
+  type ScrollOptions,
   type Snapshot,
   type StartOptions,
   type TerminalSize,
@@ -53,7 +59,7 @@ export interface NativeSandboxesOptions {
 const FEATURES: SandboxFeatures = {
   stdin: true,
   ports: true,
-  desktop: false,
+  desktop: true,
   pause: true,
   disk: true,
   snapshot: true,
@@ -76,8 +82,46 @@ const REASONS: Record<string, SandboxErrorReason> = {
   INTERNAL: 'internal',
 };
 
-/** A sandbox of mayurad's: the contract's calls, pause and resume, snapshots and fork. */
+/** A sandbox of mayurad's: the contract's calls, pause and resume, snapshots and fork, the desktop. */
 export interface NativeSandboxBackend extends SandboxBackend {
+  /**
+   * The screen of a sandbox created with a desktop (CreateOptions.desktop),
+   * as the daemon made it; undefined for one created without.
+   */
+  readonly desktopSize: DesktopSize | undefined;
+  /**
+   * The screen, or a region of it (on the screen whole), as PNG bytes.
+   * Like every desktop call: checked here before any request (a sandbox
+   * without a desktop, a point or region off its screen, a count, amount,
+   * button or direction out of range, and empty, overlong or ill-formed
+   * text fail invalid_input), and done when it resolves (the X server has
+   * handled its events). A paused sandbox is resumed first. If a command
+   * killed the X server, or a program holds it grabbed, it fails internal
+   * (after 10 s for the latter); the sandbox lives on.
+   */
+  screenshot(options?: ScreenshotOptions): Promise<Uint8Array>;
+  /** Where the pointer is. */
+  cursorPosition(options?: CallOptions): Promise<Point>;
+  /** Moves the pointer to a point of the screen. */
+  move(to: Point, options?: CallOptions): Promise<void>;
+  /** Clicks at a point with `button` (default left), `count` times (1 to 3; 2 is a double click). */
+  click(at: Point, options?: ClickOptions): Promise<void>;
+  /** Presses the left button at the first point, holds it through the rest, releases it at the last (2 to 1000 points). */
+  drag(path: Point[], options?: CallOptions): Promise<void>;
+  /** Turns the wheel at a point, `amount` steps (1 to 100, default 1) in a direction. */
+  scroll(at: Point, direction: ScrollDirection, options?: ScrollOptions): Promise<void>;
+  /**
+   * Types text, up to 64 KiB of UTF-8: a newline is Return, and a character
+   * no key of the layout gives gets a spare key of its own.
+   */
+  type(text: string, options?: CallOptions): Promise<void>;
+  /**
+   * Presses keys by xdotool's names (`ctrl+s`, `Return`, `alt+Tab`): several
+   * combinations, separated by spaces, one after the other. A name the
+   * daemon does not know fails invalid_input.
+   */
+  key(keys: string, options?: CallOptions): Promise<void>;
+
   /**
    * Stops every process of the sandbox at once, where it is, until resume;
    * exec and the file calls resume it first. Its lifetime runs on while it
@@ -217,7 +261,82 @@ function wireMap(map: Record<string, string> | undefined): Record<string, WireBy
   return out;
 }
 
+// The desktop's bounds, as mayurad's (and the C++ library's) own.
+const MIN_SCREEN_SIDE = 64;
+const MAX_SCREEN_WIDTH = 3840;
+const MAX_SCREEN_HEIGHT = 2160;
+const MAX_DESKTOP_TEXT_BYTES = 64 * 1024;
+const MAX_DRAG_POINTS = 1000;
+const MOUSE_BUTTONS: readonly string[] = ['left', 'middle', 'right'];
+const SCROLL_DIRECTIONS: readonly string[] = ['up', 'down', 'left', 'right'];
+const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+// A UTF-16 surrogate with no partner: a string no UTF-8 can carry.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function invalidInput(message: string): SandboxError {
+  return new SandboxError('invalid_input', message);
+}
+
+// What a create sends for its desktop option: nothing, true, or a size in bounds.
+function wireDesktop(desktop: unknown): DesktopSize | true | undefined {
+  if (desktop === undefined || desktop === false) return undefined;
+  if (desktop === true) return true;
+  const size = desktop as { width?: unknown; height?: unknown } | null;
+  if (size === null || typeof size !== 'object') throw invalidInput('desktop is true, false or { width, height }');
+  const { width, height } = size;
+  if (!Number.isInteger(width) || !Number.isInteger(height) || (width as number) < MIN_SCREEN_SIDE ||
+      (height as number) < MIN_SCREEN_SIDE || (width as number) > MAX_SCREEN_WIDTH || (height as number) > MAX_SCREEN_HEIGHT) {
+    throw invalidInput(
+      `a desktop is ${MIN_SCREEN_SIDE}x${MIN_SCREEN_SIDE} to ${MAX_SCREEN_WIDTH}x${MAX_SCREEN_HEIGHT}, not ${String(width)}x${String(height)}`,
+    );
+  }
+  return { width: width as number, height: height as number };
+}
+
+// A sandbox's screen as the daemon says it: none, or a size.
+function desktopFrom(value: unknown): DesktopSize | undefined {
+  if (value === undefined) return undefined;
+  const size = value as { width?: unknown; height?: unknown } | null;
+  if (!size || typeof size !== 'object' || !Number.isInteger(size.width) || !Number.isInteger(size.height) ||
+      (size.width as number) <= 0 || (size.height as number) <= 0) {
+    throw malformed('sandbox');
+  }
+  return { width: size.width as number, height: size.height as number };
+}
+
+function pointOn(p: unknown, screen: DesktopSize): Point {
+  const point = p as { x?: unknown; y?: unknown } | null;
+  if (!point || typeof point !== 'object' || !Number.isInteger(point.x) || !Number.isInteger(point.y)) {
+    throw invalidInput('a point is { x, y }, whole numbers');
+  }
+  const x = point.x as number;
+  const y = point.y as number;
+  if (x < 0 || y < 0 || x >= screen.width || y >= screen.height) {
+    throw invalidInput(`(${x}, ${y}) is outside the screen (${screen.width}x${screen.height})`);
+  }
+  return { x, y };
+}
+
+// A whole number from `least` to `most`, or the default when absent.
+function countIn(value: unknown, least: number, most: number, fallback: number, what: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || (value as number) < least || (value as number) > most) {
+    throw invalidInput(`${what} is ${least} to ${most}, not ${String(value)}`);
+  }
+  return value as number;
+}
+
+function desktopText(text: unknown, kind: 'type' | 'key'): string {
+  if (typeof text !== 'string' || text === '') throw invalidInput(kind === 'type' ? 'no text to type' : 'no key to press');
+  if (LONE_SURROGATE.test(text)) throw invalidInput('the text has a lone surrogate: it is no UTF-8');
+  if (Buffer.byteLength(text, 'utf8') > MAX_DESKTOP_TEXT_BYTES) {
+    throw invalidInput(`more than ${MAX_DESKTOP_TEXT_BYTES} bytes to type or press at once`);
+  }
+  return text;
+}
+
 function createBody(options: CreateOptions, image: string | undefined): string {
+  const desktop = wireDesktop(options.desktop);
   const network = options.network ?? 'none';
   const body: Record<string, unknown> = {
     lifetimeMs: options.lifetimeMs,
@@ -248,6 +367,7 @@ function createBody(options: CreateOptions, image: string | undefined): string {
   const chosen = options.image ?? image;
   if (chosen) body.image = chosen;
   if (options.labels) body.labels = wireMap(options.labels);
+  if (desktop !== undefined) body.desktop = desktop;
   return JSON.stringify(body);
 }
 
@@ -386,7 +506,7 @@ class NativeSandbox implements NativeSandboxBackend {
   private ended = false;
   private readonly base: string;
 
-  constructor(private readonly link: Link, readonly id: string) {
+  constructor(private readonly link: Link, readonly id: string, readonly desktopSize: DesktopSize | undefined) {
     this.base = `/v1/sandboxes/${encodeURIComponent(id)}`;
   }
 
@@ -534,11 +654,18 @@ class NativeSandbox implements NativeSandboxBackend {
     this.check(answer);
     const listed = parseJson(answer.body, 'fork').sandboxes;
     const made: NativeSandbox[] = [];
+    let screens = true;
     for (const s of Array.isArray(listed) ? listed : []) {
-      const id = (s as { id?: unknown } | null)?.id;
-      if (typeof id === 'string' && id !== '') made.push(new NativeSandbox(this.link, id));
+      const { id, desktop } = (s ?? {}) as { id?: unknown; desktop?: unknown };
+      let screen: DesktopSize | undefined;
+      try {
+        screen = desktopFrom(desktop);
+      } catch {
+        screens = false;
+      }
+      if (typeof id === 'string' && id !== '') made.push(new NativeSandbox(this.link, id, screen));
     }
-    if (!Array.isArray(listed) || made.length !== listed.length || made.length !== count) {
+    if (!Array.isArray(listed) || made.length !== listed.length || made.length !== count || !screens) {
       await Promise.all(made.map((m) => m.release()));
       throw malformed('fork');
     }
@@ -649,6 +776,90 @@ class NativeSandbox implements NativeSandboxBackend {
     }
   }
 
+  async screenshot(options: ScreenshotOptions = {}): Promise<Uint8Array> {
+    const screen = this.screen();
+    let query = '';
+    if (options.region !== undefined) {
+      const r = options.region as Partial<Record<'x' | 'y' | 'width' | 'height', unknown>> | null;
+      if (!r || typeof r !== 'object' || ![r.x, r.y, r.width, r.height].every((v) => Number.isInteger(v))) {
+        throw invalidInput('a region is { x, y, width, height }, whole numbers');
+      }
+      const { x, y, width, height } = r as { x: number; y: number; width: number; height: number };
+      if (x < 0 || y < 0 || width <= 0 || height <= 0 || x + width > screen.width || y + height > screen.height) {
+        throw invalidInput(`the region ${width}x${height} at (${x}, ${y}) is not on the screen (${screen.width}x${screen.height})`);
+      }
+      query = `?${new URLSearchParams({ x: String(x), y: String(y), width: String(width), height: String(height) })}`;
+    }
+    const answer = await this.link.call({ method: 'GET', path: `${this.base}/desktop/screenshot${query}`, signal: options.signal });
+    this.check(answer);
+    if (answer.body.length < PNG_SIGNATURE.length || PNG_SIGNATURE.some((b, i) => answer.body[i] !== b)) throw malformed('screenshot');
+    return new Uint8Array(answer.body.buffer, answer.body.byteOffset, answer.body.length);
+  }
+
+  async cursorPosition(options: CallOptions = {}): Promise<Point> {
+    this.screen();
+    const answer = await this.link.call({ method: 'GET', path: `${this.base}/desktop/cursor`, signal: options.signal });
+    this.check(answer);
+    const { x, y } = parseJson(answer.body, 'cursor');
+    if (!Number.isInteger(x) || !Number.isInteger(y)) throw malformed('cursor');
+    return { x: x as number, y: y as number };
+  }
+
+  async move(to: Point, options: CallOptions = {}): Promise<void> {
+    await this.input({ action: 'move', at: pointOn(to, this.screen()) }, options);
+  }
+
+  async click(at: Point, options: ClickOptions = {}): Promise<void> {
+    const point = pointOn(at, this.screen());
+    const count = countIn(options.count, 1, 3, 1, 'a click count');
+    const button = options.button ?? 'left';
+    if (!MOUSE_BUTTONS.includes(button)) throw invalidInput(`a mouse button is left, middle or right, not ${String(button)}`);
+    await this.input({ action: 'click', at: point, button, count }, options);
+  }
+
+  async drag(path: Point[], options: CallOptions = {}): Promise<void> {
+    const screen = this.screen();
+    if (!Array.isArray(path) || path.length < 2 || path.length > MAX_DRAG_POINTS) {
+      throw invalidInput(`a drag goes through 2 to ${MAX_DRAG_POINTS} points`);
+    }
+    await this.input({ action: 'drag', path: path.map((p) => pointOn(p, screen)) }, options);
+  }
+
+  async scroll(at: Point, direction: ScrollDirection, options: ScrollOptions = {}): Promise<void> {
+    const point = pointOn(at, this.screen());
+    if (!SCROLL_DIRECTIONS.includes(direction)) {
+      throw invalidInput(`a scroll's direction is up, down, left or right, not ${String(direction)}`);
+    }
+    const amount = countIn(options.amount, 1, 100, 1, "a scroll's amount");
+    await this.input({ action: 'scroll', at: point, direction, amount }, options);
+  }
+
+  async type(text: string, options: CallOptions = {}): Promise<void> {
+    this.screen();
+    await this.input({ action: 'type', text: desktopText(text, 'type') }, options);
+  }
+
+  async key(keys: string, options: CallOptions = {}): Promise<void> {
+    this.screen();
+    await this.input({ action: 'key', text: desktopText(keys, 'key') }, options);
+  }
+
+  // The screen a desktop call is checked against: invalid_input without one.
+  private screen(): DesktopSize {
+    if (!this.desktopSize) throw invalidInput('the sandbox has no desktop (a create with desktop gives it one)');
+    return this.desktopSize;
+  }
+
+  private async input(action: Record<string, unknown>, options: CallOptions): Promise<void> {
+    const answer = await this.link.call({
+      method: 'POST',
+      path: `${this.base}/desktop/input`,
+      body: JSON.stringify(action),
+      signal: options.signal,
+    });
+    this.check(answer);
+  }
+
   private commandPath(id: string): string {
     return `${this.base}/commands/${encodeURIComponent(id)}`;
   }
@@ -746,9 +957,17 @@ class NativeProvider implements NativeSandboxProvider {
     // id to release it by.
     const answer = await this.link.call({ method: 'POST', path: '/v1/sandboxes', body: createBody(options, this.image) });
     if (answer.status !== 201) throw failureOf(answer);
-    const id = parseJson(answer.body, 'created sandbox').id;
+    const created = parseJson(answer.body, 'created sandbox');
+    const id = created.id;
     if (typeof id !== 'string' || id === '') throw malformed('created sandbox');
-    const sandbox = new NativeSandbox(this.link, id);
+    let screen: DesktopSize | undefined;
+    try {
+      screen = desktopFrom(created.desktop);
+    } catch (error) {
+      await new NativeSandbox(this.link, id, undefined).release();
+      throw error;
+    }
+    const sandbox = new NativeSandbox(this.link, id, screen);
     if (context.signal?.aborted) {
       await sandbox.release();
       throw cancelledError();

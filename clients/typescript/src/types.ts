@@ -129,6 +129,12 @@ export interface CreateOptions {
   /** The provider's image or template. */
   image?: string;
   labels?: Record<string, string>;
+  /**
+   * An X display in the sandbox (where features.desktop is true), which
+   * every command sees as DISPLAY: `true` for 1280x800, or a screen of this
+   * size (64x64 to 3840x2160). false or absent: none.
+   */
+  desktop?: DesktopSize | boolean;
 }
 
 export interface ExecOptions {
@@ -219,6 +225,46 @@ export interface ForkOptions extends CallOptions {
   lifetimeMs?: number;
 }
 
+/** A desktop's screen, in pixels: 64x64 to 3840x2160. */
+export interface DesktopSize {
+  width: number;
+  height: number;
+}
+
+/** A pixel of a desktop's screen: 0,0 is its top left corner. */
+export interface Point {
+  x: number;
+  y: number;
+}
+
+/** A rectangle of a desktop's screen, on it whole: its top left corner and its size. */
+export interface Region {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+export type MouseButton = 'left' | 'middle' | 'right';
+export type ScrollDirection = 'up' | 'down' | 'left' | 'right';
+
+export interface ScreenshotOptions extends CallOptions {
+  /** Only this part of the screen; absent: the whole screen. */
+  region?: Region;
+}
+
+export interface ClickOptions extends CallOptions {
+  /** Default left. */
+  button?: MouseButton;
+  /** 1 to 3 clicks one after the other (2: a double click); default 1. */
+  count?: number;
+}
+
+export interface ScrollOptions extends CallOptions {
+  /** How many steps of the wheel, 1 to 100; default 1. */
+  amount?: number;
+}
+
 /** One sandbox, as a provider gives it to createSandboxes. */
 export interface SandboxBackend {
   exec(argv: string[], options?: ExecOptions): Promise<ExecResult>;
@@ -251,6 +297,34 @@ export interface SandboxBackend {
    * made or none.
    */
   fork?(count: number, options?: ForkOptions): Promise<SandboxBackend[]>;
+  /**
+   * The screen of a sandbox created with a desktop; undefined for one
+   * created without. Where features.desktop is true, as are the calls
+   * below. Each call has happened when it resolves (the X server has
+   * handled its events); a point off the screen, a sandbox without a
+   * desktop, and empty or overlong text fail invalid_input.
+   */
+  readonly desktopSize?: DesktopSize | undefined;
+  /** The screen (or a region of it) as PNG bytes. */
+  screenshot?(options?: ScreenshotOptions): Promise<Uint8Array>;
+  /** Where the pointer is. */
+  cursorPosition?(options?: CallOptions): Promise<Point>;
+  /** Moves the pointer there. */
+  move?(to: Point, options?: CallOptions): Promise<void>;
+  /** Clicks there, with a button (default left), `count` times (1 to 3). */
+  click?(at: Point, options?: ClickOptions): Promise<void>;
+  /** The left button pressed at the first point, held through the rest (2 to 1000 in all), released at the last. */
+  drag?(path: Point[], options?: CallOptions): Promise<void>;
+  /** Turns the wheel there, `amount` steps (1 to 100, default 1) that way. */
+  scroll?(at: Point, direction: ScrollDirection, options?: ScrollOptions): Promise<void>;
+  /** Types text (a newline is Return; characters on no key of the layout too), up to 64 KiB of UTF-8. */
+  type?(text: string, options?: CallOptions): Promise<void>;
+  /**
+   * Presses keys by xdotool's names: `ctrl+s`, `Return`, `alt+Tab`; several
+   * combinations, separated by spaces, one after the other. An unknown name
+   * fails invalid_input.
+   */
+  key?(keys: string, options?: CallOptions): Promise<void>;
   /** Ends the sandbox and everything in it (a paused one too); never rejects. */
   release(): Promise<void>;
 }

@@ -90,6 +90,33 @@ describe('the provider types against mayurad OpenAPI document', () => {
     assert.deepEqual(new Set(properties('Volume')), documented('Volume'));
   });
 
+  it('shapes the desktop as the document does', () => {
+    assert.deepEqual(new Set(properties('DesktopSize')), documented('DesktopSize'));
+    assert.deepEqual(new Set(properties('Point')), documented('Point'));
+    // A region is the screenshot's query.
+    const screenshot = document.paths['/v1/sandboxes/{id}/desktop/screenshot'].get;
+    const query = (screenshot.parameters as { name: string; in: string }[]).filter((p) => p.in === 'query').map((p) => p.name);
+    assert.deepEqual(new Set(properties('Region')), new Set(query));
+    // What an action sends: its options but the signal.
+    const input = schemas.DesktopInput?.properties as Record<string, { enum?: string[] }>;
+    const actionProperties = documented('DesktopInput');
+    for (const type of ['ClickOptions', 'ScrollOptions']) {
+      for (const p of properties(type).filter((p) => p !== 'signal')) {
+        assert.ok(actionProperties.has(p), `${type}.${p} is in the document's DesktopInput`);
+      }
+    }
+    assert.deepEqual(new Set(literals('MouseButton')), new Set(input.button?.enum));
+    assert.deepEqual(new Set(literals('ScrollDirection')), new Set(input.direction?.enum));
+    // Each action the document lists is a call of the backend's.
+    const backend = declaration('SandboxBackend');
+    assert.ok(ts.isInterfaceDeclaration(backend));
+    const calls = new Set(backend.members.filter(ts.isMethodSignature).map((m) => m.name.getText(source)));
+    const actions = input.action?.enum ?? [];
+    assert.ok(actions.length > 0, "the document's DesktopInput lists its actions");
+    for (const action of actions) assert.ok(calls.has(action), `SandboxBackend has ${action}`);
+    assert.ok(calls.has('screenshot') && calls.has('cursorPosition'), 'SandboxBackend has screenshot and cursorPosition');
+  });
+
   it('names the network kinds and the failure reasons alike', () => {
     assert.deepEqual(new Set(literals('NetworkKind')), new Set(schemas.NetworkKind?.enum));
     const reasons = schemas.Error?.properties?.reason as { enum: string[] };

@@ -11,7 +11,16 @@ import { describe, it } from 'node:test';
 const here = path.dirname(new URL(import.meta.url).pathname);
 const packageDir = path.resolve(here, '../..');  // build-test/test -> the package
 
-const consumer = `import { nativeSandboxes, SandboxError, type SandboxProvider, type ExecResult, type Snapshot, type Volume } from '@mayurajs/sandbox-native';
+const consumer = `import {
+  nativeSandboxes,
+  SandboxError,
+  type SandboxProvider,
+  type ExecResult,
+  type Snapshot,
+  type Volume,
+  type DesktopSize,
+  type Point,
+} from '@mayurajs/sandbox-native';
 
 const provider: SandboxProvider = nativeSandboxes({ socket: '/run/mayura/mayurad.sock', image: 'host' });
 export async function run(): Promise<number | null> {
@@ -44,6 +53,22 @@ export async function snapshotAndFork(): Promise<number> {
   const listed: Snapshot[] = await sandboxes.snapshots();
   await sandboxes.deleteSnapshot('base');
   return listed.length + taken.diskMiB + taken.storedBytes + taken.createdAt;
+}
+export async function useTheDesktop(): Promise<number> {
+  const backend = await nativeSandboxes().create({ lifetimeMs: 60_000, desktop: { width: 800, height: 600 } });
+  const size: DesktopSize | undefined = backend.desktopSize;
+  const png: Uint8Array = await backend.screenshot({ region: { x: 0, y: 0, width: 10, height: 10 }, signal: new AbortController().signal });
+  await backend.click({ x: 1, y: 2 }, { button: 'right', count: 2 });
+  await backend.move({ x: 3, y: 4 });
+  await backend.drag([{ x: 1, y: 1 }, { x: 5, y: 5 }]);
+  await backend.scroll({ x: 1, y: 1 }, 'down', { amount: 3 });
+  await backend.type('hello');
+  await backend.key('ctrl+s');
+  const at: Point = await backend.cursorPosition();
+  await backend.release();
+  const plain = await nativeSandboxes().create({ lifetimeMs: 60_000, desktop: true });
+  await plain.release();
+  return png.length + at.x + (size?.width ?? 0);
 }
 export async function keepAVolume(): Promise<boolean> {
   const sandboxes = nativeSandboxes();
