@@ -63,5 +63,8 @@ class ToolMaker {
 
 // The desktop's tools (desktop_tools.cpp), for a screen of options.screen.
 std::vector<Tool> desktop_tools(const ToolMaker& maker, const SandboxToolsOptions& options);
+// The background commands' tools (background_tools.cpp): start, commands,
+// output, input, signal, stop and wait.
+std::vector<Tool> background_tools(const ToolMaker& maker, const SandboxToolsOptions& options);
 
 }  // namespace mayura::tool_maker

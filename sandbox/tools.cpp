@@ -252,6 +252,9 @@ std::vector<Tool> sandbox_tools(SandboxSource source, const SandboxToolsOptions&
   if (options.exec) tools.push_back(exec_tool(maker, options));
   if (options.write) tools.push_back(write_tool(maker, options));
   if (options.remove) tools.push_back(remove_tool(maker));
+  if (options.background) {
+    for (Tool& t : tool_maker::background_tools(maker, options)) tools.push_back(std::move(t));
+  }
   if (options.desktop) {
     for (Tool& t : tool_maker::desktop_tools(maker, options)) tools.push_back(std::move(t));
   }

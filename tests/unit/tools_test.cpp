@@ -68,6 +68,19 @@ TEST_F(ToolsTest, OnlyReadingIsOnByDefault) {
   for (const auto& t : sandbox_tools(sandbox, o)) ids.push_back(t.definition.id);
   EXPECT_EQ(ids, (std::vector<std::string>{"workspace.read", "workspace.list", "workspace.url", "workspace.exec",
                                            "workspace.write", "workspace.remove"}));
+  o.exec = o.write = o.remove = false;
+  o.background = true;
+  ids.clear();
+  std::vector<std::string> effects;
+  for (const auto& t : sandbox_tools(sandbox, o)) {
+    ids.push_back(t.definition.id);
+    effects.emplace_back(tool_effect_name(t.definition.effect));
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"workspace.read", "workspace.list", "workspace.url", "workspace.start",
+                                           "workspace.commands", "workspace.output", "workspace.input",
+                                           "workspace.signal", "workspace.stop", "workspace.wait"}));
+  EXPECT_EQ(effects, (std::vector<std::string>{"read", "read", "read", "write", "read", "read", "write", "write",
+                                               "write", "read"}));
 }
 
 TEST_F(ToolsTest, DefinitionsAreReadyForAModelApi) {

@@ -92,12 +92,16 @@ struct SandboxToolsOptions {
   bool exec = false;
   bool write = false;
   bool remove = false;
+  // Commands left running (Sandbox::start): start, input, signal and stop
+  // (write); commands, output and wait (read). A later call of the run, or
+  // of another run on the same sandbox, reads what a command printed since.
+  bool background = false;
   // The desktop's tools: screenshot and cursor (read); click, move, drag,
   // scroll, type and key (write). Their definitions tell the model the
   // screen's size: `screen`, or a Sandbox's own when one is given.
   bool desktop = false;
   DesktopSize screen;
-  std::int64_t exec_timeout_ms = 5 * 60 * 1000;  // the most a command may take
+  std::int64_t exec_timeout_ms = 5 * 60 * 1000;  // the most a command, or a wait for one, may take
   std::int64_t exec_cost_micros = 0;             // charged per command to the run's budget
   std::size_t max_output_bytes = 32 * 1024;      // of each stream, to the model; the middle left out
   std::size_t max_read_bytes = 1 << 20;
