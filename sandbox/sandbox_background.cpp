@@ -1,12 +1,15 @@
 // Sandbox's background commands (mayura/background.hpp): each one is an exec
 // through the limits layer's async path, whose output goes to its entry's
-// rings and whose end to its state; the calls here read and steer them.
+// rings and whose end to its state; the calls here read and steer them. A
+// backend that holds its commands itself (mayura/command_host.hpp) takes
+// each call instead, once this layer has checked its input.
 
 #include <algorithm>
 #include <chrono>
 #include <exception>
 
 #include "background_commands.hpp"
+#include "mayura/command_host.hpp"
 #include "sandboxes_state.hpp"
 
 namespace mayura {
@@ -47,6 +50,63 @@ CommandState state_of(std::exception_ptr error, const BackgroundCommand& command
   return CommandState::failed;
 }
 
+// The sandbox's backend when it holds its commands itself; null when this
+// handle holds them (or the sandbox was released: its commands are looked up
+// here, and not found).
+struct Hosted {
+  std::shared_ptr<SandboxBackend> backend;
+  CommandHost* host = nullptr;
+  explicit operator bool() const { return host != nullptr; }
+  CommandHost* operator->() const { return host; }
+};
+Hosted hosted(const detail::SandboxState& state) {
+  Hosted h;
+  h.backend = state.current();
+  h.host = dynamic_cast<CommandHost*>(h.backend.get());
+  return h;
+}
+
+// How often a hosted attach asks for what came (each ask is a request to
+// the host, which wakes it at the command's end).
+constexpr std::int64_t kHostedPollMs = 100;
+// The longest one wait asks a host for.
+constexpr std::int64_t kMostHostedWaitMs = 30'000;
+
+// attach() over a host: its output read from the offsets on, then asked for
+// again until the command has ended and all of it was read.
+CommandInfo attach_hosted(const Hosted& host, const std::string& id, const AttachOptions& options,
+                          std::chrono::steady_clock::time_point deadline) {
+  std::uint64_t at[2] = {options.stdout_from, options.stderr_from};
+  CommandInfo info = detail::guarded("attach", [&] { return host->command(id); });
+  const std::uint64_t until[2] = {info.stdout_bytes, info.stderr_bytes};
+  for (;;) {
+    bool caught_up = true;
+    for (int i = 0; i < 2; ++i) {
+      const auto stream = i == 0 ? OutputStream::out : OutputStream::err;
+      const OutputSlice got = detail::guarded("attach", [&] { return host->output(id, stream, at[i], kSliceBytes); });
+      if (got.dropped > 0 && options.on_dropped) options.on_dropped(stream, got.dropped);
+      const OutputCallback& to = i == 0 ? options.on_stdout : options.on_stderr;
+      if (!got.data.empty() && to) to(got.data);
+      caught_up = caught_up && got.data.empty();
+      at[i] = std::max(at[i], got.next);
+    }
+    const bool ended = info.state != CommandState::running && at[0] >= info.stdout_bytes && at[1] >= info.stderr_bytes;
+    const bool as_called = at[0] >= until[0] && at[1] >= until[1];
+    if (ended || (!options.follow && (caught_up || as_called))) return info;
+    detail::throw_if_cancelled(options.cancellation);
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return info;
+    // What came meanwhile, or the end: read again either way.
+    if (caught_up) {
+      info = detail::guarded("attach",
+                             [&] { return host->wait(id, std::min<std::int64_t>(left.count(), kHostedPollMs)); });
+    } else {
+      info = detail::guarded("attach", [&] { return host->command(id); });
+    }
+  }
+}
+
 }  // namespace
 
 CommandInfo Sandbox::start(const std::vector<std::string>& argv, const StartOptions& options) const {
@@ -63,6 +123,14 @@ CommandInfo Sandbox::start(const std::vector<std::string>& argv, const StartOpti
   o.terminal = options.terminal;
   o.keep_output = false;  // the rings hold it
   std::size_t limit = 0;
+  if (const auto host = hosted(state())) {
+    // Every check of an exec but the terminal's, which the host makes (its
+    // commands have terminals where its execs through this provider do not).
+    ExecOptions checked = o;
+    checked.terminal.reset();
+    exec_backend(argv, checked, limit);
+    return detail::guarded("start", [&] { return host->start(argv, options); });
+  }
   exec_backend(argv, o, limit);  // every check, before the entry is made
   std::shared_ptr<BackgroundCommand> command =
       state().background.add(argv, options.terminal.has_value(), options.keep_bytes);
@@ -88,10 +156,14 @@ CommandInfo Sandbox::start(const std::vector<std::string>& argv, const StartOpti
   return command->info();
 }
 
-std::vector<CommandInfo> Sandbox::commands() const { return state().background.list(); }
+std::vector<CommandInfo> Sandbox::commands() const {
+  if (const auto host = hosted(state())) return detail::guarded("commands", [&] { return host->commands(); });
+  return state().background.list();
+}
 
 CommandInfo Sandbox::command(const std::string& id) const {
   check_command_id(id);
+  if (const auto host = hosted(state())) return detail::guarded("command", [&] { return host->command(id); });
   return state().background.find(id)->info();
 }
 
@@ -99,18 +171,22 @@ OutputSlice Sandbox::output(const std::string& id, OutputStream stream, std::uin
                             std::size_t max_bytes) const {
   check_command_id(id);
   if (max_bytes == 0) throw SandboxError(Reason::INVALID_INPUT, "max_bytes must be positive");
+  const std::size_t most = std::min(max_bytes, state().owner->options.max_output_bytes);
+  if (const auto host = hosted(state())) {
+    return detail::guarded("output", [&] { return host->output(id, stream, from, most); });
+  }
   const auto command = state().background.find(id);
   std::lock_guard lock(command->mutex);
-  return (stream == OutputStream::out ? command->out : command->err)
-      .slice(from, std::min(max_bytes, state().owner->options.max_output_bytes));
+  return (stream == OutputStream::out ? command->out : command->err).slice(from, most);
 }
 
 CommandInfo Sandbox::attach(const std::string& id, const AttachOptions& options) const {
   check_command_id(id);
   if (options.timeout_ms && *options.timeout_ms <= 0)
     throw SandboxError(Reason::INVALID_INPUT, "timeout_ms must be positive");
-  const auto command = state().background.find(id);
   const auto deadline = deadline_in(options.timeout_ms);
+  if (const auto host = hosted(state())) return attach_hosted(host, id, options, deadline);
+  const auto command = state().background.find(id);
   // A cancellation wakes the wait below (under the mutex: no wake-up lost).
   std::stop_callback wake(options.cancellation, [&command] {
     std::lock_guard lock(command->mutex);
@@ -175,11 +251,14 @@ std::shared_ptr<CommandControl> control_of(const BackgroundCommand& command) {
 
 void Sandbox::write_input(const std::string& id, std::string data) const {
   check_command_id(id);
+  if (const auto host = hosted(state()))
+    return detail::guarded("input", [&] { host->write_input(id, std::move(data)); });
   control_of(*state().background.find(id))->write(std::move(data));
 }
 
 void Sandbox::close_input(const std::string& id) const {
   check_command_id(id);
+  if (const auto host = hosted(state())) return detail::guarded("input", [&] { host->close_input(id); });
   control_of(*state().background.find(id))->close_input();
 }
 
@@ -187,11 +266,13 @@ void Sandbox::close_input(const std::string& id) const {
 // mayura/sandboxes.cpp.)
 void Sandbox::signal(const std::string& id, int signal) const {
   check_command_id(id);
+  if (const auto host = hosted(state())) return detail::guarded("signal", [&] { host->signal(id, signal); });
   control_of(*state().background.find(id))->signal(signal);
 }
 
 void Sandbox::resize(const std::string& id, TerminalSize size) const {
   check_command_id(id);
+  if (const auto host = hosted(state())) return detail::guarded("resize", [&] { host->resize(id, size); });
   const auto command = state().background.find(id);
   if (!command->terminal) throw SandboxError(Reason::INVALID_INPUT, "the command " + id + " has no terminal");
   control_of(*command)->resize(size);
@@ -199,6 +280,7 @@ void Sandbox::resize(const std::string& id, TerminalSize size) const {
 
 CommandInfo Sandbox::stop(const std::string& id) const {
   check_command_id(id);
+  if (const auto host = hosted(state())) return detail::guarded("stop", [&] { return host->stop(id); });
   const auto command = state().background.find(id);
   command->stop.request_stop();
   return command->await(std::chrono::steady_clock::now() + kWaitBound);
@@ -207,6 +289,18 @@ CommandInfo Sandbox::stop(const std::string& id) const {
 CommandInfo Sandbox::wait(const std::string& id, std::optional<std::int64_t> timeout_ms) const {
   check_command_id(id);
   if (timeout_ms && *timeout_ms <= 0) throw SandboxError(Reason::INVALID_INPUT, "timeout_ms must be positive");
+  if (const auto host = hosted(state())) {
+    const auto deadline = deadline_in(timeout_ms);
+    // In the host's own bounds (a daemon's request waits a minute at
+    // most): asked again until the end or the deadline.
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      const std::int64_t now = std::clamp<std::int64_t>(left, 1, kMostHostedWaitMs);
+      CommandInfo info = detail::guarded("wait", [&] { return host->wait(id, now); });
+      if (info.state != CommandState::running || left <= kMostHostedWaitMs) return info;
+    }
+  }
   return state().background.find(id)->await(deadline_in(timeout_ms));
 }
 

@@ -7,6 +7,7 @@
 #include <boost/url/url.hpp>
 
 #include "http_client.hpp"
+#include "mayura/command_host.hpp"
 #include "mayura/remote.hpp"
 #include "wire.hpp"
 
@@ -169,7 +170,10 @@ ExecResult streamed_exec(const Link& link, std::string target, std::string body,
   return *result;
 }
 
-class RemoteSandbox final : public SandboxBackend {
+// The daemon holds a sandbox's background commands (mayura/command_host.hpp):
+// each call is one request to its commands' routes, so a command outlives
+// this client and any client of the sandbox comes back to it.
+class RemoteSandbox final : public SandboxBackend, public CommandHost {
  public:
   RemoteSandbox(std::shared_ptr<const Link> link, std::string id, std::string workdir)
       : link_(std::move(link)), id_(std::move(id)), base_("/v1/sandboxes/" + id_), workdir_(std::move(workdir)) {}
@@ -211,6 +215,60 @@ class RemoteSandbox final : public SandboxBackend {
 
   void remove(const std::string& path, const FileOptions& options) override {
     checked(link_->call(http_verb::delete_, target(base_ + "/files", {{"path", path}}), {}, options.cancellation));
+  }
+
+  CommandInfo start(const std::vector<std::string>& argv, const StartOptions& options) override {
+    const HttpAnswer a = checked(
+        link_->call(http_verb::post, base_ + "/commands", service::dump(service::start_request_json(argv, options))));
+    return command_from(a);
+  }
+  std::vector<CommandInfo> commands() override {
+    const json body = parse_answer(checked(link_->call(http_verb::get, base_ + "/commands")), "the commands");
+    return decoded("command list", [&] {
+      std::vector<CommandInfo> list;
+      for (const json& c : body.at("commands")) list.push_back(service::command_info_from(c));
+      return list;
+    });
+  }
+  CommandInfo command(const std::string& id) override {
+    return command_from(checked(link_->call(http_verb::get, command_path(id))));
+  }
+  OutputSlice output(const std::string& id, OutputStream stream, std::uint64_t from, std::size_t max_bytes) override {
+    const std::string t =
+        target(command_path(id) + "/output", {{"stream", stream == OutputStream::out ? "stdout" : "stderr"},
+                                              {"from", std::to_string(from)},
+                                              {"maxBytes", std::to_string(max_bytes)}});
+    const json body = parse_answer(checked(link_->call(http_verb::get, t)), "the output");
+    return decoded("output", [&] { return service::output_slice_from(body); });
+  }
+  void write_input(const std::string& id, std::string data) override {
+    service::CommandInput input;
+    input.data = std::move(data);
+    checked(
+        link_->call(http_verb::post, command_path(id) + "/input", service::dump(service::command_input_json(input))));
+  }
+  void close_input(const std::string& id) override {
+    service::CommandInput input;
+    input.close = true;
+    checked(
+        link_->call(http_verb::post, command_path(id) + "/input", service::dump(service::command_input_json(input))));
+  }
+  void signal(const std::string& id, int signal) override {
+    checked(link_->call(http_verb::post, command_path(id) + "/signal", service::dump(json{{"signal", signal}})));
+  }
+  void resize(const std::string& id, TerminalSize size) override {
+    checked(
+        link_->call(http_verb::post, command_path(id) + "/resize", service::dump(service::terminal_size_json(size))));
+  }
+  CommandInfo stop(const std::string& id) override {
+    return command_from(checked(link_->call(http_verb::post, command_path(id) + "/stop", "")));
+  }
+  CommandInfo wait(const std::string& id, std::int64_t timeout_ms) override {
+    // Well within the link's own bound on a request.
+    const std::int64_t most = std::max<std::int64_t>(1, link_->timeout.count() / 2);
+    const std::string t =
+        target(command_path(id) + "/wait", {{"timeoutMs", std::to_string(std::min(timeout_ms, most))}});
+    return command_from(checked(link_->call(http_verb::get, t)));
   }
 
   std::string url(int port) override {
@@ -305,6 +363,12 @@ class RemoteSandbox final : public SandboxBackend {
   }
 
  private:
+  // (The id was checked by the Sandbox handle: a-z and 0-9.)
+  std::string command_path(const std::string& id) const { return base_ + "/commands/" + id; }
+  static CommandInfo command_from(const HttpAnswer& a) {
+    const json body = parse_answer(a, "the command");
+    return decoded("command", [&] { return service::command_info_from(body); });
+  }
   void ended_if_gone(unsigned status) {
     if (status == 404 || status == 410) ended_ = true;
   }

@@ -518,6 +518,66 @@ TEST_F(InProcessServerTest, AClientThatGoesAwayStopsItsCommand) {
   sandboxes.close();
 }
 
+// A remote client's background commands are the daemon's: another
+// connection reads and steers them, and every call of the contract reaches
+// them there (the remote provider is a CommandHost).
+TEST_F(InProcessServerTest, ARemoteClientsCommandsLiveInTheDaemon) {
+  Sandboxes sandboxes = remote();
+  const Sandbox s = sandboxes.create({.lifetime_ms = 120'000});
+  const CommandInfo repl =
+      s.start({"sh", "-c", "echo started; while read l; do echo \"got $l\"; done; echo bye >&2; exit 4"});
+  EXPECT_EQ(repl.id, "c1");
+  const std::string id = json::parse(call(verb::get, "/v1/sandboxes").body).at("sandboxes").at(0).at("id");
+  const std::string base = "/v1/sandboxes/" + id + "/commands/c1";
+  // Another connection sees it, and types into it.
+  EXPECT_EQ(json::parse(call(verb::get, base).body).at("state"), "running");
+  ASSERT_EQ(call(verb::post, base + "/input", R"({"data": "one\n"})").status, 204u);
+  s.write_input("c1", "two\n");
+  std::string out, err;
+  AttachOptions attach;
+  attach.on_stdout = [&](std::string_view c) {
+    out += c;
+    if (out.find("got two\n") != std::string::npos && out.find("got one\n") != std::string::npos) s.close_input("c1");
+  };
+  attach.on_stderr = [&](std::string_view c) { err += c; };
+  attach.timeout_ms = 30'000;
+  const CommandInfo ended = s.attach("c1", attach);
+  EXPECT_EQ(ended.state, CommandState::exited);
+  EXPECT_EQ(ended.exit_code, 4);
+  EXPECT_EQ(out, "started\ngot one\ngot two\n");
+  EXPECT_EQ(err, "bye\n");
+  EXPECT_EQ(s.output("c1", OutputStream::out, 8).data, "got one\ngot two\n");
+  EXPECT_EQ(json::parse(call(verb::get, base + "/output?stream=stderr").body).at("data"), "bye\n");
+
+  // Stopped with all it started, through the remote; a wait that runs out
+  // says it still runs.
+  const CommandInfo tree = s.start({"sh", "-c", "setsid sleep 300 & sleep 301"});
+  EXPECT_EQ(s.wait(tree.id, 200).state, CommandState::running);
+  EXPECT_EQ(s.stop(tree.id).state, CommandState::stopped);
+  EXPECT_EQ(s.exec({"sh", "-c", "cat /proc/[0-9]*/comm | grep -c sleep || true"}).stdout, "0\n");
+  // A terminal's size, and a signal.
+  const CommandInfo tty =
+      s.start({"sh", "-c", "trap 'stty size; exit 7' USR1; echo ready; while :; do sleep 0.1; done"},
+              {.terminal = TerminalSize{30, 100}});
+  EXPECT_TRUE(tty.terminal);
+  ASSERT_TRUE(eventually([&] { return s.output(tty.id, OutputStream::out).data.find("ready") != std::string::npos; }));
+  s.resize(tty.id, {40, 120});
+  s.signal(tty.id, SIGUSR1);
+  const CommandInfo trapped = s.wait(tty.id, 10'000);
+  EXPECT_EQ(trapped.exit_code, 7);
+  EXPECT_NE(s.output(tty.id, OutputStream::out).data.find("40 120"), std::string::npos);
+  const std::vector<CommandInfo> all = s.commands();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[2].id, tty.id);
+
+  // The daemon's refusals, with their reasons.
+  EXPECT_EQ(reason_of([&] { s.command("c99"); }), Reason::NOT_FOUND);
+  EXPECT_EQ(reason_of([&] { s.resize("c1", {10, 10}); }), Reason::INVALID_INPUT);
+  EXPECT_EQ(reason_of([&] { s.write_input("c1", "late"); }), Reason::INVALID_INPUT);
+  EXPECT_EQ(reason_of([&] { s.command("C1!"); }), Reason::INVALID_INPUT);
+  sandboxes.close();
+}
+
 // Over TLS, a bearer token names the client: the contract works through
 // remote_sandboxes with the token and the server's CA; a wrong token, or
 // none, is refused PERMISSION_DENIED (401) before anything is made; a client
