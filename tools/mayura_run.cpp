@@ -28,7 +28,9 @@
 #include <vector>
 
 #include "run_args.hpp"
+#include "run_create.hpp"
 #include "run_engine.hpp"
+#include "run_mcp.hpp"
 #include "run_stores.hpp"
 #include "run_terminal.hpp"
 #include "stop_signals.hpp"
@@ -53,15 +55,6 @@ using mayura::tools::usage_error;
 
 // What --json keeps of each stream of a command stopped at its timeout.
 constexpr std::size_t kKept = std::size_t{16} << 20;
-
-std::string read_host_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  // (thrown, not exited on: an engine in this process is up by now, and must
-  // be shut down on the way out)
-  if (!in)
-    throw mayura::SandboxError(mayura::Reason::INVALID_INPUT, "cannot read " + path + ": " + std::strerror(errno));
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // A sandbox file written to a host file; false, said on stderr, when either
 // side fails (the run goes on to release the sandbox).
@@ -94,17 +87,6 @@ std::optional<mayura::Snapshot> snapshot_to(const mayura::Sandbox& sandbox, cons
                  std::string(mayura::reason_name(e.reason())).c_str(), e.what());
     return std::nullopt;
   }
-}
-
-// False when the reader is gone (EPIPE, or another failure to write).
-bool write_out(int fd, std::string_view chunk) {
-  while (!chunk.empty()) {
-    const ssize_t n = ::write(fd, chunk.data(), chunk.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    chunk.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
 }
 
 void write_screenshot(const mayura::Sandbox& sandbox, const std::string& file, const std::stop_token& stop) {
@@ -230,6 +212,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "image") return mayura::tools::run_image_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "snapshot") return mayura::tools::run_snapshot_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "volume") return mayura::tools::run_volume_command(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "mcp") return mayura::tools::run_mcp_command(argc - 1, argv + 1);
   Args args = mayura::tools::parse_run_args(argc, argv);
   if (!args.screenshot.empty()) check_writable("--screenshot", args.screenshot);
   for (const auto& [path, host] : args.copy_out) check_writable("--copy-out", host);
@@ -260,27 +243,11 @@ int main(int argc, char** argv) {
     std::string input;
     if (args.stdin_on) input.assign(std::istreambuf_iterator<char>(std::cin), {});
     std::vector<std::pair<std::string, std::string>> files;
-    for (const auto& [host, path] : args.copy_in) files.emplace_back(path, read_host_file(host));
+    for (const auto& [host, path] : args.copy_in) files.emplace_back(path, mayura::tools::read_host_file(host));
     std::optional<std::string> profile;
-    if (args.seccomp_file) profile = read_host_file(*args.seccomp_file);
+    if (args.seccomp_file) profile = mayura::tools::read_host_file(*args.seccomp_file);
 
-    mayura::CreateOptions create;
-    create.lifetime_ms = args.lifetime_ms;
-    create.network = args.network;
-    create.image = args.image;
-    create.user = args.user;
-    create.workdir = args.workdir;
-    create.cpus = args.cpus;
-    create.memory_mib = args.memory_mib;
-    create.disk_mib = args.disk_mib;
-    create.disk_io = args.disk_io;
-    create.writable_root = args.writable_root;
-    create.snapshot = args.from_snapshot;
-    create.volumes = args.volumes;
-    create.pids = args.pids;
-    create.seccomp_profile = profile;
-    create.ports = args.ports;
-    create.desktop = args.desktop;
+    mayura::CreateOptions create = mayura::tools::create_options(args, std::move(profile));
 
     mayura::ExecOptions exec;
     exec.cwd = args.cwd;
@@ -293,12 +260,12 @@ int main(int argc, char** argv) {
       // command, as SIGPIPE would a pipeline's writer; the sandbox is then
       // released as after any cancellation.
       exec.on_stdout = [&stop, &reader_gone](std::string_view c) {
-        if (!reader_gone && !write_out(1, c)) {
+        if (!reader_gone && !mayura::tools::write_out(1, c)) {
           reader_gone = true;
           stop.request_stop();
         }
       };
-      exec.on_stderr = [](std::string_view c) { write_out(2, c); };
+      exec.on_stderr = [](std::string_view c) { mayura::tools::write_out(2, c); };
       exec.max_output_bytes = 1;  // streamed already; keep nothing
     }
 
@@ -315,30 +282,8 @@ int main(int argc, char** argv) {
       result = engine.run(create, args.command, exec);
     } else {
       const auto provider = engine.provider();
-      mayura::SandboxesOptions limits;
-      limits.max_sandboxes = 1;
-      limits.max_write_bytes = std::size_t{1} << 30;
-      // Whoever runs mayura-run decides the network on its command line.
-      limits.network = {mayura::NetworkKind::none, mayura::NetworkKind::allowlist, mayura::NetworkKind::all};
-      // Without --lifetime, a daemon's maximum (when lower) is the run's.
-      const std::int64_t daemon_max = provider->max_lifetime_ms();
-      if (!daemon.empty() && !args.lifetime_given && daemon_max > 0 && daemon_max < args.lifetime_ms) {
-        create.lifetime_ms = daemon_max;
-      }
-      limits.max_lifetime_ms = std::max<std::int64_t>(create.lifetime_ms, 1);
-      auto sandboxes = mayura::create_sandboxes(provider, limits);
-      // Known before anything is made: the snapshot comes after the command.
-      if (args.snapshot_to && !sandboxes.features().snapshot) {
-        throw mayura::SandboxError(
-            mayura::Reason::INVALID_INPUT,
-            "--snapshot-to: " + (daemon.empty() ? std::string("this engine") : daemon) + " cannot snapshot a sandbox");
-      }
-      if (!args.volumes.empty() && !sandboxes.features().volumes) {
-        throw mayura::SandboxError(
-            mayura::Reason::INVALID_INPUT,
-            "--volume: " + (daemon.empty() ? std::string("this engine") : daemon) + " keeps no volumes");
-      }
-      const std::string where = daemon.empty() ? std::string("this engine") : daemon;
+      auto sandboxes = mayura::tools::run_sandboxes(provider, daemon, args, create);
+      const std::string where = mayura::tools::engine_name(daemon);
       if (args.interactive && !sandboxes.features().interactive) {
         throw mayura::SandboxError(mayura::Reason::INVALID_INPUT,
                                    "-i: " + where + " cannot stream input to a running command");

@@ -20,6 +20,7 @@ const char* kUsage = R"(usage: mayura-run [OPTIONS] [--] COMMAND [ARG...]
        mayura-run image import|list|inspect|rm ...   (mayura-run image --help)
        mayura-run snapshot list|delete ...   (mayura-run snapshot --help)
        mayura-run volume create|list|delete ...   (mayura-run volume --help)
+       mayura-run mcp [--tools LIST] [OPTIONS]   (serves MCP: mayura-run mcp --help)
 
 Runs COMMAND in a fresh sandbox, streams its output, and releases the sandbox.
 With --image NAME[:TAG] of the store and no COMMAND, the image's Entrypoint
@@ -255,7 +256,7 @@ std::optional<mayura::DesktopSize> parse_size(const std::string& text) {
 
 }  // namespace
 
-Args parse_run_args(int argc, char** argv) {
+Args parse_run_args(int argc, char** argv, bool command_needed) {
   Args a;
   if (argc == 2 && std::string(argv[1]) == "doctor") {
     print_version(false);
@@ -370,7 +371,7 @@ Args parse_run_args(int argc, char** argv) {
   }
   for (; i < argc; ++i) a.command.emplace_back(argv[i]);
   // Without a command, an image from the store runs its own (Entrypoint and Cmd).
-  if (a.command.empty() && a.image.empty()) usage_error("no command given");
+  if (command_needed && a.command.empty() && a.image.empty()) usage_error("no command given");
   if (!a.screenshot.empty() && !a.desktop) usage_error("--screenshot needs --desktop");
   if ((a.interactive || a.tty) && a.json) usage_error("-i and -t pass the output on as it comes: not with --json");
   if (a.interactive && a.stdin_on) usage_error("-i streams the input as it comes, --stdin reads it all first: one");

@@ -50,7 +50,9 @@ struct Args {
 };
 
 // argv's options and command. `doctor`, --help and --version are answered
-// here, and exit.
-Args parse_run_args(int argc, char** argv);
+// here, and exit. Without a command (and an image of the store to run its
+// own) the run is bad input, unless `command_needed` is false (a session of
+// tools, which runs what it is asked).
+Args parse_run_args(int argc, char** argv, bool command_needed = true);
 
 }  // namespace mayura::tools

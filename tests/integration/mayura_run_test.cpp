@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -90,6 +91,8 @@ class MayuraRunTest : public NativeTest, public ::testing::WithParamInterface<Vi
       tool_args = "snapshot --local " + args.substr(9);
     } else if (args.rfind("volume ", 0) == 0) {
       tool_args = "volume --local " + args.substr(7);
+    } else if (args.rfind("mcp", 0) == 0) {
+      tool_args = "mcp --local" + args.substr(3);
     } else if (args.rfind("image ", 0) != 0 && args != "doctor") {
       tool_args = "--local " + args;
     }
@@ -323,6 +326,63 @@ TEST_P(MayuraRunTest, CopyOutBringsAFileBackAfterTheCommand) {
   r = run("--copy-out a:/nonexistent-dir/x -- touch made-anyway");
   EXPECT_EQ(r.status, 125);
   EXPECT_NE(r.err.find("--copy-out /nonexistent-dir/x"), std::string::npos) << r.err;
+}
+
+// mayura-run mcp, as an MCP client's scripted session: the handshake, the
+// tools, calls that run at once and answer by id, a tool's failure as an
+// error result, JSON-RPC's errors; the input's end releases the sandbox
+// (the test's end checks nothing is left). Options for one command are
+// refused before anything is made.
+TEST_P(MayuraRunTest, McpServesTheAgentToolsOverStdio) {
+  using nlohmann::json;
+  const auto request = [](int id, const std::string& method, const json& params) {
+    return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump() + "\n";
+  };
+  const auto call = [&](int id, const std::string& tool, const json& arguments) {
+    return request(id, "tools/call", {{"name", tool}, {"arguments", arguments}});
+  };
+  const std::string session =
+      request(1, "initialize", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object()}}) +
+      R"({"jsonrpc":"2.0","method":"notifications/initialized"})" + "\n" + request(2, "tools/list", json::object()) +
+      call(3, "sandbox_exec", {{"command", "echo hi"}}) + call(4, "sandbox_start", {{"command", "echo started"}}) +
+      call(5, "sandbox_read", {{"path", "/no/such"}}) + call(6, "sandbox_nosuch", json::object()) + "not json\n" +
+      request(7, "resources/list", json::object());
+  const Outcome r = run("mcp --tools read,exec,background --lifetime 120", session);
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::map<int, json> replies;
+  std::istringstream lines(r.out);
+  int unnamed = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const json reply = json::parse(line);
+    EXPECT_EQ(reply["jsonrpc"], "2.0");
+    if (reply["id"].is_null()) ++unnamed;
+    else replies[reply["id"].get<int>()] = reply;
+  }
+  EXPECT_EQ(unnamed, 1) << r.out;  // the line that was no JSON
+  ASSERT_EQ(replies.size(), 7u) << r.out;
+  EXPECT_EQ(replies[1]["result"]["protocolVersion"], "2025-06-18");
+  std::vector<std::string> names;
+  for (const json& t : replies[2]["result"]["tools"]) names.push_back(t["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"sandbox_read", "sandbox_list", "sandbox_url", "sandbox_exec",
+                                             "sandbox_start", "sandbox_commands", "sandbox_output", "sandbox_input",
+                                             "sandbox_signal", "sandbox_stop", "sandbox_wait"}));
+  const json exec = json::parse(replies[3]["result"]["content"][0]["text"].get<std::string>());
+  EXPECT_EQ(exec["exitCode"], 0);
+  EXPECT_EQ(exec["stdout"], "hi\n") << exec.dump();
+  EXPECT_EQ(replies[4]["result"]["isError"], false);
+  EXPECT_EQ(replies[5]["result"]["isError"], true);
+  EXPECT_EQ(replies[5]["result"]["content"][0]["text"].get<std::string>().rfind("NOT_FOUND: ", 0), 0u);
+  EXPECT_EQ(replies[6]["error"]["code"], -32602);
+  EXPECT_EQ(replies[7]["error"]["code"], -32601);
+
+  for (const std::string bad : {"mcp -- true", "mcp -t", "mcp --json", "mcp --tools exec,nosuch", "mcp --tools desktop",
+                                "mcp --copy-out a:/tmp/b", "mcp --env A=1", "mcp --tools"}) {
+    const Outcome refused = run(bad, "");
+    EXPECT_EQ(refused.status, 125) << bad;
+    EXPECT_NE(refused.err.find("INVALID_INPUT"), std::string::npos) << bad << ": " << refused.err;
+    EXPECT_TRUE(refused.out.empty()) << bad;
+  }
+  EXPECT_EQ(run("mcp --help").status, 0);
 }
 
 TEST_P(MayuraRunTest, HelpAndVersion) {
