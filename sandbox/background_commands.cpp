@@ -42,10 +42,11 @@ OutputSlice OutputRing::slice(std::uint64_t from, std::size_t max) const {
 }
 
 BackgroundCommand::BackgroundCommand(std::string id_, std::vector<std::string> argv_, bool terminal_,
-                                     std::size_t keep_bytes)
+                                     std::size_t keep_bytes_)
     : id(std::move(id_)),
       argv(std::move(argv_)),
       terminal(terminal_),
+      keep_bytes(keep_bytes_),
       started_ms(now_ms()),
       out(keep_bytes),
       err(keep_bytes) {}
@@ -112,19 +113,40 @@ std::shared_ptr<CommandControl> BackgroundCommand::control() const {
 std::shared_ptr<BackgroundCommand> BackgroundCommands::add(const std::vector<std::string>& argv, bool terminal,
                                                            std::size_t keep_bytes) {
   std::lock_guard lock(mutex_);
-  if (held_.size() >= kMaxHeld) {
-    const auto ended = std::find_if(held_.begin(), held_.end(), [](const auto& c) {
-      std::lock_guard command_lock(c->mutex);
-      return c->state != CommandState::running;
-    });
-    if (ended == held_.end()) {
-      throw SandboxError(Reason::LIMIT_REACHED, "the sandbox already runs " + std::to_string(kMaxHeld) +
-                                                    " background commands: stop or wait for one first");
+  const std::size_t kept = 2 * keep_bytes;
+  if (kept > kMaxKeptBytes) {
+    throw SandboxError(Reason::LIMIT_REACHED, "keep_bytes of " + std::to_string(keep_bytes) +
+                                                  " is over what a sandbox keeps of its commands' output (" +
+                                                  std::to_string(kMaxKeptBytes) + " bytes for both streams)");
+  }
+  const auto room = [&] { return held_.size() < kMaxHeld && kept_bytes_ + kept <= kMaxKeptBytes; };
+  // The oldest ended ones go first; running ones are never dropped.
+  for (auto it = held_.begin(); !room() && it != held_.end();) {
+    bool ended = false;
+    {
+      std::lock_guard command_lock((*it)->mutex);
+      ended = (*it)->state != CommandState::running;
     }
-    held_.erase(ended);
+    if (!ended) {
+      ++it;
+      continue;
+    }
+    kept_bytes_ -= 2 * (*it)->keep_bytes;
+    it = held_.erase(it);
+  }
+  if (held_.size() >= kMaxHeld) {
+    throw SandboxError(Reason::LIMIT_REACHED, "the sandbox already runs " + std::to_string(kMaxHeld) +
+                                                  " background commands: stop or wait for one first");
+  }
+  if (!room()) {
+    throw SandboxError(Reason::LIMIT_REACHED,
+                       "the sandbox's running commands keep " + std::to_string(kept_bytes_) + " bytes of output, and " +
+                           std::to_string(kMaxKeptBytes) +
+                           " is the most: stop one, or start this one with a smaller keep_bytes");
   }
   auto command = std::make_shared<BackgroundCommand>("c" + std::to_string(next_++), argv, terminal, keep_bytes);
   held_.push_back(command);
+  kept_bytes_ += kept;
   return command;
 }
 

@@ -56,6 +56,7 @@ struct BackgroundCommand {
   const std::string id;
   const std::vector<std::string> argv;
   const bool terminal;
+  const std::size_t keep_bytes;
   const std::int64_t started_ms;
   std::stop_source stop;  // its exec's cancellation: Sandbox::stop
 
@@ -75,9 +76,15 @@ class BackgroundCommands {
   // At most this many held (running, or ended and not yet dropped for a
   // newer one), each holding up to twice its keep_bytes of each stream.
   static constexpr std::size_t kMaxHeld = 32;
+  // And at most this many bytes kept, counting each command's keep_bytes
+  // once for each of its two streams: what a sandbox's commands can make
+  // its handle (a daemon, for every client) hold is bounded, however many
+  // start with a large keep_bytes and flood. The default keep (1 MiB)
+  // fits kMaxHeld commands exactly.
+  static constexpr std::size_t kMaxKeptBytes = kMaxHeld * 2 * (std::size_t{1} << 20);
 
-  // A new command's entry: LIMIT_REACHED with kMaxHeld running; else the
-  // oldest ended one makes room.
+  // A new command's entry: the oldest ended ones make room, in number and
+  // in bytes kept; LIMIT_REACHED when the running ones leave none.
   std::shared_ptr<BackgroundCommand> add(const std::vector<std::string>& argv, bool terminal, std::size_t keep_bytes);
   // NOT_FOUND for an id it does not hold.
   std::shared_ptr<BackgroundCommand> find(const std::string& id) const;
@@ -87,6 +94,7 @@ class BackgroundCommands {
  private:
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<BackgroundCommand>> held_;
+  std::size_t kept_bytes_ = 0;  // the held commands' keep_bytes, twice
   std::uint64_t next_ = 1;
 };
 

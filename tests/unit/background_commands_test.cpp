@@ -88,5 +88,28 @@ TEST(BackgroundCommandsTest, IdsInOrderUnknownOnesAndTheBound) {
   EXPECT_EQ(table.find("c2")->info().exit_code, 0);
 }
 
+// What a sandbox's commands may keep of their output is bounded in bytes
+// too: a flood of large keeps cannot make the handle (a daemon) hold more.
+TEST(BackgroundCommandsTest, TheBytesKeptAreBoundedAndEndedOnesMakeRoom) {
+  BackgroundCommands table;
+  const std::size_t quarter = BackgroundCommands::kMaxKeptBytes / 8;  // a quarter, for both streams
+  auto a = table.add({"a"}, false, quarter);
+  auto b = table.add({"b"}, false, quarter);
+  auto c = table.add({"c"}, false, quarter);
+  table.add({"d"}, false, quarter);
+  EXPECT_EQ(reason_of([&] { table.add({"e"}, false, 1024); }), Reason::LIMIT_REACHED);
+  EXPECT_EQ(reason_of([&] { table.add({"huge"}, false, BackgroundCommands::kMaxKeptBytes); }), Reason::LIMIT_REACHED);
+  // Ended ones go, the oldest first, as many as the new one needs.
+  b->ended(CommandState::exited, 0, {});
+  c->ended(CommandState::exited, 0, {});
+  auto e = table.add({"e"}, false, 1024);
+  EXPECT_EQ(reason_of([&] { table.find("c2"); }), Reason::NOT_FOUND);
+  EXPECT_EQ(table.find("c3"), c);  // not needed for the room: kept
+  EXPECT_EQ(table.add({"f"}, false, quarter)->id, "c6");
+  EXPECT_EQ(reason_of([&] { table.find("c3"); }), Reason::NOT_FOUND);
+  EXPECT_EQ(table.find("c1"), a);  // running: never dropped
+  EXPECT_EQ(table.list().size(), 4u);
+}
+
 }  // namespace
 }  // namespace mayura::testing
