@@ -160,7 +160,7 @@ void McpServer::call_tool(const json& id, const json& params) {
   RunContext run = run_;
   run.cancellation = call->stop.get_token();
   async_call(*tool, std::move(arguments), std::move(run), sandboxes_,
-             [this, id, key, call](std::exception_ptr error, json result) {
+             [this, id, key, call](const std::exception_ptr& error, const json& result) {
                json reply;
                if (!error) {
                  reply = result_reply(id, {{"content", mcp_content(result)}, {"isError", false}});
