@@ -134,6 +134,12 @@ bool serve_one(Service& s, std::string& rest, std::string& last_id, const servic
       return req.keep_alive();
     case service::Serving::metrics:
     case service::Serving::run: return req.keep_alive();
+    case service::Serving::command_wait: {
+      // (The server's timer only asks command_ended until the timeout.)
+      const auto wait = s.routes.command_wait(route, client);
+      check_reply(wait.index() == 1 ? std::get<1>(wait) : s.routes.command_wait_reply(std::get<0>(wait)));
+      return req.keep_alive();
+    }
     case service::Serving::file_call: {
       const auto call = s.routes.file_call(route, client);
       check_reply(call.index() == 1 ? std::get<1>(call) : run_file_call(s.routes, std::get<0>(call), req.body()));

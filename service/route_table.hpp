@@ -15,11 +15,12 @@ namespace mayura::service {
 
 // How the server answers a resource.
 enum class Serving {
-  metrics,    // the Prometheus text, at once
-  exec,       // streamed as NDJSON (exec_stream)
-  run,        // streamed as NDJSON (exec_stream)
-  file_call,  // on the provider's async forms: no thread waits for the sandbox
-  blocking,   // a blocking call of the provider's, on the server's pool
+  metrics,       // the Prometheus text, at once
+  exec,          // streamed as NDJSON (exec_stream)
+  run,           // streamed as NDJSON (exec_stream)
+  file_call,     // on the provider's async forms: no thread waits for the sandbox
+  command_wait,  // a background command's end, waited for on a timer: no thread waits
+  blocking,      // a blocking call of the provider's, on the server's pool
 };
 
 enum class Resource {

@@ -142,12 +142,6 @@ Reply command_reply(const RouteMatch& m, const std::string& body, const Sandbox&
       s.resize(m.command, terminal_size_from(parse_body(body, "the resize request")));
       return no_content();
     case Resource::command_stop: return json_reply(200, command_info_json(s.stop(m.command)));
-    case Resource::command_wait:
-      // Bounded, as a request holds one of the client's share of the
-      // service's threads while it waits: a client waits longer by asking
-      // again.
-      return json_reply(200,
-                        command_info_json(s.wait(m.command, optional_number("timeoutMs", kMostWaitMs, kMostWaitMs))));
     default: return json_reply(200, command_info_json(s.command(m.command)));
   }
 }
@@ -447,6 +441,40 @@ std::variant<FileCall, Reply> Routes::file_call(const RouteMatch& m, const Clien
   }
 }
 
+std::variant<CommandWait, Reply> Routes::command_wait(const RouteMatch& m, const Client& client) noexcept {
+  ++metrics_.requests;
+  try {
+    CommandWait wait;
+    wait.sandbox = owned(m.id, client);
+    wait.command = m.command;
+    // Bounded, as a client waits longer by asking again: a request's life
+    // stays within what every proxy and client allows one.
+    const Target& t = m.target;
+    wait.timeout = std::chrono::milliseconds(t.params.count("timeoutMs") ? number_param(t, "timeoutMs", 0, kMostWaitMs)
+                                                                         : kMostWaitMs);
+    (void)wait.sandbox.command(wait.command);  // NOT_FOUND, or a malformed id, at once
+    return wait;
+  } catch (...) {
+    return failure_reply();
+  }
+}
+
+bool Routes::command_ended(const CommandWait& wait) noexcept {
+  try {
+    return wait.sandbox.command(wait.command).state != CommandState::running;
+  } catch (...) {
+    return true;
+  }
+}
+
+Reply Routes::command_wait_reply(const CommandWait& wait) noexcept {
+  try {
+    return json_reply(200, command_info_json(wait.sandbox.command(wait.command)));
+  } catch (...) {
+    return failure_reply();
+  }
+}
+
 Reply Routes::file_reply(const FileCall& call, const std::exception_ptr& error, std::string data,
                          const std::vector<FileEntry>& entries) noexcept {
   try {
@@ -573,8 +601,8 @@ Reply Routes::dispatch(const RouteMatch& m, const std::string& body, const Clien
     case Resource::command_input:
     case Resource::command_signal:
     case Resource::command_resize:
-    case Resource::command_stop:
-    case Resource::command_wait: return command_reply(m, body, owned(id, client));
+    case Resource::command_stop: return command_reply(m, body, owned(id, client));
+    case Resource::command_wait:
     case Resource::metrics:
     case Resource::run:
     case Resource::exec:

@@ -9,6 +9,7 @@
 #include <exception>
 #include <map>
 #include <optional>
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -44,6 +45,14 @@ struct FileCall {
   Sandbox sandbox;
   std::string path;
   ReadOptions read;
+};
+
+// A wait for a background command's end, which the server makes on a timer
+// (Serving::command_wait) once the request is known to be one.
+struct CommandWait {
+  Sandbox sandbox;
+  std::string command;
+  std::chrono::milliseconds timeout{0};
 };
 
 class Routes {
@@ -88,6 +97,14 @@ class Routes {
   // The answer to a file call that ended (`error`, or what it read or listed).
   Reply file_reply(const FileCall& call, const std::exception_ptr& error, std::string data,
                    const std::vector<FileEntry>& entries) noexcept;
+
+  // For a command's wait: what to wait for, or the reply that refuses it.
+  std::variant<CommandWait, Reply> command_wait(const RouteMatch& match, const Client& client) noexcept;
+  // Whether the command has ended (or can no longer be looked at: the
+  // reply then says why). Never blocks.
+  static bool command_ended(const CommandWait& wait) noexcept;
+  // The command as it is now: ended, or running at the wait's timeout.
+  Reply command_wait_reply(const CommandWait& wait) noexcept;
 
   // For an exec: the client's sandbox and the request; SandboxError (GONE
   // for an id the client does not have) otherwise.

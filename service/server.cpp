@@ -82,6 +82,25 @@ awaitable<Reply> run_file_call(State* s, FileCall call, std::string body) {
   co_return s->routes.file_reply(call, error, std::move(data), entries);
 }
 
+// How often a command's wait looks at it: its end is answered this much
+// after it comes, at most.
+constexpr auto kCommandWaitPoll = std::chrono::milliseconds(20);
+
+// A background command's wait, on a timer of the connection's strand: a
+// client's waits hold no thread of the daemon's, however many and however
+// long (each within its bound).
+awaitable<Reply> wait_for_command(State* s, CommandWait wait) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  const auto deadline = std::chrono::steady_clock::now() + wait.timeout;
+  while (!Routes::command_ended(wait) && !s->stopped) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    timer.expires_after(std::min<std::chrono::steady_clock::duration>(kCommandWaitPoll, deadline - now));
+    co_await timer.async_wait(asio::as_tuple(use_awaitable));
+  }
+  co_return s->routes.command_wait_reply(wait);
+}
+
 std::optional<Client> client_of_token(const State& s, const Request& req) {
   const auto auth = req[http::field::authorization];
   constexpr std::string_view kBearer = "Bearer ";
@@ -263,6 +282,17 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::
           reply = std::get<1>(std::move(call));
         } else {
           reply = co_await run_file_call(s, std::get<0>(std::move(call)), std::move(req.body()));
+        }
+        more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
+        continue;
+      }
+      case Serving::command_wait: {
+        auto wait = s->routes.command_wait(route, *client);
+        Reply reply;
+        if (wait.index() == 1) {
+          reply = std::get<1>(std::move(wait));
+        } else {
+          reply = co_await wait_for_command(s, std::get<0>(std::move(wait)));
         }
         more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
         continue;

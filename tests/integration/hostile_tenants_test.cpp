@@ -362,6 +362,41 @@ TEST_F(HostileTenantTest, ATenantsStalledDesktopCallsHoldOnlyItsShareOfTheBlocki
   EXPECT_EQ(metric("mayura_blocking_calls_waiting"), 0);
 }
 
+// A tenant's waits for its background commands hold no thread of the
+// daemon's, however many: its own blocking calls, and everyone else's, are
+// answered while they wait, and each wait answers at the command's end.
+TEST_F(HostileTenantTest, ATenantsCommandWaitsHoldNoThread) {
+  start({{"maxConnectionsPerClient", 32}});
+  const auto made = call(verb::post, "/v1/sandboxes", R"({"lifetimeMs": 120000})");
+  ASSERT_EQ(made.status, 201u) << made.body;
+  const std::string commands = "/v1/sandboxes/" + json::parse(made.body).at("id").get<std::string>() + "/commands";
+  ASSERT_EQ(call(verb::post, commands, R"({"argv": ["sleep", "300"]})").status, 201u);
+  constexpr int kWaits = 24;  // three times the daemon's blocking threads
+  std::atomic<int> answered{0};
+  std::vector<std::string> states(kWaits);
+  std::vector<std::thread> waits;
+  waits.reserve(kWaits);
+  for (int i = 0; i < kWaits; ++i) {
+    waits.emplace_back([&, i] {
+      const auto r = call(verb::get, commands + "/c1/wait?timeoutMs=60000");
+      states[static_cast<std::size_t>(i)] = r.status == 200 ? json::parse(r.body).value("state", "") : r.body;
+      ++answered;
+    });
+  }
+  // (and the metrics call itself)
+  ASSERT_TRUE(eventually([&] { return metric("mayura_connections_open") >= kWaits + 1; }))
+      << metric("mayura_connections_open");
+  EXPECT_EQ(metric("mayura_blocking_calls_running"), 0);
+  // The same tenant's blocking calls, and another's whole cycle, meanwhile.
+  EXPECT_EQ(call(verb::get, commands).status, 200u);
+  well_behaved_cycle();
+  EXPECT_EQ(answered.load(), 0);
+  const auto stopped = call(verb::post, commands + "/c1/stop", "");
+  EXPECT_EQ(json::parse(stopped.body).at("state"), "stopped");
+  for (std::thread& t : waits) t.join();
+  for (const std::string& state : states) EXPECT_EQ(state, "stopped");
+}
+
 // An exec ends with its client, however its stream ends: here a client that
 // sent one byte more (a pipelined request's start) and then went away.
 TEST_F(HostileTenantTest, AnExecEndsWithItsClientEvenAfterAPipelinedByte) {

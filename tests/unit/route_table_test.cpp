@@ -78,6 +78,7 @@ TEST(RouteTable, ServingFollowsTheResource) {
     EXPECT_EQ(r.serving == Serving::file_call, file) << r.path;
     EXPECT_EQ(r.serving == Serving::exec, r.resource == Resource::exec) << r.path;
     EXPECT_EQ(r.serving == Serving::run, r.resource == Resource::run) << r.path;
+    EXPECT_EQ(r.serving == Serving::command_wait, r.resource == Resource::command_wait) << r.path;
   }
 }
 
