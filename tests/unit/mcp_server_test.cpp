@@ -25,7 +25,7 @@ class McpServerTest : public ::testing::Test {
     c.lifetime_ms = 60000;
     sandbox = sandboxes.create(c);
   }
-  std::unique_ptr<McpServer> serve(SandboxToolsOptions o = exec_options()) {
+  std::unique_ptr<McpServer> serve(const SandboxToolsOptions& o = exec_options()) {
     return std::make_unique<McpServer>(sandbox_tools(sandbox, o), sandboxes, "a test sandbox",
                                        [this](const std::string& line) {
                                          EXPECT_EQ(line.find('\n'), std::string::npos);
