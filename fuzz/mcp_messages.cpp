@@ -56,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<std::string> replies;
   std::map<std::string, int> asked;
   {
-    tools::McpServer server(session.tools, session.sandboxes, "fuzz", [&](const std::string& line) {
+    tools::McpServer server(session.tools, session.sandboxes, "fuzz", false, [&](const std::string& line) {
       std::lock_guard lock(mutex);
       replies.push_back(line);
     });

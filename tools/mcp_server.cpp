@@ -32,6 +32,20 @@ json error_result(const std::string& text) {
   return {{"content", json::array({{{"type", "text"}, {"text", text}}})}, {"isError", true}};
 }
 
+// A call's failure as the model reads it: a result marked isError, its
+// reason first.
+json error_reply_of(const json& id, const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const SandboxError& e) {
+    return result_reply(id, error_result(std::string(reason_name(e.reason())) + ": " + e.what()));
+  } catch (const std::exception& e) {
+    return result_reply(id, error_result(std::string("INTERNAL: ") + e.what()));
+  } catch (...) {
+    return result_reply(id, error_result("INTERNAL: the call failed"));
+  }
+}
+
 }  // namespace
 
 json mcp_content(const json& result) {
@@ -47,10 +61,11 @@ json mcp_content(const json& result) {
   return json::array({{{"type", "text"}, {"text", result.dump(-1, ' ', false, json::error_handler_t::replace)}}});
 }
 
-McpServer::McpServer(std::vector<Tool> tools, Sandboxes sandboxes, std::string instructions, Send send)
+McpServer::McpServer(std::vector<Tool> tools, Sandboxes sandboxes, std::string instructions, bool open_world, Send send)
     : tools_(std::move(tools)),
       sandboxes_(std::move(sandboxes)),
       instructions_(std::move(instructions)),
+      open_world_(open_world),
       send_(std::move(send)) {
   run_.run_id = "mcp";
   for (const Tool& t : tools_)
@@ -82,7 +97,11 @@ json McpServer::answer(const json& message) {
   const auto method = message.find("method");
   // A client's reply to a request of ours: this server sends none.
   if (method == message.end()) return nullptr;
-  if (!method->is_string()) return error_reply(nullptr, kInvalidRequest, "'method' must be a string");
+  if (!method->is_string()) {
+    const auto id = message.find("id");
+    return error_reply(id != message.end() && valid_id(*id) ? *id : json(nullptr), kInvalidRequest,
+                       "'method' must be a string");
+  }
   const json params = message.value("params", json::object());
   const auto id = message.find("id");
   if (id == message.end()) {
@@ -121,12 +140,14 @@ json McpServer::tool_list() const {
   json list = json::array();
   for (const Tool& t : tools_) {
     const bool reads = t.definition.effect == ToolEffect::read;
-    list.push_back({{"name", t.definition.name},
-                    {"description", t.definition.description},
-                    {"inputSchema", t.definition.input_schema},
-                    // Inside the sandbox only: nothing of the client's
-                    // world is changed, whatever the tool.
-                    {"annotations", {{"readOnlyHint", reads}, {"destructiveHint", !reads}, {"openWorldHint", false}}}});
+    list.push_back(
+        {{"name", t.definition.name},
+         {"description", t.definition.description},
+         {"inputSchema", t.definition.input_schema},
+         // Inside the sandbox: nothing of the client's machine
+         // is changed, whatever the tool; the world is reached
+         // only where the sandbox's network reaches it.
+         {"annotations", {{"readOnlyHint", reads}, {"destructiveHint", !reads}, {"openWorldHint", open_world_}}}});
   }
   return {{"tools", std::move(list)}};
 }
@@ -152,37 +173,51 @@ void McpServer::call_tool(const json& id, const json& params) {
   auto call = std::make_shared<Call>();
   {
     std::lock_guard lock(mutex_);
-    if (!calls_.emplace(key, call).second) {
+    if (calls_.count(key)) {
       send(error_reply(id, kInvalidRequest, "a request with this id is under way"));
       return;
     }
+    // Each call holds its arguments and a turn of the engine's: a client
+    // that never waits for its answers is told to, not queued without end.
+    if (calls_.size() >= kMcpMaxCallsUnderWay) {
+      send(error_reply(id, kInvalidRequest,
+                       std::to_string(kMcpMaxCallsUnderWay) + " calls are under way: wait for an answer first"));
+      return;
+    }
+    calls_.emplace(key, call);
   }
   RunContext run = run_;
   run.cancellation = call->stop.get_token();
-  async_call(*tool, std::move(arguments), std::move(run), sandboxes_,
-             [this, id, key, call](const std::exception_ptr& error, const json& result) {
-               json reply;
-               if (!error) {
-                 reply = result_reply(id, {{"content", mcp_content(result)}, {"isError", false}});
-               } else {
+  try {
+    async_call(*tool, std::move(arguments), std::move(run), sandboxes_,
+               [this, id, key, call](const std::exception_ptr& error, const json& result) {
+                 // However this ends, the call is no longer under way (a
+                 // finish() waits for that).
+                 const CallEnded ended(*this, key);
+                 if (!answered(*call)) return;
                  try {
-                   std::rethrow_exception(error);
-                 } catch (const SandboxError& e) {
-                   reply = result_reply(id, error_result(std::string(reason_name(e.reason())) + ": " + e.what()));
-                 } catch (const std::exception& e) {
-                   reply = result_reply(id, error_result(std::string("INTERNAL: ") + e.what()));
+                   send(error ? error_reply_of(id, error)
+                              : result_reply(id, {{"content", mcp_content(result)}, {"isError", false}}));
+                 } catch (...) {
+                   // (out of memory for the reply: the client hears nothing of this call)
                  }
-               }
-               bool answered = false;
-               {
-                 std::lock_guard lock(mutex_);
-                 answered = !call->cancelled_by_client;
-               }
-               if (answered) send(reply);
-               std::lock_guard lock(mutex_);
-               calls_.erase(key);
-               ended_.notify_all();
-             });
+               });
+  } catch (...) {
+    // Refused before it started (the engine had no turn to give).
+    const CallEnded ended(*this, key);
+    send(error_reply_of(id, std::current_exception()));
+  }
+}
+
+bool McpServer::answered(const Call& call) {
+  std::lock_guard lock(mutex_);
+  return !call.cancelled_by_client;
+}
+
+McpServer::CallEnded::~CallEnded() {
+  std::lock_guard lock(server.mutex_);
+  server.calls_.erase(key);
+  server.ended_.notify_all();
 }
 
 void McpServer::cancel(const json& params) {

@@ -30,7 +30,11 @@ namespace mayura::tools {
 inline constexpr std::size_t kMcpMaxMessageBytes = std::size_t{16} << 20;
 
 // The protocol versions this server speaks, newest first.
-inline constexpr std::string_view kMcpVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+// (Not 2025-03-26, the one version whose clients may send JSON-RPC batches,
+// which this server does not take.)
+inline constexpr std::string_view kMcpVersions[] = {"2025-11-25", "2025-06-18", "2024-11-05"};
+// The most calls under way at once; a call past it is refused.
+inline constexpr std::size_t kMcpMaxCallsUnderWay = 64;
 
 class McpServer {
  public:
@@ -38,7 +42,9 @@ class McpServer {
   // server never calls it twice at once.
   using Send = std::function<void(const std::string& line)>;
 
-  McpServer(std::vector<Tool> tools, Sandboxes sandboxes, std::string instructions, Send send);
+  // `open_world`: whether the sandbox's network reaches the world (the
+  // tools' openWorldHint).
+  McpServer(std::vector<Tool> tools, Sandboxes sandboxes, std::string instructions, bool open_world, Send send);
   // finish()es.
   ~McpServer();
   McpServer(const McpServer&) = delete;
@@ -72,6 +78,7 @@ class McpServer {
   std::vector<Tool> tools_;
   Sandboxes sandboxes_;
   std::string instructions_;
+  bool open_world_ = false;
   Send send_;
   RunContext run_;  // every tool's permissions: the command line chose the tools
 
@@ -85,6 +92,14 @@ class McpServer {
   };
   // The calls under way, by their request's id (its JSON text).
   std::map<std::string, std::shared_ptr<Call>> calls_;
+  // Whether a call's reply is to be sent (not cancelled by the client).
+  bool answered(const Call& call);
+  // Takes a call off calls_ when it goes, on every way a call ends.
+  struct CallEnded {
+    McpServer& server;
+    std::string key;
+    ~CallEnded();
+  };
   std::mutex send_mutex_;
 };
 

@@ -11,7 +11,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -22,6 +22,7 @@
 
 #include "mayura/base/unique_fd.hpp"
 #include "mayura/sandbox.hpp"
+#include "mcp_replies.hpp"
 #include "mcp_server.hpp"
 #include "run_args.hpp"
 #include "run_create.hpp"
@@ -97,9 +98,9 @@ std::string instructions(const Args& args, const std::string& daemon) {
   std::string text = "A Linux sandbox (image " + (args.image.empty() ? std::string("host") : args.image) +
                      ", network " + std::string(network_kind_name(args.network.kind)) + ") made for this session";
   if (!daemon.empty()) text += " by the mayurad at " + daemon;
-  return text +
-         ". Run commands with exec; leave servers and watchers running with start and read their output later. "
-         "Nothing outside the sandbox is reached.";
+  text += ". Run commands with exec; leave servers and watchers running with start and read their output later.";
+  if (args.network.kind == NetworkKind::none) text += " The sandbox has no network.";
+  return text;
 }
 
 bool readable(int fd, int timeout_ms) {
@@ -107,20 +108,20 @@ bool readable(int fd, int timeout_ms) {
   return ::poll(&p, 1, timeout_ms) > 0;
 }
 
-// The client's lines, to `server`, until the input ends (true) or `wake` is
-// written to (a stop signal: false). A line over the bound is refused and
-// skipped.
-bool serve_lines(int in, int wake, McpServer& server) {
+// The client's lines, to `server`, until the input ends (true) or either of
+// `wake` is written to (a stop signal, or the client gone: false). A line
+// over the bound is refused and skipped.
+bool serve_lines(int in, std::array<int, 2> wake, McpServer& server) {
   std::string buffer;
   bool skipping = false;  // within a line over the bound
   char chunk[65536];
   for (;;) {
-    pollfd fds[2] = {{in, POLLIN, 0}, {wake, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
+    pollfd fds[3] = {{in, POLLIN, 0}, {wake[0], POLLIN, 0}, {wake[1], POLLIN, 0}};
+    if (::poll(fds, 3, -1) < 0) {
       if (errno == EINTR) continue;
       return true;
     }
-    if (fds[1].revents) return false;
+    if (fds[1].revents || fds[2].revents) return false;
     const ssize_t n = ::read(in, chunk, sizeof chunk);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) break;
@@ -186,18 +187,25 @@ int run_mcp_command(int argc, char** argv) {
     CreateOptions create = create_options(args, std::move(profile));
     Sandboxes sandboxes = run_sandboxes(engine.provider(), engine.daemon, args, create);
     const auto per_run = sandbox_per_run(sandboxes, [create](const RunInfo&) { return create; });
-    std::atomic<bool> client_gone{false};
     {
+      // Written to when the client is gone (its output closed, or its
+      // replies unread past the bound): the session ends as at a signal.
+      UniqueFd gone(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+      if (!gone) throw SandboxError(Reason::INTERNAL, "eventfd failed");
+      McpReplies replies(1, gone.get());
       McpServer server(sandbox_tools(per_run->source(), options), sandboxes, instructions(args, engine.daemon),
-                       [&client_gone](const std::string& line) {
-                         if (!client_gone && !write_out(1, line + "\n")) client_gone = true;
-                       });
+                       args.network.kind != NetworkKind::none,
+                       [&replies](const std::string& line) { replies.push(line); });
       // A client that closed its input (the protocol's way to end a
       // session) may still read the replies to what it asked: those calls
-      // run to their end, unless a stop signal comes first.
-      if (serve_lines(0, wake.get(), server)) {
-        while (!server.wait_idle(std::chrono::milliseconds(0)) && !readable(wake.get(), 100)) {
+      // run to their end, and their replies are written, unless a stop
+      // signal comes or the client is gone first.
+      if (serve_lines(0, {wake.get(), gone.get()}, server)) {
+        while (!server.wait_idle(std::chrono::milliseconds(0)) && !readable(wake.get(), 100) &&
+               !readable(gone.get(), 0)) {
         }
+        server.finish();
+        replies.drain(wake.get());
       }
       server.finish();
     }

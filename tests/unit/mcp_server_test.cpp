@@ -26,7 +26,7 @@ class McpServerTest : public ::testing::Test {
     sandbox = sandboxes.create(c);
   }
   std::unique_ptr<McpServer> serve(const SandboxToolsOptions& o = exec_options()) {
-    return std::make_unique<McpServer>(sandbox_tools(sandbox, o), sandboxes, "a test sandbox",
+    return std::make_unique<McpServer>(sandbox_tools(sandbox, o), sandboxes, "a test sandbox", false,
                                        [this](const std::string& line) {
                                          EXPECT_EQ(line.find('\n'), std::string::npos);
                                          std::lock_guard lock(mutex);
@@ -167,6 +167,17 @@ TEST_F(McpServerTest, ACancelledCallStopsAndIsNotAnswered) {
       json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 7}}}}.dump());
   server->finish();  // returns once the call has ended
   EXPECT_EQ(reply_count(), 1u);
+  EXPECT_EQ(server->answer(json::parse(R"({"jsonrpc":"2.0","id":5,"method":7})"))["id"], 5);
+
+  // A client that never waits for its answers is told to, past the bound.
+  for (int i = 100; i < 100 + static_cast<int>(kMcpMaxCallsUnderWay); ++i) {
+    server->receive(request(i, "tools/call", {{"name", "sandbox_exec"}, {"arguments", {{"command", "sleep 1"}}}}));
+  }
+  server->receive(request(99, "tools/call", {{"name", "sandbox_exec"}, {"arguments", {{"command", "true"}}}}));
+  EXPECT_EQ(reply_to(99)["error"]["code"], -32600);
+  server->finish();
+  for (int i = 100; i < 100 + static_cast<int>(kMcpMaxCallsUnderWay); ++i)
+    EXPECT_EQ(reply_to(i)["result"]["isError"], true);
 
   // A session that ends (finish) stops what runs, and says so.
   server->receive(request(8, "tools/call", {{"name", "sandbox_exec"}, {"arguments", {{"command", "sleep 1000"}}}}));
