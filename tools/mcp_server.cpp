@@ -193,7 +193,7 @@ void McpServer::call_tool(const json& id, const json& params) {
                [this, id, key, call](const std::exception_ptr& error, const json& result) {
                  // However this ends, the call is no longer under way (a
                  // finish() waits for that).
-                 const CallEnded ended(*this, key);
+                 const CallEnded ended{*this, key};
                  if (!answered(*call)) return;
                  try {
                    send(error ? error_reply_of(id, error)
@@ -204,7 +204,7 @@ void McpServer::call_tool(const json& id, const json& params) {
                });
   } catch (...) {
     // Refused before it started (the engine had no turn to give).
-    const CallEnded ended(*this, key);
+    const CallEnded ended{*this, key};
     send(error_reply_of(id, std::current_exception()));
   }
 }
