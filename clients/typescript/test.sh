@@ -22,25 +22,15 @@ export MAYURAD=$build/tools/mayurad
 export MAYURA_RUN=$build/tools/mayura-run
 export MAYURA_X_CLIENT=$build/tests/x_client
 
-# Both Nodes at once (most of a test's time is a daemon's and its
-# sandboxes', and each test file leases an id range of its own), each to a
-# log printed whole once both have ended.
-npx tsc -p tsconfig.test.json
+failed=()
+echo "== the tests on the machine's Node $(node --version)"
+npm test || failed+=("Node $(node --version)")
+echo "== the tests on Debian's Node 18"
 node18=$build/node18/usr/bin/node
 libdir=$(cat "$build/node18/libdir")
-logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
-node --test build-test/test/*.test.js >"$logs/machine" 2>&1 &
-machine=$!
-LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$node18" --test build-test/test/*.test.js >"$logs/node18" 2>&1 &
-debian=$!
-failed=()
-wait "$machine" || failed+=("Node $(node --version)")
-wait "$debian" || failed+=("Node $(LD_LIBRARY_PATH=$libdir "$node18" --version)")
-echo "== the tests on the machine's Node $(node --version)"
-cat "$logs/machine"
-echo "== the tests on Debian's Node 18"
-cat "$logs/node18"
+export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+version=$("$node18" --version)
+"$node18" --test build-test/test/*.test.js || failed+=("Node $version")
 if ((${#failed[@]})); then
   echo "test.sh: the TypeScript tests failed on ${failed[*]}" >&2
   exit 1

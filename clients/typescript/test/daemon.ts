@@ -41,7 +41,7 @@ export interface Daemon {
 // given back when the process exits. A lease whose process is gone is
 // taken over. (Two processes whose pids agree modulo the count would share
 // a range otherwise, and take each other's sandboxes for leaks.)
-const ID_SLOTS = 8;
+const ID_SLOTS = 16;
 const ID_RANGES = 64;
 function leaseIdRange(): number {
   for (let i = 0; i < ID_RANGES; ++i) {
