@@ -10,6 +10,7 @@
 
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 
 #include <memory>
 
@@ -139,6 +140,14 @@ bool serve_one(Service& s, std::string& rest, std::string& last_id, const servic
       const auto wait = s.routes.command_wait(route, client);
       check_reply(wait.index() == 1 ? std::get<1>(wait) : s.routes.command_wait_reply(std::get<0>(wait)));
       return req.keep_alive();
+    }
+    case service::Serving::attach: {
+      // What the server checks before the upgrade (the WebSocket itself is
+      // Beast's): a refusal has its reason; an attachment names a command.
+      const auto attach = s.routes.command_attach(route, client, boost::beast::websocket::is_upgrade(req));
+      if (attach.index() == 1) check_reply(std::get<1>(attach));
+      else mayura::fuzz::accept();
+      return false;
     }
     case service::Serving::file_call: {
       const auto call = s.routes.file_call(route, client);

@@ -1,6 +1,7 @@
 // The JSON bodies mayurad takes from its clients (service/wire.hpp): a
 // create, an exec request, a network, a desktop input, a background
-// command's start, input and terminal size; and those the remote provider
+// command's start, input and terminal size, and an attachment's controls;
+// and those the remote provider
 // takes back from a mayurad (results, entries, features, errors, commands,
 // output slices).
 // Properties: anything malformed is SandboxError(INVALID_INPUT); what
@@ -42,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(e.reason() == mayura::Reason::INVALID_INPUT);
     return 0;
   }
-  switch (data[0] % 12) {
+  switch (data[0] % 13) {
     case 0: round_trip(body, service::create_from, service::create_json); break;
     case 1:
       round_trip(body, service::exec_request_from,
@@ -60,7 +61,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 8: round_trip(body, service::command_info_from, service::command_info_json); break;
     case 9: round_trip(body, service::output_slice_from, service::output_slice_json); break;
     case 10: round_trip(body, service::terminal_size_from, service::terminal_size_json); break;
-    default: round_trip(body, service::command_input_from, service::command_input_json); break;
+    case 11: round_trip(body, service::command_input_from, service::command_input_json); break;
+    default: round_trip(body, service::attach_control_from, service::attach_control_json); break;
   }
   return 0;
 }

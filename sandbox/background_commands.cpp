@@ -24,7 +24,7 @@ void OutputRing::append(std::string_view chunk) {
   }
   data_.append(chunk);
   if (held() > capacity_) skip_ = data_.size() - capacity_;
-  if (skip_ >= capacity_) {
+  if (2 * skip_ >= capacity_) {
     data_.erase(0, skip_);
     skip_ = 0;
   }
@@ -55,6 +55,7 @@ void BackgroundCommand::output(OutputStream stream, std::string_view chunk) {
   {
     std::lock_guard lock(mutex);
     (stream == OutputStream::out ? out : err).append(chunk);
+    tell_watchers();
   }
   changed.notify_all();
 }
@@ -63,6 +64,7 @@ void BackgroundCommand::started(std::shared_ptr<CommandControl> control) {
   {
     std::lock_guard lock(mutex);
     if (state == CommandState::running) control_ = std::move(control);
+    tell_watchers();
   }
   changed.notify_all();
 }
@@ -75,8 +77,25 @@ void BackgroundCommand::ended(CommandState state_, std::optional<int> exit_code_
     error = std::move(error_);
     ended_ms = now_ms();
     control_.reset();
+    tell_watchers();
   }
   changed.notify_all();
+}
+
+std::uint64_t BackgroundCommand::watch(std::function<void()> changed_) {
+  std::lock_guard lock(mutex);
+  const std::uint64_t id_ = next_watcher_++;
+  watchers_.emplace(id_, std::move(changed_));
+  return id_;
+}
+
+void BackgroundCommand::unwatch(std::uint64_t watcher) {
+  std::lock_guard lock(mutex);
+  watchers_.erase(watcher);
+}
+
+void BackgroundCommand::tell_watchers() const {
+  for (const auto& [watcher, tell] : watchers_) tell();
 }
 
 CommandInfo BackgroundCommand::info() const {

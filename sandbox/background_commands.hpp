@@ -6,6 +6,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stop_token>
@@ -29,9 +31,10 @@ class OutputRing {
  private:
   std::size_t held() const { return data_.size() - skip_; }
   std::size_t capacity_;
-  // The held bytes are data_[skip_..]; the dead prefix is cut once it is as
-  // long as the capacity, so an append costs amortized O(its size) and the
-  // memory stays under three times the capacity (twice, and a chunk).
+  // The held bytes are data_[skip_..]; the dead prefix is cut once it is
+  // half as long as the capacity, so an append costs amortized O(its size)
+  // (each byte moved at most twice) and the memory stays under one and a
+  // half times the capacity.
   std::string data_;
   std::size_t skip_ = 0;
   std::uint64_t total_ = 0;
@@ -52,6 +55,11 @@ struct BackgroundCommand {
   // Its info once it has ended (with `or_started`: or once its control
   // came), or at `deadline` (time_point::max(): none).
   CommandInfo await(std::chrono::steady_clock::time_point deadline, bool or_started = false);
+  // Calls `changed` at each change from now on, under the mutex (so that
+  // once unwatch() returns it is never called again): it must return at
+  // once and call nothing of the command's. The id is unwatch()'s.
+  std::uint64_t watch(std::function<void()> changed);
+  void unwatch(std::uint64_t watcher);
 
   const std::string id;
   const std::vector<std::string> argv;
@@ -69,6 +77,11 @@ struct BackgroundCommand {
   std::string error;
   std::optional<std::int64_t> ended_ms;
   std::shared_ptr<CommandControl> control_;
+
+ private:
+  void tell_watchers() const;  // under the mutex
+  std::map<std::uint64_t, std::function<void()>> watchers_;
+  std::uint64_t next_watcher_ = 1;
 };
 
 class BackgroundCommands {

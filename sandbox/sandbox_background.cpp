@@ -66,46 +66,20 @@ Hosted hosted(const detail::SandboxState& state) {
   return h;
 }
 
-// How often a hosted attach asks for what came (each ask is a request to
-// the host, which wakes it at the command's end).
-constexpr std::int64_t kHostedPollMs = 100;
-// The longest one wait asks a host for.
-constexpr std::int64_t kMostHostedWaitMs = 30'000;
-
-// attach() over a host: its output read from the offsets on, then asked for
-// again until the command has ended and all of it was read.
-CommandInfo attach_hosted(const Hosted& host, const std::string& id, const AttachOptions& options,
-                          std::chrono::steady_clock::time_point deadline) {
-  std::uint64_t at[2] = {options.stdout_from, options.stderr_from};
-  CommandInfo info = detail::guarded("attach", [&] { return host->command(id); });
-  const std::uint64_t until[2] = {info.stdout_bytes, info.stderr_bytes};
-  for (;;) {
-    bool caught_up = true;
-    for (int i = 0; i < 2; ++i) {
-      const auto stream = i == 0 ? OutputStream::out : OutputStream::err;
-      const OutputSlice got = detail::guarded("attach", [&] { return host->output(id, stream, at[i], kSliceBytes); });
-      if (got.dropped > 0 && options.on_dropped) options.on_dropped(stream, got.dropped);
-      const OutputCallback& to = i == 0 ? options.on_stdout : options.on_stderr;
-      if (!got.data.empty() && to) to(got.data);
-      caught_up = caught_up && got.data.empty();
-      at[i] = std::max(at[i], got.next);
-    }
-    const bool ended = info.state != CommandState::running && at[0] >= info.stdout_bytes && at[1] >= info.stderr_bytes;
-    const bool as_called = at[0] >= until[0] && at[1] >= until[1];
-    if (ended || (!options.follow && (caught_up || as_called))) return info;
-    detail::throw_if_cancelled(options.cancellation);
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return info;
-    // What came meanwhile, or the end: read again either way.
-    if (caught_up) {
-      info = detail::guarded("attach",
-                             [&] { return host->wait(id, std::min<std::int64_t>(left.count(), kHostedPollMs)); });
-    } else {
-      info = detail::guarded("attach", [&] { return host->command(id); });
-    }
+// A command this handle holds; NOT_FOUND for one it does not, or GONE once
+// the sandbox was released (a host's commands went with it).
+std::shared_ptr<BackgroundCommand> held(const detail::SandboxState& state, const std::string& id) {
+  try {
+    return state.background.find(id);
+  } catch (const SandboxError& e) {
+    if (e.reason() == Reason::NOT_FOUND && !state.current())
+      throw SandboxError(Reason::GONE, "the sandbox was released, and its commands with it");
+    throw;
   }
 }
+
+// The longest one wait asks a host for.
+constexpr std::int64_t kMostHostedWaitMs = 30'000;
 
 }  // namespace
 
@@ -164,7 +138,7 @@ std::vector<CommandInfo> Sandbox::commands() const {
 CommandInfo Sandbox::command(const std::string& id) const {
   check_command_id(id);
   if (const auto host = hosted(state())) return detail::guarded("command", [&] { return host->command(id); });
-  return state().background.find(id)->info();
+  return held(state(), id)->info();
 }
 
 OutputSlice Sandbox::output(const std::string& id, OutputStream stream, std::uint64_t from,
@@ -175,7 +149,7 @@ OutputSlice Sandbox::output(const std::string& id, OutputStream stream, std::uin
   if (const auto host = hosted(state())) {
     return detail::guarded("output", [&] { return host->output(id, stream, from, most); });
   }
-  const auto command = state().background.find(id);
+  const auto command = held(state(), id);
   std::lock_guard lock(command->mutex);
   return (stream == OutputStream::out ? command->out : command->err).slice(from, most);
 }
@@ -185,8 +159,8 @@ CommandInfo Sandbox::attach(const std::string& id, const AttachOptions& options)
   if (options.timeout_ms && *options.timeout_ms <= 0)
     throw SandboxError(Reason::INVALID_INPUT, "timeout_ms must be positive");
   const auto deadline = deadline_in(options.timeout_ms);
-  if (const auto host = hosted(state())) return attach_hosted(host, id, options, deadline);
-  const auto command = state().background.find(id);
+  if (const auto host = hosted(state())) return detail::guarded("attach", [&] { return host->attach(id, options); });
+  const auto command = held(state(), id);
   // A cancellation wakes the wait below (under the mutex: no wake-up lost).
   std::stop_callback wake(options.cancellation, [&command] {
     std::lock_guard lock(command->mutex);
@@ -253,13 +227,13 @@ void Sandbox::write_input(const std::string& id, std::string data) const {
   check_command_id(id);
   if (const auto host = hosted(state()))
     return detail::guarded("input", [&] { host->write_input(id, std::move(data)); });
-  control_of(*state().background.find(id))->write(std::move(data));
+  control_of(*held(state(), id))->write(std::move(data));
 }
 
 void Sandbox::close_input(const std::string& id) const {
   check_command_id(id);
   if (const auto host = hosted(state())) return detail::guarded("input", [&] { host->close_input(id); });
-  control_of(*state().background.find(id))->close_input();
+  control_of(*held(state(), id))->close_input();
 }
 
 // (The control checks the signal and the size: it is the limits layer's,
@@ -267,13 +241,13 @@ void Sandbox::close_input(const std::string& id) const {
 void Sandbox::signal(const std::string& id, int signal) const {
   check_command_id(id);
   if (const auto host = hosted(state())) return detail::guarded("signal", [&] { host->signal(id, signal); });
-  control_of(*state().background.find(id))->signal(signal);
+  control_of(*held(state(), id))->signal(signal);
 }
 
 void Sandbox::resize(const std::string& id, TerminalSize size) const {
   check_command_id(id);
   if (const auto host = hosted(state())) return detail::guarded("resize", [&] { host->resize(id, size); });
-  const auto command = state().background.find(id);
+  const auto command = held(state(), id);
   if (!command->terminal) throw SandboxError(Reason::INVALID_INPUT, "the command " + id + " has no terminal");
   control_of(*command)->resize(size);
 }
@@ -281,7 +255,7 @@ void Sandbox::resize(const std::string& id, TerminalSize size) const {
 CommandInfo Sandbox::stop(const std::string& id) const {
   check_command_id(id);
   if (const auto host = hosted(state())) return detail::guarded("stop", [&] { return host->stop(id); });
-  const auto command = state().background.find(id);
+  const auto command = held(state(), id);
   command->stop.request_stop();
   return command->await(std::chrono::steady_clock::now() + kWaitBound);
 }
@@ -302,7 +276,21 @@ CommandInfo Sandbox::wait(const std::string& id, std::optional<std::int64_t> tim
       if (info.state != CommandState::running || std::chrono::steady_clock::now() >= deadline) return info;
     }
   }
-  return state().background.find(id)->await(deadline_in(timeout_ms));
+  return held(state(), id)->await(deadline_in(timeout_ms));
+}
+
+CommandWatch Sandbox::watch(const std::string& id, std::function<void()> changed) const {
+  check_command_id(id);
+  if (!changed) throw SandboxError(Reason::INVALID_INPUT, "watch needs a callback");
+  if (hosted(state())) {
+    throw SandboxError(Reason::UNSUPPORTED,
+                       "the commands of this sandbox are held by its provider's host: attach to them instead");
+  }
+  const std::shared_ptr<BackgroundCommand> command = held(state(), id);
+  const std::uint64_t watcher = command->watch(std::move(changed));
+  return CommandWatch([weak = std::weak_ptr<BackgroundCommand>(command), watcher] {
+    if (const auto c = weak.lock()) c->unwatch(watcher);
+  });
 }
 
 }  // namespace mayura

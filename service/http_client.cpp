@@ -36,34 +36,6 @@ bool closed_under_way(const boost::system::error_code& failure) {
          failure == http::error::partial_message;
 }
 
-// Connects to a unix socket on `ioc` and makes the call there once `ioc`
-// runs.
-CallStream start_unix_call(asio::io_context& ioc, const Endpoint& e, const HttpCall& call, HttpAnswer& answer,
-                           boost::system::error_code& failure, detail::CallDone done) {
-  auto socket = std::make_shared<asio::local::stream_protocol::socket>(ioc);
-  asio::co_spawn(
-      ioc,
-      [socket, &e, &call, &answer, &failure]() -> awaitable<void> {
-        auto [ec] = co_await socket->async_connect(asio::local::stream_protocol::endpoint(e.path),
-                                                   asio::as_tuple(use_awaitable));
-        if (ec) {
-          failure = ec;
-          co_return;
-        }
-        co_await detail::exchange(*socket, e, call, answer, failure);
-      },
-      std::move(done));
-  return CallStream{[s = socket.get()] {
-                      boost::system::error_code ignored;
-                      s->close(ignored);
-                    },
-                    [s = socket.get()] {
-                      boost::system::error_code ignored;
-                      s->shutdown(asio::socket_base::shutdown_send, ignored);
-                    },
-                    socket};
-}
-
 }  // namespace
 
 Endpoint parse_endpoint(const std::string& url) {
@@ -110,7 +82,10 @@ HttpAnswer http_call(const Endpoint& e, const HttpCall& call) {
   };
   // Destroyed before `ioc`, which its stream is registered with.
   const CallStream stream = e.kind == Endpoint::Kind::unix_socket
-                                ? start_unix_call(ioc, e, call, answer, failure, on_done)
+                                ? detail::start_unix(ioc, e, failure, on_done,
+                                                     [&e, &call, &answer, &failure](auto& socket) {
+                                                       return detail::exchange(socket, e, call, answer, failure);
+                                                     })
                                 : detail::start_https_call(ioc, e, call, answer, failure, on_done);
 
   auto arm = [&](std::chrono::steady_clock::duration after, bool is_timeout) {

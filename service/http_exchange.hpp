@@ -7,7 +7,9 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
@@ -70,6 +72,35 @@ awaitable<void> exchange(Stream& stream, const Endpoint& e, const HttpCall& call
   }
   answer.status = parser.get().result_int();
   answer.body = std::move(parser.get().body());
+}
+
+// Connects to the endpoint's unix socket on `ioc` and, once `ioc` runs,
+// holds `session(socket)` there (an HTTP call's exchange, a WebSocket's).
+template <class Session>
+CallStream start_unix(asio::io_context& ioc, const Endpoint& e, boost::system::error_code& failure, CallDone done,
+                      Session session) {
+  auto socket = std::make_shared<asio::local::stream_protocol::socket>(ioc);
+  asio::co_spawn(
+      ioc,
+      [socket, &e, &failure, session = std::move(session)]() -> awaitable<void> {
+        auto [ec] = co_await socket->async_connect(asio::local::stream_protocol::endpoint(e.path),
+                                                   asio::as_tuple(use_awaitable));
+        if (ec) {
+          failure = ec;
+          co_return;
+        }
+        co_await session(*socket);
+      },
+      std::move(done));
+  return CallStream{[s = socket.get()] {
+                      boost::system::error_code ignored;
+                      s->close(ignored);
+                    },
+                    [s = socket.get()] {
+                      boost::system::error_code ignored;
+                      s->shutdown(asio::socket_base::shutdown_send, ignored);
+                    },
+                    socket};
 }
 
 // Connects to an https:// endpoint on `ioc` and makes the call there once

@@ -5,11 +5,13 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <memory>
 #include <optional>
 #include <utility>
 
 #include "http_exchange.hpp"
+#include "ws_exchange.hpp"
 #include "mayura/errors.hpp"
 
 namespace mayura::service::detail {
@@ -21,10 +23,9 @@ struct TlsCall {
   std::optional<asio::ssl::stream<asio::ip::tcp::socket>> stream;
 };
 
-}  // namespace
-
-CallStream start_https_call(asio::io_context& ioc, const Endpoint& e, const HttpCall& call, HttpAnswer& answer,
-                            boost::system::error_code& failure, CallDone&& done) {
+// The TLS stream to `e`, made ready on `ioc`: verified against the CA, with
+// its host's name for SNI.
+std::shared_ptr<TlsCall> tls_for(asio::io_context& ioc, const Endpoint& e) {
   auto tls = std::make_shared<TlsCall>();
   tls->context.set_options(asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
   boost::system::error_code ec;
@@ -37,39 +38,72 @@ CallStream start_https_call(asio::io_context& ioc, const Endpoint& e, const Http
   // SNI (SSL_set_tlsext_host_name, without the macro's C cast)
   SSL_ctrl(stream.native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
            const_cast<char*>(e.host.c_str()));
+  return tls;
+}
+
+// Resolves, connects and makes the handshake; false (and `failure`) if any
+// step fails.
+awaitable<bool> connect_tls(asio::io_context& ioc, TlsCall& tls, const Endpoint& e,
+                            boost::system::error_code& failure) {
+  auto& tls_stream = *tls.stream;
+  asio::ip::tcp::resolver resolver(ioc);
+  auto [rec, results] = co_await resolver.async_resolve(e.host, e.port, asio::as_tuple(use_awaitable));
+  if (rec) {
+    failure = rec;
+    co_return false;
+  }
+  auto [cec, ep] = co_await asio::async_connect(tls_stream.lowest_layer(), results, asio::as_tuple(use_awaitable));
+  if (cec) {
+    failure = cec;
+    co_return false;
+  }
+  auto [hec] = co_await tls_stream.async_handshake(asio::ssl::stream_base::client, asio::as_tuple(use_awaitable));
+  if (hec) {
+    failure = hec;
+    co_return false;
+  }
+  co_return true;
+}
+
+// Connects to `e` on `ioc` and, once `ioc` runs, holds `session(stream)`
+// over TLS there.
+template <class Session>
+CallStream start_https(asio::io_context& ioc, const Endpoint& e, boost::system::error_code& failure, CallDone&& done,
+                       Session session) {
+  auto tls = tls_for(ioc, e);
   asio::co_spawn(
       ioc,
-      [tls, &ioc, &e, &call, &answer, &failure]() -> awaitable<void> {
-        auto& tls_stream = *tls->stream;
-        asio::ip::tcp::resolver resolver(ioc);
-        auto [rec, results] = co_await resolver.async_resolve(e.host, e.port, asio::as_tuple(use_awaitable));
-        if (rec) {
-          failure = rec;
-          co_return;
-        }
-        auto [cec, ep] =
-            co_await asio::async_connect(tls_stream.lowest_layer(), results, asio::as_tuple(use_awaitable));
-        if (cec) {
-          failure = cec;
-          co_return;
-        }
-        auto [hec] = co_await tls_stream.async_handshake(asio::ssl::stream_base::client, asio::as_tuple(use_awaitable));
-        if (hec) {
-          failure = hec;
-          co_return;
-        }
-        co_await exchange(tls_stream, e, call, answer, failure);
+      [tls, &ioc, &e, &failure, session = std::move(session)]() -> awaitable<void> {
+        const bool connected = co_await connect_tls(ioc, *tls, e, failure);
+        if (connected) co_await session(*tls->stream);
       },
       std::move(done));
-  return CallStream{[s = &stream] {
+  auto* s = &*tls->stream;
+  return CallStream{[s] {
                       boost::system::error_code ignored;
                       s->lowest_layer().close(ignored);
                     },
-                    [s = &stream] {
+                    [s] {
                       boost::system::error_code ignored;
                       s->lowest_layer().shutdown(asio::socket_base::shutdown_send, ignored);
                     },
                     tls};
+}
+
+}  // namespace
+
+CallStream start_https_call(asio::io_context& ioc, const Endpoint& e, const HttpCall& call, HttpAnswer& answer,
+                            boost::system::error_code& failure, CallDone&& done) {
+  return start_https(ioc, e, failure, std::move(done), [&e, &call, &answer, &failure](auto& stream) {
+    return exchange(stream, e, call, answer, failure);
+  });
+}
+
+CallStream start_https_ws(asio::io_context& ioc, const Endpoint& e, const WsCall& call, WsOutcome& outcome,
+                          boost::system::error_code& failure, CallDone&& done) {
+  return start_https(ioc, e, failure, std::move(done), [&e, &call, &outcome, &failure](auto& stream) {
+    return ws_exchange(stream, e, call, outcome, failure);
+  });
 }
 
 }  // namespace mayura::service::detail

@@ -7,6 +7,7 @@
 #include <boost/url/url.hpp>
 
 #include "http_client.hpp"
+#include "remote_attach.hpp"
 #include "mayura/command_host.hpp"
 #include "mayura/remote.hpp"
 #include "wire.hpp"
@@ -180,6 +181,7 @@ class RemoteSandbox final : public SandboxBackend, public CommandHost {
 
   ExecResult exec(const std::vector<std::string>& argv, const ExecOptions& options) override {
     try {
+      if (options.terminal || options.on_start) return attached_exec(argv, options);
       return streamed_exec(*link_, base_ + "/exec", service::dump(service::exec_request_json(argv, options)), options);
     } catch (const SandboxError& e) {
       if (e.reason() == Reason::GONE) ended_ = true;
@@ -240,6 +242,11 @@ class RemoteSandbox final : public SandboxBackend, public CommandHost {
                                               {"maxBytes", std::to_string(max_bytes)}});
     const json body = parse_answer(checked(link_->call(http_verb::get, t)), "the output");
     return decoded("output", [&] { return service::output_slice_from(body); });
+  }
+  CommandInfo attach(const std::string& id, const AttachOptions& options) override {
+    const service::RemoteAttachment a = service::attach_remote(link_->endpoint, command_path(id), options);
+    if (a.refused) checked(HttpAnswer{a.refused, a.body, false});
+    return a.command ? *a.command : command(id);  // at the timeout: as it is now
   }
   void write_input(const std::string& id, std::string data) override {
     service::CommandInput input;
@@ -363,6 +370,111 @@ class RemoteSandbox final : public SandboxBackend, public CommandHost {
   }
 
  private:
+  // An exec with a terminal or its input streamed: a command of the
+  // daemon's, attached to until it ends, the caller's input and controls
+  // going to it over the attachment. It is stopped if the exec fails or is
+  // cancelled before its end.
+  ExecResult attached_exec(const std::vector<std::string>& argv, const ExecOptions& options) {
+    StartOptions start_options;
+    start_options.cwd = options.cwd;
+    start_options.env = options.env;
+    start_options.timeout_ms = options.timeout_ms;
+    start_options.stdin = options.stdin;
+    start_options.terminal = options.terminal;
+    // What the daemon holds for a client that falls behind.
+    start_options.keep_bytes = kAttachedKeepBytes;
+    const auto began = std::chrono::steady_clock::now();
+    const CommandInfo started = start(argv, start_options);
+    auto sender = std::make_shared<service::WsSender>();
+    // Without on_start, the input ends after `stdin`, as an exec's does.
+    if (!options.on_start) sender->send(service::dump(service::attach_control_json({})), false);
+    const std::size_t limit = options.max_output_bytes.value_or(std::size_t{16} << 20);
+    std::string kept[2];
+    bool clipped = false;
+    auto keep = [&](int stream, std::string_view data) {
+      if (!options.keep_output) return;
+      const std::size_t room = kept[stream].size() < limit ? limit - kept[stream].size() : 0;
+      clipped = clipped || data.size() > room;
+      kept[stream].append(data.substr(0, std::min(room, data.size())));
+    };
+    AttachOptions attach;
+    attach.cancellation = options.cancellation;
+    attach.on_stdout = [&](std::string_view c) {
+      keep(0, c);
+      if (options.on_stdout) options.on_stdout(c);
+    };
+    attach.on_stderr = [&](std::string_view c) {
+      keep(1, c);
+      if (options.on_stderr) options.on_stderr(c);
+    };
+    attach.on_dropped = [&](OutputStream, std::uint64_t) { clipped = true; };
+    service::RemoteAttachment a;
+    try {
+      if (options.on_start) options.on_start(std::make_shared<AttachedControl>(sender));
+      a = service::attach_remote(link_->endpoint, command_path(started.id), attach, sender);
+      if (a.refused) checked(HttpAnswer{a.refused, a.body, false});
+      if (!a.command) throw SandboxError(Reason::INTERNAL, "mayurad ended the exec's attachment before its end");
+    } catch (...) {
+      stop_quietly(started.id);
+      throw;
+    }
+    const CommandInfo& info = *a.command;
+    ExecResult r;
+    r.stdout = std::move(kept[0]);
+    r.stderr = std::move(kept[1]);
+    r.truncated = clipped;
+    r.duration_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count();
+    switch (info.state) {
+      case CommandState::exited: r.exit_code = info.exit_code; break;
+      case CommandState::timed_out: r.timed_out = true; break;
+      case CommandState::stopped: throw SandboxError(Reason::CANCELLED, "the command was stopped");
+      case CommandState::failed: throw SandboxError(Reason::INTERNAL, "mayurad: " + info.error);
+      case CommandState::running: throw SandboxError(Reason::INTERNAL, "mayurad ended the exec's attachment early");
+    }
+    return r;
+  }
+
+  void stop_quietly(const std::string& id) noexcept {
+    try {
+      link_->call(http_verb::post, command_path(id) + "/stop", "");
+    } catch (...) {
+      // the daemon is gone, or the sandbox: the command went with it
+    }
+  }
+
+  // An attached exec's control: each call a message on its attachment.
+  class AttachedControl final : public CommandControl {
+   public:
+    explicit AttachedControl(std::shared_ptr<service::WsSender> sender) : sender_(std::move(sender)) {}
+    void write(std::string data) override {
+      if (!data.empty() && !sender_->send(std::move(data), true)) {
+        throw SandboxError(Reason::LIMIT_REACHED, "the command has not read " +
+                                                      std::to_string(service::WsSender::kMaxQueuedBytes) +
+                                                      " bytes of its input yet");
+      }
+    }
+    void close_input() override { send({}); }
+    void signal(int signal) override {
+      service::AttachControl c;
+      c.kind = service::AttachControl::Kind::signal;
+      c.signal = signal;
+      send(c);
+    }
+    void resize(TerminalSize size) override {
+      service::AttachControl c;
+      c.kind = service::AttachControl::Kind::resize;
+      c.size = size;
+      send(c);
+    }
+
+   private:
+    void send(const service::AttachControl& c) { sender_->send(service::dump(service::attach_control_json(c)), false); }
+    std::shared_ptr<service::WsSender> sender_;
+  };
+
+  static constexpr std::size_t kAttachedKeepBytes = std::size_t{1} << 20;  // any daemon takes it
+
   // (The id was checked by the Sandbox handle: a-z and 0-9.)
   std::string command_path(const std::string& id) const { return base_ + "/commands/" + id; }
   static CommandInfo command_from(const HttpAnswer& a) {

@@ -47,6 +47,7 @@ constexpr Route kRoutes[] = {
     {V::post, "/v1/sandboxes/{id}/commands/{command}/resize", R::command_resize, S::blocking},
     {V::post, "/v1/sandboxes/{id}/commands/{command}/stop", R::command_stop, S::blocking},
     {V::get, "/v1/sandboxes/{id}/commands/{command}/wait", R::command_wait, S::command_wait},
+    {V::get, "/v1/sandboxes/{id}/commands/{command}/attach", R::command_attach, S::attach},
 };
 
 // Whether `segments` is `path`; its {id} and {command} segments, where it

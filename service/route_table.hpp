@@ -19,7 +19,8 @@ enum class Serving {
   exec,          // streamed as NDJSON (exec_stream)
   run,           // streamed as NDJSON (exec_stream)
   file_call,     // on the provider's async forms: no thread waits for the sandbox
-  command_wait,  // a background command's end, waited for on a timer: no thread waits
+  command_wait,  // a background command's end, waited for on its watch: no thread waits
+  attach,        // a WebSocket on a background command (command_attach.hpp)
   blocking,      // a blocking call of the provider's, on the server's pool
 };
 
@@ -60,6 +61,7 @@ enum class Resource {
   command_resize,
   command_stop,
   command_wait,
+  command_attach,
 };
 
 struct Route {

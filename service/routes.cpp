@@ -459,6 +459,39 @@ std::variant<CommandWait, Reply> Routes::command_wait(const RouteMatch& m, const
   }
 }
 
+std::variant<CommandAttach, Reply> Routes::command_attach(const RouteMatch& m, const Client& client,
+                                                          bool upgrade) noexcept {
+  ++metrics_.requests;
+  try {
+    CommandAttach a;
+    a.sandbox = owned(m.id, client);
+    a.command = m.command;
+    const Target& t = m.target;
+    const auto from = [&t](const std::string& name) {
+      return t.params.count(name)
+                 ? static_cast<std::uint64_t>(number_param(t, name, 0, std::numeric_limits<std::int64_t>::max()))
+                 : 0;
+    };
+    a.stdout_from = from("stdoutFrom");
+    a.stderr_from = from("stderrFrom");
+    if (t.params.count("follow")) {
+      const std::string& follow = t.params.at("follow");
+      if (follow != "true" && follow != "false")
+        throw SandboxError(Reason::INVALID_INPUT, "follow: must be true or false");
+      a.follow = follow == "true";
+    }
+    (void)a.sandbox.command(a.command);  // NOT_FOUND, or a malformed id, at once
+    if (!upgrade) {
+      Reply r =
+          error_reply(426, Reason::INVALID_INPUT, "an attachment is a WebSocket: the request must upgrade to one");
+      return r;
+    }
+    return a;
+  } catch (...) {
+    return failure_reply();
+  }
+}
+
 bool Routes::command_ended(const CommandWait& wait) noexcept {
   try {
     return wait.sandbox.command(wait.command).state != CommandState::running;
@@ -603,6 +636,7 @@ Reply Routes::dispatch(const RouteMatch& m, const std::string& body, const Clien
     case Resource::command_resize:
     case Resource::command_stop: return command_reply(m, body, owned(id, client));
     case Resource::command_wait:
+    case Resource::command_attach:
     case Resource::metrics:
     case Resource::run:
     case Resource::exec:

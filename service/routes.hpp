@@ -55,6 +55,17 @@ struct CommandWait {
   std::chrono::milliseconds timeout{0};
 };
 
+// An attachment to a background command (Serving::attach), once the
+// request is known to be one: where it starts in each stream, and whether
+// it follows the command to its end.
+struct CommandAttach {
+  Sandbox sandbox;
+  std::string command;
+  std::uint64_t stdout_from = 0;
+  std::uint64_t stderr_from = 0;
+  bool follow = true;
+};
+
 class Routes {
  public:
   // `default_memory_mib` (0: none) is given to every create that names no
@@ -105,6 +116,11 @@ class Routes {
   static bool command_ended(const CommandWait& wait) noexcept;
   // The command as it is now: ended, or running at the wait's timeout.
   Reply command_wait_reply(const CommandWait& wait) noexcept;
+
+  // For an attachment: what to attach to, or the reply that refuses it
+  // (also one that is no WebSocket upgrade: `upgrade` false).
+  std::variant<CommandAttach, Reply> command_attach(const RouteMatch& match, const Client& client,
+                                                    bool upgrade) noexcept;
 
   // For an exec: the client's sandbox and the request; SandboxError (GONE
   // for an id the client does not have) otherwise.

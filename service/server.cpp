@@ -28,6 +28,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -37,6 +38,7 @@
 #include <variant>
 #include <vector>
 
+#include "command_attach.hpp"
 #include "exec_stream.hpp"
 #include "kept_sandboxes.hpp"
 #include "server_state.hpp"
@@ -80,25 +82,6 @@ awaitable<Reply> run_file_call(State* s, FileCall call, std::string body) {
     }
   }
   co_return s->routes.file_reply(call, error, std::move(data), entries);
-}
-
-// How often a command's wait looks at it: its end is answered this much
-// after it comes, at most.
-constexpr auto kCommandWaitPoll = std::chrono::milliseconds(20);
-
-// A background command's wait, on a timer of the connection's strand: a
-// client's waits hold no thread of the daemon's, however many and however
-// long (each within its bound).
-awaitable<Reply> wait_for_command(State* s, CommandWait wait) {
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  const auto deadline = std::chrono::steady_clock::now() + wait.timeout;
-  while (!Routes::command_ended(wait) && !s->stopped) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) break;
-    timer.expires_after(std::min<std::chrono::steady_clock::duration>(kCommandWaitPoll, deadline - now));
-    co_await timer.async_wait(asio::as_tuple(use_awaitable));
-  }
-  co_return s->routes.command_wait_reply(wait);
 }
 
 std::optional<Client> client_of_token(const State& s, const Request& req) {
@@ -292,9 +275,20 @@ awaitable<void> serve(State* s, Stream stream, std::optional<Client> peer, std::
         if (wait.index() == 1) {
           reply = std::get<1>(std::move(wait));
         } else {
-          reply = co_await wait_for_command(s, std::get<0>(std::move(wait)));
+          reply = co_await wait_for_command(*s, std::get<0>(std::move(wait)));
         }
         more = co_await write_reply(stream, *s, reply, req.version(), req.keep_alive());
+        continue;
+      }
+      case Serving::attach: {
+        auto attach = s->routes.command_attach(route, *client, beast::websocket::is_upgrade(req));
+        if (attach.index() == 1) {
+          more = co_await write_reply(stream, *s, std::get<1>(std::move(attach)), req.version(), req.keep_alive());
+          continue;
+        }
+        // The connection is the WebSocket's from here, to its end.
+        co_await serve_attach(stream, *s, req, std::get<0>(std::move(attach)));
+        more = false;
         continue;
       }
       case Serving::blocking: break;

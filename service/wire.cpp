@@ -200,9 +200,20 @@ Network network_from(const json& value) {
 json features_json(const Features& f) {
   json kinds = json::array();
   for (NetworkKind k : f.network) kinds.push_back(std::string(network_kind_name(k)));
-  return {{"stdin", f.stdin},   {"ports", f.ports},       {"desktop", f.desktop}, {"cpus", f.cpus},
-          {"memory", f.memory}, {"pids", f.pids},         {"seccomp", f.seccomp}, {"pause", f.pause},
-          {"disk", f.disk},     {"snapshot", f.snapshot}, {"volumes", f.volumes}, {"diskIo", f.disk_io},
+  return {{"stdin", f.stdin},
+          {"ports", f.ports},
+          {"desktop", f.desktop},
+          {"cpus", f.cpus},
+          {"memory", f.memory},
+          {"pids", f.pids},
+          {"seccomp", f.seccomp},
+          {"pause", f.pause},
+          {"disk", f.disk},
+          {"snapshot", f.snapshot},
+          {"volumes", f.volumes},
+          {"diskIo", f.disk_io},
+          {"interactive", f.interactive},
+          {"terminal", f.terminal},
           {"network", kinds}};
 }
 
@@ -224,6 +235,8 @@ Features features_from(const json& value) {
   flag("snapshot", out.snapshot);
   flag("volumes", out.volumes);
   flag("diskIo", out.disk_io);
+  flag("interactive", out.interactive);
+  flag("terminal", out.terminal);
   if (const json* kinds = f.take("network")) {
     if (!kinds->is_array()) bad("features.network", "must be an array");
     for (const auto& k : *kinds) {
@@ -730,6 +743,45 @@ OutputStream output_stream_from(std::string_view name, std::string_view key) {
   if (name == "stdout") return OutputStream::out;
   if (name == "stderr") return OutputStream::err;
   bad(key, "must be stdout or stderr");
+}
+
+json attach_control_json(const AttachControl& control) {
+  switch (control.kind) {
+    case AttachControl::Kind::close_input: return {{"closeInput", true}};
+    case AttachControl::Kind::signal: return {{"signal", control.signal}};
+    case AttachControl::Kind::resize: return {{"resize", terminal_size_json(control.size)}};
+    case AttachControl::Kind::stop: break;
+  }
+  return {{"stop", true}};
+}
+
+AttachControl attach_control_from(const json& value) {
+  if (!value.is_object() || value.size() != 1) {
+    bad("the attachment's message",
+        "must be one of {\"closeInput\": true}, {\"signal\": N}, {\"resize\": {...}}, "
+        "{\"stop\": true}");
+  }
+  Fields f(value, "the attachment's message");
+  AttachControl c;
+  if (const json* close = f.take("closeInput")) {
+    if (!boolean(*close, "closeInput")) bad("closeInput", "must be true");
+    c.kind = AttachControl::Kind::close_input;
+  } else if (const json* signal = f.take("signal")) {
+    c.kind = AttachControl::Kind::signal;
+    c.signal = static_cast<int>(integer(*signal, "signal", 1, 64));
+  } else if (const json* size = f.take("resize")) {
+    c.kind = AttachControl::Kind::resize;
+    c.size = terminal_size_from(*size);
+  } else if (const json* stop = f.take("stop")) {
+    if (!boolean(*stop, "stop")) bad("stop", "must be true");
+    c.kind = AttachControl::Kind::stop;
+  }
+  f.done();
+  return c;
+}
+
+json dropped_event_json(OutputStream stream, std::uint64_t bytes) {
+  return {{"dropped", {{"stream", stream == OutputStream::out ? "stdout" : "stderr"}, {"bytes", bytes}}}};
 }
 
 json error_json(Reason reason, std::string_view message) {

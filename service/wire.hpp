@@ -99,6 +99,27 @@ CommandInput command_input_from(const json& value);
 // "stdout" or "stderr"; else INVALID_INPUT naming `key`.
 OutputStream output_stream_from(std::string_view name, std::string_view key);
 
+// A command's attachment (GET .../commands/{command}/attach, a WebSocket).
+// The service sends each piece of output as a binary message, its first
+// byte the stream (kAttachStdout, kAttachStderr), and events as text: a gap
+// ({"dropped": {"stream", "bytes"}}), a failure ({"reason", "message"}),
+// and last, before it closes, the command ({"command": its info}: ended,
+// or as it is when an attachment without follow has caught up). A client
+// sends input as binary messages and steers the command with text ones,
+// each one of AttachControl's.
+constexpr unsigned char kAttachStdout = 1;
+constexpr unsigned char kAttachStderr = 2;
+struct AttachControl {
+  enum class Kind { close_input, signal, resize, stop } kind = Kind::close_input;
+  int signal = 0;  // 1 to 64
+  TerminalSize size;
+};
+// {"closeInput": true}, {"signal": 1 to 64}, {"resize": {"rows", "columns"}}
+// or {"stop": true}: one key each.
+json attach_control_json(const AttachControl& control);
+AttachControl attach_control_from(const json& value);
+json dropped_event_json(OutputStream stream, std::uint64_t bytes);
+
 json error_json(Reason reason, std::string_view message);
 // The reason named in an error body, if it is one.
 std::optional<Reason> reason_from_name(std::string_view name) noexcept;

@@ -1,16 +1,22 @@
 // mayura-run -it, driven as a person's terminal drives it: through a real
 // pseudo-terminal that this test holds the master of, as `script` or tmux
-// would, with mayura-run leading the session on its slave.
+// would, with mayura-run leading the session on its slave. Each test runs
+// with an engine in mayura-run (--local) and through a mayurad, whose
+// command the run attaches to over a WebSocket.
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -29,19 +35,43 @@ bool same_settings(const termios& a, const termios& b) {
          a.c_cc[VMIN] == b.c_cc[VMIN] && a.c_cc[VINTR] == b.c_cc[VINTR];
 }
 
-class MayuraRunTerminalTest : public NativeTest {
+enum class Via { local, daemon };
+
+class MayuraRunTerminalTest : public NativeTest, public ::testing::WithParamInterface<Via> {
  protected:
+  void SetUp() override {
+    NativeTest::SetUp();
+    // What the daemon leaves when it ends is reaped here, as systemd would.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    default_socket_dir_.emplace();
+    if (GetParam() == Via::daemon) start_daemon();
+  }
   void TearDown() override {
     if (child_ > 0) {
       ::kill(child_, SIGKILL);
       ::waitpid(child_, nullptr, 0);
     }
     if (master_ >= 0) ::close(master_);
+    // SIGTERM, as systemctl stop sends it: the daemon releases every
+    // sandbox and exits, before the leak check.
+    if (daemon_ > 0) stop_mayurad(std::exchange(daemon_, -1), options());
+    std::filesystem::remove(options().state_dir + "-mayurad.json");
+    default_socket_dir_.reset();
     NativeTest::TearDown();
   }
 
-  // Starts `mayura-run --local ARGS` (shell words) on a new pty of `rows`
-  // by `columns`, in a session of its own whose controlling terminal it is.
+  void start_daemon() {
+    const NativeOptions& o = options();
+    socket_ = o.state_dir + "-mayurad.sock";
+    const std::string config = o.state_dir + "-mayurad.json";
+    std::ofstream(config) << daemon_config(o, socket_, {{"maxLifetimeMs", 3600 * 1000}}).dump();
+    daemon_ = start_mayurad(MAYURAD_PATH, config, true);
+    ASSERT_TRUE(wait_until_served(socket_)) << "mayurad did not start on " << socket_;
+  }
+
+  // Starts `mayura-run ARGS` (shell words; --local, or through the test's
+  // mayurad) on a new pty of `rows` by `columns`, in a session of its own
+  // whose controlling terminal it is.
   void start(const std::string& args, int rows = 30, int columns = 100) {
     // A run before that did not end in time is ended now, not left behind.
     if (child_ > 0) {
@@ -51,12 +81,15 @@ class MayuraRunTerminalTest : public NativeTest {
     if (master_ >= 0) ::close(std::exchange(master_, -1));
     screen_.clear();
     const NativeOptions& o = options();
-    const std::string command =
-        "MAYURA_STATE_DIR=" + o.state_dir + " MAYURA_DISK_DIR=" + o.disk_dir +
-        " MAYURA_SNAPSHOT_DIR=" + o.snapshot_dir + " MAYURA_VOLUME_DIR=" + o.volume_dir +
-        " MAYURA_CGROUP_ROOT=" + o.cgroup_root + " MAYURA_ID_BASE=" + std::to_string(o.id_base) +
-        " MAYURA_ID_SLOTS=" + std::to_string(o.id_slots) + " MAYURA_IMAGE_DIR=" + o.image_dir +
-        " MAYURA_IMAGE_STORE=" + o.image_store + " exec " + MAYURA_RUN_PATH + " --local " + args;
+    const std::string command = "MAYURA_STATE_DIR=" + o.state_dir + " MAYURA_DISK_DIR=" + o.disk_dir +
+                                " MAYURA_SNAPSHOT_DIR=" + o.snapshot_dir + " MAYURA_VOLUME_DIR=" + o.volume_dir +
+                                " MAYURA_CGROUP_ROOT=" + o.cgroup_root +
+                                " MAYURA_ID_BASE=" + std::to_string(o.id_base) +
+                                " MAYURA_ID_SLOTS=" + std::to_string(o.id_slots) + " MAYURA_IMAGE_DIR=" + o.image_dir +
+                                " MAYURA_IMAGE_STORE=" + o.image_store +
+                                (daemon_ > 0 ? " MAYURA_HOST=unix://" + socket_ + " exec " MAYURA_RUN_PATH " "
+                                             : " exec " MAYURA_RUN_PATH " --local ") +
+                                args;
     const PtyChild child = start_on_pty({"/bin/sh", "-c", command}, rows, columns);
     master_ = child.master;
     child_ = child.pid;
@@ -128,16 +161,23 @@ class MayuraRunTerminalTest : public NativeTest {
     return ::tcgetattr(master_, &now) == 0 && (now.c_lflag & (ICANON | ECHO | ISIG)) == 0;
   }
 
+  pid_t daemon_ = -1;
+  std::string socket_;
+  // Local runs find no host's daemon at the default socket.
+  std::optional<OwnDefaultSocketDir> default_socket_dir_;
   pid_t child_ = -1;
   int master_ = -1;
   termios before_{};
   std::string screen_;
 };
 
+INSTANTIATE_TEST_SUITE_P(Both, MayuraRunTerminalTest, ::testing::Values(Via::local, Via::daemon),
+                         [](const auto& p) { return p.param == Via::local ? "Local" : "Daemon"; });
+
 // ^C typed reaches the command's foreground job through its own terminal,
 // and not mayura-run (whose terminal is raw): the shell's trap runs, the
 // sleep ends, the shell goes on to its own exit status.
-TEST_F(MayuraRunTerminalTest, CtrlCReachesTheCommandsForegroundJobAndNotTheRun) {
+TEST_P(MayuraRunTerminalTest, CtrlCReachesTheCommandsForegroundJobAndNotTheRun) {
   start("-it -- sh -c 'trap \"echo caught-int\" INT; echo ready-$(tty); sleep 60; echo after-sleep; exit 7'");
   ASSERT_TRUE(shows("ready-/dev/pts/0")) << screen_;
   EXPECT_TRUE(raw());
@@ -156,7 +196,7 @@ TEST_F(MayuraRunTerminalTest, CtrlCReachesTheCommandsForegroundJobAndNotTheRun) 
 
 // The command's terminal has the caller's size, and follows it: a resize
 // of the caller's window is seen by stty inside (SIGWINCH, then the size).
-TEST_F(MayuraRunTerminalTest, AResizeIsSeenByStty) {
+TEST_P(MayuraRunTerminalTest, AResizeIsSeenByStty) {
   start(
       "-it -- sh -c 'trap \"echo resized-\\$(stty size | tr \\\" \\\" x)\" WINCH; "
       "echo size-$(stty size | tr \" \" x); while :; do sleep 0.1; done'",
@@ -171,7 +211,7 @@ TEST_F(MayuraRunTerminalTest, AResizeIsSeenByStty) {
 
 // What is typed reaches the command as it is typed; its terminal echoes it
 // and turns the Enter key's \r into a line's end.
-TEST_F(MayuraRunTerminalTest, TypedInputIsEchoedAndRead) {
+TEST_P(MayuraRunTerminalTest, TypedInputIsEchoedAndRead) {
   start("-it -- sh -c 'read first; echo got-$first; read second; echo got-$second'");
   ASSERT_TRUE(becomes_raw());  // typed before, the caller's own terminal would echo it too
   type("hello\r");
@@ -186,7 +226,7 @@ TEST_F(MayuraRunTerminalTest, TypedInputIsEchoedAndRead) {
 // The terminal is put back however the run ends: the command failing, the
 // command not found, mayura-run stopped by SIGTERM mid-run (the sandbox
 // released, 125), and bad input (never made raw).
-TEST_F(MayuraRunTerminalTest, TheCallersTerminalIsPutBackOnEveryWayOut) {
+TEST_P(MayuraRunTerminalTest, TheCallersTerminalIsPutBackOnEveryWayOut) {
   start("-it -- sh -c 'exit 3'");
   EXPECT_EQ(exit_status(), 3);
   EXPECT_TRUE(put_back());

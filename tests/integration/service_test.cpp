@@ -26,6 +26,7 @@
 #include "scratch_socket.hpp"
 #include "tests/support/exec_load.hpp"
 #include "http_client.hpp"
+#include "ws_call.hpp"
 #include "mayura/remote.hpp"
 #include "mayura/service/server.hpp"
 #include "mayura/testing/conformance.hpp"
@@ -578,6 +579,89 @@ TEST_F(InProcessServerTest, ARemoteClientsCommandsLiveInTheDaemon) {
   sandboxes.close();
 }
 
+// An attachment is a WebSocket: what is held from an offset, then the output
+// as it comes; input and controls the other way, a refused one answered
+// without ending it; a request that is no upgrade, or names what is not
+// there, refused with its reason. Terminals and streamed input through the
+// remote provider are commands attached to.
+TEST_F(InProcessServerTest, AnAttachmentIsAWebSocket) {
+  Sandboxes sandboxes = remote();
+  EXPECT_TRUE(sandboxes.features().terminal);
+  EXPECT_TRUE(sandboxes.features().interactive);
+  const Sandbox s = sandboxes.create({.lifetime_ms = 120'000});
+  const std::string id = json::parse(call(verb::get, "/v1/sandboxes").body).at("sandboxes").at(0).at("id");
+  const CommandInfo cat = s.start({"sh", "-c", "printf abcdef; exec cat"});
+  ASSERT_TRUE(eventually([&] { return s.command(cat.id).stdout_bytes == 6; }));
+  const std::string base = "/v1/sandboxes/" + id + "/commands/" + cat.id;
+
+  // Without follow, from an offset: what is held from there, and the
+  // command as it is.
+  std::string out;
+  AttachOptions now;
+  now.follow = false;
+  now.stdout_from = 2;
+  now.on_stdout = [&](std::string_view c) { out += c; };
+  EXPECT_EQ(s.attach(cat.id, now).state, CommandState::running);
+  EXPECT_EQ(out, "cdef");
+
+  // Raw: a malformed control is answered and the session goes on; input
+  // typed over it comes back as output, then the end.
+  auto sender = std::make_shared<service::WsSender>();
+  std::vector<std::pair<std::string, bool>> got;
+  service::WsCall ws;
+  ws.target = base + "/attach?stdoutFrom=6";
+  ws.sender = sender;
+  ws.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  ws.on_message = [&](std::string_view data, bool binary) {
+    got.emplace_back(std::string(data), binary);
+    if (got.size() == 1) sender->send("typed\n", true);
+    if (got.size() == 2) sender->send(R"({"closeInput": true})", false);
+  };
+  sender->send(R"({"signal": 99})", false);
+  const service::WsOutcome outcome = service::ws_call(service::parse_endpoint(socket_), ws);
+  EXPECT_TRUE(outcome.closed);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_FALSE(got[0].second);
+  EXPECT_EQ(json::parse(got[0].first).at("reason"), "INVALID_INPUT") << got[0].first;
+  EXPECT_TRUE(got[1].second);
+  EXPECT_EQ(got[1].first, std::string("\x01typed\n"));
+  EXPECT_EQ(json::parse(got[2].first).at("command").at("state"), "exited") << got[2].first;
+
+  // Refusals, each with its reason, before any upgrade.
+  EXPECT_EQ(call(verb::get, base + "/attach").status, 426u);
+  EXPECT_EQ(call(verb::get, base + "/attach?stdoutFrom=-1").status, 400u);
+  EXPECT_EQ(call(verb::get, base + "/attach?follow=maybe").status, 400u);
+  EXPECT_EQ(call(verb::get, "/v1/sandboxes/" + id + "/commands/c99/attach").status, 412u);
+  EXPECT_EQ(reason_of([&] { s.attach("c99", {}); }), Reason::NOT_FOUND);
+
+  // A terminal and streamed input through the remote provider.
+  ExecOptions tty;
+  tty.terminal = TerminalSize{30, 100};
+  EXPECT_EQ(s.exec({"sh", "-c", "stty size; exit 5"}, tty).exit_code, 5);
+  EXPECT_EQ(s.exec({"stty", "size"}, tty).stdout, "30 100\r\n");
+  ExecOptions typed;
+  typed.on_start = [](const std::shared_ptr<CommandControl>& control) {
+    control->write("one\n");
+    control->close_input();
+  };
+  const ExecResult echoed = s.exec({"cat"}, typed);
+  EXPECT_EQ(echoed.exit_code, 0);
+  EXPECT_EQ(echoed.stdout, "one\n");
+  // Cancelled: the command is stopped, and the exec fails CANCELLED.
+  std::stop_source stop;
+  ExecOptions cancelled;
+  cancelled.terminal = TerminalSize{};
+  cancelled.cancellation = stop.get_token();
+  cancelled.on_stdout = [&stop](std::string_view) { stop.request_stop(); };
+  EXPECT_EQ(reason_of([&] { s.exec({"sh", "-c", "echo up; sleep 300"}, cancelled); }), Reason::CANCELLED);
+  for (const CommandInfo& c : s.commands()) EXPECT_NE(c.state, CommandState::running) << c.id;
+  // Released, its commands went with it (the daemon held them).
+  s.release();
+  EXPECT_EQ(reason_of([&] { s.command(cat.id); }), Reason::GONE);
+  EXPECT_EQ(reason_of([&] { s.attach(cat.id, {}); }), Reason::GONE);
+  sandboxes.close();
+}
+
 // Over TLS, a bearer token names the client: the contract works through
 // remote_sandboxes with the token and the server's CA; a wrong token, or
 // none, is refused PERMISSION_DENIED (401) before anything is made; a client
@@ -619,6 +703,10 @@ TEST_F(InProcessServerTest, TlsWithBearerTokens) {
     EXPECT_EQ(r.stdout, "hi\n");
     s.write_file("over-tls", "bytes");
     EXPECT_EQ(s.read_file("over-tls"), "bytes");
+    // A terminal over TLS: a command attached to through a WebSocket there.
+    ExecOptions tty;
+    tty.terminal = TerminalSize{12, 34};
+    EXPECT_EQ(s.exec({"stty", "size"}, tty).stdout, "12 34\r\n");
     // the daemon knows the sandbox as the token's client's
     const auto listed = raw(token, verb::get, "/v1/sandboxes");
     ASSERT_EQ(listed.status, 200u) << listed.body;

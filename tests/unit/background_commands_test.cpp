@@ -1,5 +1,5 @@
 // The background commands' parts that need no sandbox: the rings that hold
-// the newest output, and the table's ids and bound.
+// the newest output, the table's ids and bound, and a command's watchers.
 
 #include <gtest/gtest.h>
 
@@ -109,6 +109,26 @@ TEST(BackgroundCommandsTest, TheBytesKeptAreBoundedAndEndedOnesMakeRoom) {
   EXPECT_EQ(reason_of([&] { table.find("c3"); }), Reason::NOT_FOUND);
   EXPECT_EQ(table.find("c1"), a);  // running: never dropped
   EXPECT_EQ(table.list().size(), 4u);
+}
+
+// A watcher hears of every change (output, the control, the end) as it is
+// made, and never once it has stopped watching.
+TEST(BackgroundCommandsTest, AWatcherHearsEachChangeUntilItStops) {
+  BackgroundCommands table;
+  auto c = table.add({"c"}, false, 1024);
+  int heard = 0;
+  int other = 0;
+  const std::uint64_t w = c->watch([&heard] { ++heard; });
+  const std::uint64_t v = c->watch([&other] { ++other; });
+  c->output(OutputStream::out, "a");
+  c->output(OutputStream::err, "b");
+  EXPECT_EQ(heard, 2);
+  c->unwatch(w);
+  c->ended(CommandState::exited, 0, {});
+  EXPECT_EQ(heard, 2);
+  EXPECT_EQ(other, 3);
+  c->unwatch(v);
+  c->unwatch(v);  // twice: nothing
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "mayura/errors.hpp"
 #include "mayura/validate.hpp"
 #include "service/route_table.hpp"
+#include "tests/support/reason_of.hpp"
 #include "service/wire.hpp"
 
 namespace mayura::service {
@@ -201,6 +202,25 @@ TEST(OpenApi, TheCommandShapesAreTheWiresOwn) {
   EXPECT_EQ(keys_of(output_slice_json(OutputSlice{})), property_names("OutputSlice"));
   EXPECT_EQ(keys_of(command_input_json(CommandInput{"data", true})), property_names("CommandInput"));
   EXPECT_EQ(keys_of(terminal_size_json(TerminalSize{})), property_names("TerminalSize"));
+}
+
+// An attachment's controls, both ways, and what each refuses.
+TEST(OpenApi, TheAttachmentsControlsRoundTripAndBadOnesAreRefused) {
+  using K = AttachControl::Kind;
+  for (const json& message : {json{{"closeInput", true}}, json{{"signal", 2}}, json{{"stop", true}},
+                              json{{"resize", {{"rows", 40}, {"columns", 120}}}}}) {
+    EXPECT_EQ(attach_control_json(attach_control_from(message)), message) << message;
+  }
+  const AttachControl resize = attach_control_from({{"resize", {{"rows", 40}, {"columns", 120}}}});
+  EXPECT_EQ(resize.kind, K::resize);
+  EXPECT_EQ(resize.size.rows, 40);
+  EXPECT_EQ(attach_control_from({{"signal", 64}}).signal, 64);
+  for (const json& bad :
+       {json::array(), json::object(), json{{"signal", 0}}, json{{"signal", 65}}, json{{"signal", "INT"}},
+        json{{"closeInput", false}}, json{{"stop", 1}}, json{{"resize", {{"rows", 1}}}}, json{{"shout", true}},
+        json{{"signal", 2}, {"stop", true}}}) {
+    EXPECT_EQ(testing::reason_of([&] { attach_control_from(bad); }), Reason::INVALID_INPUT) << bad;
+  }
 }
 
 // What a snapshot is on the wire, both ways; the bodies a snapshot and a

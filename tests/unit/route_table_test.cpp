@@ -79,6 +79,7 @@ TEST(RouteTable, ServingFollowsTheResource) {
     EXPECT_EQ(r.serving == Serving::exec, r.resource == Resource::exec) << r.path;
     EXPECT_EQ(r.serving == Serving::run, r.resource == Resource::run) << r.path;
     EXPECT_EQ(r.serving == Serving::command_wait, r.resource == Resource::command_wait) << r.path;
+    EXPECT_EQ(r.serving == Serving::attach, r.resource == Resource::command_attach) << r.path;
   }
 }
 

@@ -9,10 +9,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mayura/types.hpp"
@@ -74,6 +76,31 @@ struct AttachOptions {
   bool follow = true;                      // false: only what is held now
   std::optional<std::int64_t> timeout_ms;  // of the attachment, not the command
   std::stop_token cancellation;            // ends the attachment, not the command
+};
+
+// A watch on one command (Sandbox::watch), until it is destroyed or reset:
+// from then on its callback is never called again.
+class CommandWatch {
+ public:
+  CommandWatch() = default;
+  explicit CommandWatch(std::function<void()> end) : end_(std::move(end)) {}
+  CommandWatch(CommandWatch&& other) noexcept : end_(std::exchange(other.end_, nullptr)) {}
+  CommandWatch& operator=(CommandWatch&& other) noexcept {
+    if (this != &other) {
+      reset();
+      end_ = std::exchange(other.end_, nullptr);
+    }
+    return *this;
+  }
+  CommandWatch(const CommandWatch&) = delete;
+  CommandWatch& operator=(const CommandWatch&) = delete;
+  ~CommandWatch() { reset(); }
+  void reset() noexcept {
+    if (auto end = std::exchange(end_, nullptr)) end();
+  }
+
+ private:
+  std::function<void()> end_;
 };
 
 }  // namespace mayura

@@ -24,6 +24,8 @@ class CommandHost {
   virtual std::vector<CommandInfo> commands() = 0;
   virtual CommandInfo command(const std::string& id) = 0;
   virtual OutputSlice output(const std::string& id, OutputStream stream, std::uint64_t from, std::size_t max_bytes) = 0;
+  // As Sandbox::attach, streamed from the host as the command prints.
+  virtual CommandInfo attach(const std::string& id, const AttachOptions& options) = 0;
   virtual void write_input(const std::string& id, std::string data) = 0;
   virtual void close_input(const std::string& id) = 0;
   virtual void signal(const std::string& id, int signal) = 0;

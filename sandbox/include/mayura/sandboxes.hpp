@@ -149,6 +149,14 @@ class Sandbox {
   CommandInfo stop(const std::string& id) const;
   // Its info once it has ended, or at the timeout (still running then).
   CommandInfo wait(const std::string& id, std::optional<std::int64_t> timeout_ms = {}) const;
+  // For an asynchronous server, which reads output() and command() itself
+  // rather than wait in attach() or wait(): calls `changed` each time the
+  // command prints, gets its control or ends, until the watch is dropped.
+  // It runs on whichever thread made the change, under the command's lock:
+  // it must return at once (post the work elsewhere) and call nothing of
+  // this sandbox's. UNSUPPORTED where the backend holds the commands
+  // (mayura/command_host.hpp: attach() streams them from there).
+  [[nodiscard]] CommandWatch watch(const std::string& id, std::function<void()> changed) const;
 
   // The desktop of a sandbox created with CreateOptions::desktop: the screen
   // as PNG bytes (or a region of it), where the pointer is, and input that
