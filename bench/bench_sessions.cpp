@@ -1,9 +1,11 @@
 // Sessions: a keystroke's echo through mayura-run -it, beside the same
 // keystroke through `script` (a relay through a second pty on the host, the
 // shape mayura-run has) and through a bare pty (the kernel's echo alone);
-// and an attach to a background command that receives its last 1 MiB. The
-// aims: the echo at most twice script's, the attach at most 5 ms.
-//   bench_sessions [ITERATIONS] MAYURA_RUN
+// and an attach to a background command that receives its last 1 MiB. Each
+// with the engine in the process, then through a mayurad (the keystroke
+// and the output over its WebSocket). The aims: the echo at most twice
+// script's, the attach at most 5 ms.
+//   bench_sessions [ITERATIONS] MAYURA_RUN MAYURAD
 
 #include <fcntl.h>
 #include <poll.h>
@@ -21,9 +23,11 @@
 #include <utility>
 #include <vector>
 
+#include "daemon.hpp"
 #include "measure.hpp"
 #include "tests/support/pty_child.hpp"
 #include "mayura/native.hpp"
+#include "mayura/remote.hpp"
 #include "mayura/sandboxes.hpp"
 
 namespace {
@@ -102,8 +106,30 @@ mayura::bench::Stats keystrokes(int iterations, std::vector<std::string> argv, b
   });
 }
 
-void row(const char* name, const mayura::bench::Stats& s) {
-  std::printf("%-52s %8.3f %8.3f %5d/%d\n", name, s.median_ms, s.p95_ms, s.succeeded, s.succeeded + s.failed);
+void row(const std::string& name, const mayura::bench::Stats& s) {
+  std::printf("%-64s %8.3f %8.3f %5d/%d\n", name.c_str(), s.median_ms, s.p95_ms, s.succeeded, s.succeeded + s.failed);
+}
+
+// A background command that printed 1 MiB (and ended): an attach from its
+// oldest byte held receives all of it.
+void attach_rows(int iterations, const mayura::Sandboxes& sandboxes, const std::string& how) {
+  mayura::CreateOptions create;
+  create.lifetime_ms = 600'000;
+  const mayura::Sandbox sandbox = sandboxes.create(create);
+  const mayura::CommandInfo printed = sandbox.start({"sh", "-c", "head -c 1048576 /dev/zero | tr '\\0' x; sleep 1000"});
+  while (sandbox.command(printed.id).stdout_bytes < (std::size_t{1} << 20)) ::usleep(10'000);
+  const auto attach = mayura::bench::measure(iterations, [&] {
+    std::size_t received = 0;
+    mayura::AttachOptions o;
+    o.follow = false;
+    o.on_stdout = [&received](std::string_view chunk) { received += chunk.size(); };
+    sandbox.attach(printed.id, o);
+    return received == (std::size_t{1} << 20);
+  });
+  row("attach: a background command's last 1 MiB" + how + " (the aim: 5)", attach);
+  sandbox.stop(printed.id);
+  sandbox.release();
+  sandboxes.close();
 }
 
 }  // namespace
@@ -121,25 +147,21 @@ int main(int argc, char** argv) {
   row("a keystroke's echo: mayura-run --local -it -- cat", run);
   std::printf("mayura-run -it / script: %s (the aim: at most 2)\n", mayura::bench::ratio(run, script).c_str());
 
-  // A background command that printed 1 MiB (and ended): an attach from
-  // its oldest byte held receives all of it.
+  const mayura::bench::Daemon daemon(argc > 3 ? argv[3] : "mayurad");
+  if (!daemon.up()) {
+    std::fprintf(stderr, "bench_sessions: mayurad did not start\n");
+    return 1;
+  }
+  const auto remote =
+      keystrokes(iterations, {"env", "MAYURA_HOST=" + daemon.url(), mayura_run, "-it", "--", "cat"}, true);
+  row("a keystroke's echo: mayura-run -it -- cat, through mayurad", remote);
+  std::printf("through mayurad / script: %s (the aim: at most 2)\n", mayura::bench::ratio(remote, script).c_str());
+
   mayura::SandboxesOptions limits;
-  auto sandboxes = mayura::create_sandboxes(mayura::native_sandboxes(), limits);
-  mayura::CreateOptions create;
-  create.lifetime_ms = 600'000;
-  const mayura::Sandbox sandbox = sandboxes.create(create);
-  const mayura::CommandInfo printed = sandbox.start({"sh", "-c", "head -c 1048576 /dev/zero | tr '\\0' x; sleep 1000"});
-  while (sandbox.command(printed.id).stdout_bytes < (std::size_t{1} << 20)) ::usleep(10'000);
-  const auto attach = mayura::bench::measure(iterations, [&] {
-    std::size_t received = 0;
-    mayura::AttachOptions o;
-    o.follow = false;
-    o.on_stdout = [&received](std::string_view chunk) { received += chunk.size(); };
-    sandbox.attach(printed.id, o);
-    return received == (std::size_t{1} << 20);
-  });
-  row("attach: a background command's last 1 MiB (the aim: 5)", attach);
-  sandbox.stop(printed.id);
-  sandbox.release();
+  attach_rows(iterations, mayura::create_sandboxes(mayura::native_sandboxes(), limits), "");
+  mayura::RemoteOptions remote_options;
+  remote_options.url = daemon.url();
+  attach_rows(iterations, mayura::create_sandboxes(mayura::remote_sandboxes(remote_options), limits),
+              ", through mayurad's WebSocket");
   return 0;
 }

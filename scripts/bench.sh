@@ -40,7 +40,7 @@ echo
 echo
 "$here/../build/bench/bench_pause" "${1:-200}"
 echo
-"$here/../build/bench/bench_sessions" "${1:-200}" "$here/../build/tools/mayura-run"
+"$here/../build/bench/bench_sessions" "${1:-200}" "$here/../build/tools/mayura-run" "$here/../build/tools/mayurad"
 echo
 "$here/../build/bench/bench_disk" "${1:-200}"
 echo
