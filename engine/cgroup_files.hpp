@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "sys_error.hpp"
+
 namespace mayura::cgroups {
 
 // 0 or the errno. One write: cgroup files take a value per write.
@@ -19,6 +21,12 @@ inline int write_at(int dir, const char* file, const std::string& value) noexcep
   const int error = n == static_cast<ssize_t>(value.size()) ? 0 : (n < 0 ? errno : EIO);
   ::close(fd);
   return error;
+}
+
+// write_at, failing with the step it was: setting the sandbox's FILE.
+inline void set_file(int dir, const char* file, const std::string& value) {
+  const int error = write_at(dir, file, value);
+  if (error) fail_step(std::string("setting the sandbox's ") + file + " to " + value, error);
 }
 
 // The whole of an open file, read again from its start (cgroup files give

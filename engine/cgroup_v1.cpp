@@ -37,11 +37,6 @@ UniqueFd open_group(const std::string& path) {
   return fd;
 }
 
-void set(int dir, const char* file, const std::string& value) {
-  const int error = write_at(dir, file, value);
-  if (error) fail_step(std::string("setting the sandbox's ") + file + " to " + value, error);
-}
-
 // rmdir, retried for a moment: a group stays busy until its last process
 // has been reaped.
 bool remove_dir(const std::string& path) noexcept {
@@ -101,7 +96,7 @@ V1Groups V1Groups::existing(const Host& host, const std::string& root_name, cons
 void V1Groups::place(pid_t pid) const {
   const std::string text = std::to_string(pid);
   for (const std::string* group : {&memory_path_, &cpu_path_, &pids_path_}) {
-    if (!group->empty()) set(open_group(*group).get(), "cgroup.procs", text);
+    if (!group->empty()) set_file(open_group(*group).get(), "cgroup.procs", text);
   }
 }
 
@@ -112,18 +107,19 @@ void V1Groups::apply(const Limits& limits) const {
     const std::string bytes = limits.memory_bytes ? std::to_string(*limits.memory_bytes) : "-1";
     // memsw (memory + swap) may never be below the memory limit: lift it,
     // set the limit, then hold memsw at the same value so no swap is used.
-    if (swap) set(memory.get(), "memory.memsw.limit_in_bytes", "-1");
-    set(memory.get(), "memory.limit_in_bytes", bytes);
-    if (swap) set(memory.get(), "memory.memsw.limit_in_bytes", bytes);
+    if (swap) set_file(memory.get(), "memory.memsw.limit_in_bytes", "-1");
+    set_file(memory.get(), "memory.limit_in_bytes", bytes);
+    if (swap) set_file(memory.get(), "memory.memsw.limit_in_bytes", bytes);
     write_at(memory.get(), "memory.swappiness", "0");  // refused on some kernels; memsw is the bound
   }
   if (!cpu_path_.empty()) {
     const UniqueFd cpu = open_group(cpu_path_);
-    set(cpu.get(), "cpu.cfs_period_us", std::to_string(kCpuPeriodUs));
-    set(cpu.get(), "cpu.cfs_quota_us", limits.cpus ? std::to_string(cpu_quota_us(*limits.cpus)) : "-1");
+    set_file(cpu.get(), "cpu.cfs_period_us", std::to_string(kCpuPeriodUs));
+    set_file(cpu.get(), "cpu.cfs_quota_us", limits.cpus ? std::to_string(cpu_quota_us(*limits.cpus)) : "-1");
   }
   if (!pids_path_.empty()) {
-    set(open_group(pids_path_ + "/commands").get(), "pids.max", limits.pids ? std::to_string(*limits.pids) : "max");
+    set_file(open_group(pids_path_ + "/commands").get(), "pids.max",
+             limits.pids ? std::to_string(*limits.pids) : "max");
   }
 }
 

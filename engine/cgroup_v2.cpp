@@ -17,11 +17,6 @@
 namespace mayura::cgroups {
 namespace {
 
-void set(int dir, const char* file, const std::string& value) {
-  const int error = write_at(dir, file, value);
-  if (error) fail_step(std::string("setting the sandbox's ") + file + " to " + value, error);
-}
-
 std::string or_max(const std::optional<std::uint64_t>& v) { return v ? std::to_string(*v) : "max"; }
 
 }  // namespace
@@ -110,12 +105,12 @@ void bound_v2_root(const Host& host, const std::string& root, const RootTotals& 
 }
 
 void enable_v2_command_limits(int sandbox_dir, const Host& host) {
-  if (host.pids.v2) set(sandbox_dir, "cgroup.subtree_control", "+pids");
+  if (host.pids.v2) set_file(sandbox_dir, "cgroup.subtree_control", "+pids");
 }
 
 void apply_v2(int sandbox_dir, int commands_dir, const Host& host, const Limits& limits, bool commands_limited) {
   if (host.memory.v2) {
-    set(sandbox_dir, "memory.max", or_max(limits.memory_bytes));
+    set_file(sandbox_dir, "memory.max", or_max(limits.memory_bytes));
     // No swap: a memory bound that swap could stretch is no bound. A kernel
     // without swap accounting has no such file, and no swap to stretch into.
     const int error = write_at(sandbox_dir, "memory.swap.max", "0");
@@ -123,13 +118,13 @@ void apply_v2(int sandbox_dir, int commands_dir, const Host& host, const Limits&
   }
   if (host.cpu.v2) {
     const std::string quota = limits.cpus ? std::to_string(cpu_quota_us(*limits.cpus)) : "max";
-    set(sandbox_dir, "cpu.max", quota + " " + std::to_string(kCpuPeriodUs));
+    set_file(sandbox_dir, "cpu.max", quota + " " + std::to_string(kCpuPeriodUs));
   }
   if (host.pids.v2 && commands_limited) apply_v2_command_limit(commands_dir, limits);
 }
 
 void apply_v2_command_limit(int commands_dir, const Limits& limits) {
-  set(commands_dir, "pids.max", or_max(limits.pids));
+  set_file(commands_dir, "pids.max", or_max(limits.pids));
 }
 
 std::string io_max_line(dev_t device, const IoBounds& bounds) {
@@ -140,7 +135,7 @@ std::string io_max_line(dev_t device, const IoBounds& bounds) {
 }
 
 void apply_v2_io(int sandbox_dir, dev_t device, const IoBounds& bounds) {
-  set(sandbox_dir, "io.max", io_max_line(device, bounds));
+  set_file(sandbox_dir, "io.max", io_max_line(device, bounds));
 }
 
 std::uint64_t v2_oom_kills(int sandbox_dir) {

@@ -23,12 +23,12 @@ namespace mayura::native {
 namespace {
 
 constexpr char kTemporaryPrefix[] = ".tmp-";
-constexpr char kSuffix[] = ".ext4";
+constexpr char kSnapshotSuffix[] = ".ext4";
 // A fork's snapshot lives only while the fork runs: one older than this was
 // left by an engine that died in the middle of one.
 constexpr std::chrono::minutes kForkSnapshotAge{10};
 
-void make_dir(const std::string& dir) { make_engine_dir(dir, "the snapshot directory"); }
+void make_snapshot_dir(const std::string& dir) { make_engine_dir(dir, "the snapshot directory"); }
 
 void sync_dir(const std::string& dir) {
   const UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -101,7 +101,7 @@ std::string SnapshotStore::owner_dir(const std::string& owner) const { return te
 
 std::string SnapshotStore::path(const std::string& owner, const std::string& name) const {
   check_stored_name(name, "snapshot");
-  return owner_dir(owner) + "/" + name + kSuffix;
+  return owner_dir(owner) + "/" + name + kSnapshotSuffix;
 }
 
 UniqueFd SnapshotStore::open(const std::string& owner, const std::string& name) const {
@@ -119,10 +119,10 @@ std::vector<Snapshot> SnapshotStore::list(const std::string& owner) const {
   for (const auto& e : std::filesystem::directory_iterator(owner_dir(owner), ec)) {
     const std::string file = e.path().filename().string();
     // Neither a snapshot being written nor a fork's own.
-    if (file.front() == '.' || file.front() == '~' || !ends_with(file, kSuffix)) continue;
+    if (file.front() == '.' || file.front() == '~' || !ends_with(file, kSnapshotSuffix)) continue;
     struct stat st {};
     if (::stat(e.path().c_str(), &st) != 0) continue;  // removed meanwhile
-    out.push_back(describe(file.substr(0, file.size() - (sizeof kSuffix - 1)), st));
+    out.push_back(describe(file.substr(0, file.size() - (sizeof kSnapshotSuffix - 1)), st));
   }
   std::sort(out.begin(), out.end(), [](const Snapshot& a, const Snapshot& b) { return a.name < b.name; });
   return out;
@@ -139,9 +139,9 @@ Snapshot SnapshotStore::write(const std::string& owner, const std::string& name,
                               const std::function<void(int file)>& fill) const {
   const std::string final_path = path(owner, name);
   const std::string dir = owner_dir(owner);
-  make_dir(dir_);
-  make_dir(dir);
-  const std::string temporary = dir + "/" + kTemporaryPrefix + random_hex(16) + kSuffix;
+  make_snapshot_dir(dir_);
+  make_snapshot_dir(dir);
+  const std::string temporary = dir + "/" + kTemporaryPrefix + random_hex(16) + kSnapshotSuffix;
   UniqueFd file(::open(temporary.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600));
   if (!file)
     fail_step("making the snapshot " + name, errno, errno == ENOSPC ? Reason::LIMIT_REACHED : Reason::INTERNAL);

@@ -21,9 +21,9 @@
 namespace mayura::native {
 namespace {
 
-constexpr char kSuffix[] = ".ext4";
+constexpr char kVolumeSuffix[] = ".ext4";
 
-void make_dir(const std::string& dir) { make_engine_dir(dir, "the volume directory"); }
+void make_volume_dir(const std::string& dir) { make_engine_dir(dir, "the volume directory"); }
 
 [[noreturn]] void in_use(const std::string& name) {
   throw SandboxError(Reason::INVALID_INPUT, "the volume " + name + " is in use by a sandbox");
@@ -62,14 +62,14 @@ std::int64_t made_ms(const std::string& path) {
 
 std::string VolumeStore::path(const std::string& owner, const std::string& name) const {
   check_stored_name(name, "volume");
-  return tenant_dir(dir_, owner) + "/" + name + kSuffix;
+  return tenant_dir(dir_, owner) + "/" + name + kVolumeSuffix;
 }
 
 Volume VolumeStore::create(const std::string& owner, const std::string& name, std::int64_t size_mib) const {
   const std::string final_path = path(owner, name);
   const std::string dir = tenant_dir(dir_, owner);
-  make_dir(dir_);
-  make_dir(dir);
+  make_volume_dir(dir_);
+  make_volume_dir(dir);
   // Made in a file with no name, then linked to its name: whole or not at
   // all (an engine dying halfway leaves nothing), and never over another's
   // (linkat fails EEXIST where rename would replace).
@@ -96,14 +96,14 @@ std::vector<Volume> VolumeStore::list(const std::string& owner) const {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(tenant_dir(dir_, owner), ec)) {
     const std::string file = e.path().filename().string();
-    if (file.front() == '.' || file.size() <= sizeof kSuffix - 1 ||
-        file.compare(file.size() - (sizeof kSuffix - 1), std::string::npos, kSuffix) != 0) {
+    if (file.front() == '.' || file.size() <= sizeof kVolumeSuffix - 1 ||
+        file.compare(file.size() - (sizeof kVolumeSuffix - 1), std::string::npos, kVolumeSuffix) != 0) {
       continue;
     }
     struct stat st {};
     if (::stat(e.path().c_str(), &st) != 0) continue;  // deleted meanwhile
-    out.push_back({file.substr(0, file.size() - (sizeof kSuffix - 1)), static_cast<std::int64_t>(st.st_size >> 20),
-                   made_ms(e.path().string()),
+    out.push_back({file.substr(0, file.size() - (sizeof kVolumeSuffix - 1)),
+                   static_cast<std::int64_t>(st.st_size >> 20), made_ms(e.path().string()),
                    bound.contains(e.path().string()) && !held_by_an_ending_sandbox(e.path().string())});
   }
   std::sort(out.begin(), out.end(), [](const Volume& a, const Volume& b) { return a.name < b.name; });

@@ -38,13 +38,13 @@ struct CacheDeleter {
 using Link = std::unique_ptr<rtnl_link, LinkDeleter>;
 using NlAddr = std::unique_ptr<nl_addr, NlAddrDeleter>;
 
-[[noreturn]] void fail(const std::string& step, int nl_error) {
+[[noreturn]] void fail_netlink(const std::string& step, int nl_error) {
   throw SandboxError(Reason::INTERNAL, step + ": " + nl_geterror(nl_error));
 }
 
 template <class T>
 T* made(T* object, const std::string& step) {
-  if (!object) fail(step, -NLE_NOMEM);
+  if (!object) fail_netlink(step, -NLE_NOMEM);
   return object;
 }
 
@@ -63,7 +63,7 @@ RouteSocket::RouteSocket(int netns_fd) {
     if (const int err = nl_connect(sock_, NETLINK_ROUTE); err < 0) {
       nl_socket_free(sock_);
       sock_ = nullptr;
-      fail("connecting a netlink socket", err);
+      fail_netlink("connecting a netlink socket", err);
     }
   });
 }
@@ -81,12 +81,13 @@ void RouteSocket::add_veth(const std::string& name, int peer_netns, const std::s
   Link peer(made(rtnl_link_veth_get_peer(link.get()), step));
   rtnl_link_set_name(peer.get(), peer_name.c_str());
   rtnl_link_set_ns_fd(peer.get(), peer_netns);
-  if (const int err = rtnl_link_add(sock_, link.get(), NLM_F_CREATE | NLM_F_EXCL); err < 0) fail(step, err);
+  if (const int err = rtnl_link_add(sock_, link.get(), NLM_F_CREATE | NLM_F_EXCL); err < 0) fail_netlink(step, err);
 }
 
 int RouteSocket::index_of(const std::string& link) {
   rtnl_link* raw = nullptr;
-  if (const int err = rtnl_link_get_kernel(sock_, 0, link.c_str(), &raw); err < 0) fail("finding link " + link, err);
+  if (const int err = rtnl_link_get_kernel(sock_, 0, link.c_str(), &raw); err < 0)
+    fail_netlink("finding link " + link, err);
   const Link found(raw);
   return rtnl_link_get_ifindex(found.get());
 }
@@ -98,19 +99,19 @@ void RouteSocket::add_address(const std::string& link, std::uint32_t address, in
   rtnl_addr_set_ifindex(addr.get(), index);
   rtnl_addr_set_family(addr.get(), AF_INET);
   const NlAddr local = ipv4(address, prefix, step);
-  if (const int err = rtnl_addr_set_local(addr.get(), local.get()); err < 0) fail(step, err);
+  if (const int err = rtnl_addr_set_local(addr.get(), local.get()); err < 0) fail_netlink(step, err);
   rtnl_addr_set_prefixlen(addr.get(), prefix);
-  if (const int err = rtnl_addr_add(sock_, addr.get(), NLM_F_EXCL); err < 0) fail(step, err);
+  if (const int err = rtnl_addr_add(sock_, addr.get(), NLM_F_EXCL); err < 0) fail_netlink(step, err);
 }
 
 void RouteSocket::set_up(const std::string& link) {
   const std::string step = "bringing up " + link;
   rtnl_link* raw = nullptr;
-  if (const int err = rtnl_link_get_kernel(sock_, 0, link.c_str(), &raw); err < 0) fail(step, err);
+  if (const int err = rtnl_link_get_kernel(sock_, 0, link.c_str(), &raw); err < 0) fail_netlink(step, err);
   const Link current(raw);
   const Link change(made(rtnl_link_alloc(), step));
   rtnl_link_set_flags(change.get(), IFF_UP);
-  if (const int err = rtnl_link_change(sock_, current.get(), change.get(), 0); err < 0) fail(step, err);
+  if (const int err = rtnl_link_change(sock_, current.get(), change.get(), 0); err < 0) fail_netlink(step, err);
 }
 
 void RouteSocket::add_route(std::uint32_t destination, int prefix, std::uint32_t gateway) {
@@ -123,13 +124,13 @@ void RouteSocket::add_route(std::uint32_t destination, int prefix, std::uint32_t
   rtnl_route_set_type(route.get(), RTN_UNICAST);
   rtnl_route_set_protocol(route.get(), RTPROT_STATIC);
   const NlAddr dst = ipv4(destination, prefix, step);
-  if (const int err = rtnl_route_set_dst(route.get(), dst.get()); err < 0) fail(step, err);
+  if (const int err = rtnl_route_set_dst(route.get(), dst.get()); err < 0) fail_netlink(step, err);
   // The route takes the next hop over; it is freed with the route.
   rtnl_nexthop* hop = made(rtnl_route_nh_alloc(), step);
   const NlAddr via = ipv4(gateway, 32, step);
   rtnl_route_nh_set_gateway(hop, via.get());
   rtnl_route_add_nexthop(route.get(), hop);
-  if (const int err = rtnl_route_add(sock_, route.get(), NLM_F_EXCL); err < 0) fail(step, err);
+  if (const int err = rtnl_route_add(sock_, route.get(), NLM_F_EXCL); err < 0) fail_netlink(step, err);
 }
 
 bool RouteSocket::delete_link(const std::string& name) {
@@ -138,14 +139,14 @@ bool RouteSocket::delete_link(const std::string& name) {
   rtnl_link_set_name(link.get(), name.c_str());
   const int err = rtnl_link_delete(sock_, link.get());
   if (err == -NLE_NODEV || err == -NLE_OBJ_NOTFOUND) return false;
-  if (err < 0) fail(step, err);
+  if (err < 0) fail_netlink(step, err);
   return true;
 }
 
 std::vector<std::string> RouteSocket::links_starting_with(const std::string& prefix) {
   const std::string step = "listing links";
   nl_cache* raw = nullptr;
-  if (const int err = rtnl_link_alloc_cache(sock_, AF_UNSPEC, &raw); err < 0) fail(step, err);
+  if (const int err = rtnl_link_alloc_cache(sock_, AF_UNSPEC, &raw); err < 0) fail_netlink(step, err);
   const std::unique_ptr<nl_cache, CacheDeleter> cache(raw);
   std::vector<std::string> names;
   for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {

@@ -29,8 +29,6 @@ constexpr std::size_t kMaxEntries = 1 << 20;
 constexpr std::size_t kMaxLayers = 128;  // what one message may hand the init (Docker's own bound is 127)
 constexpr std::size_t kMaxImages = 64;
 
-[[noreturn]] void bad(const std::string& why) { throw ImageError(why, ImageError::Kind::bad_archive); }
-
 using Reader = std::unique_ptr<archive, int (*)(archive*)>;
 
 Reader open_reader(const std::string& path) {
@@ -47,9 +45,9 @@ Reader open_reader(const std::string& path) {
   archive_read_support_format_tar(a.get());
   if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK) {
     const char* e = archive_error_string(a.get());
-    bad("cannot read " + path + ": " + (e ? e : "not an archive"));
+    bad_archive("cannot read " + path + ": " + (e ? e : "not an archive"));
   }
-  if (archive_filter_count(a.get()) > 2) bad(path + " is compressed more than once");
+  if (archive_filter_count(a.get()) > 2) bad_archive(path + " is compressed more than once");
   return a;
 }
 
@@ -120,9 +118,9 @@ json parse_json(const std::string& bytes, const std::string& what) {
   try {
     return parse_bounded_json(bytes);
   } catch (const json::exception&) {
-    bad(what + " is not valid JSON");
+    bad_archive(what + " is not valid JSON");
   } catch (const std::length_error&) {
-    bad(what + " is nested more than 64 levels deep");
+    bad_archive(what + " is nested more than 64 levels deep");
   }
 }
 
@@ -175,9 +173,9 @@ ImageArchive::ImageArchive(std::string path) : path_(std::move(path)) {
   } else if (entries_.count("index.json")) {
     read_oci(parse_json(file("index.json"), "index.json"));
   } else {
-    bad("the archive has neither manifest.json nor index.json: it is not a docker save or OCI image archive");
+    bad_archive("the archive has neither manifest.json nor index.json: it is not a docker save or OCI image archive");
   }
-  if (images_.empty()) bad("the archive holds no image for linux/" + host_architecture());
+  if (images_.empty()) bad_archive("the archive holds no image for linux/" + host_architecture());
 }
 
 void ImageArchive::list() {
@@ -187,18 +185,18 @@ void ImageArchive::list() {
     archive_entry* e = nullptr;
     const int r = archive_read_next_header(a.get(), &e);
     if (r == ARCHIVE_EOF) break;
-    if (r < ARCHIVE_WARN) bad("the archive is truncated or corrupt: " + error_of(a.get()));
+    if (r < ARCHIVE_WARN) bad_archive("the archive is truncated or corrupt: " + error_of(a.get()));
     const char* raw = archive_entry_pathname(e);
     const auto name = clean_name(raw ? raw : "");
     const auto type = archive_entry_filetype(e);
     if (!name) {
       if (type == AE_IFDIR && raw && (std::strcmp(raw, "./") == 0 || std::strcmp(raw, ".") == 0)) continue;
-      bad(std::string("the archive has an entry named '") + (raw ? std::string(raw).substr(0, 200) : "") +
-          "', outside it");
+      bad_archive(std::string("the archive has an entry named '") + (raw ? std::string(raw).substr(0, 200) : "") +
+                  "', outside it");
     }
-    if (entries_.size() >= kMaxEntries) bad("the archive has too many entries");
+    if (entries_.size() >= kMaxEntries) bad_archive("the archive has too many entries");
     if (type == AE_IFDIR) continue;
-    if (entries_.count(*name)) bad("the archive holds '" + *name + "' twice");
+    if (entries_.count(*name)) bad_archive("the archive holds '" + *name + "' twice");
     Entry entry;
     if (type == AE_IFREG && !archive_entry_hardlink(e)) {
       entry.regular = true;
@@ -206,7 +204,7 @@ void ImageArchive::list() {
       if (entry.size <= kCachedFile && cached + static_cast<std::uint64_t>(entry.size) <= kCacheBudget) {
         std::string bytes(static_cast<std::size_t>(entry.size), '\0');
         const la_ssize_t n = bytes.empty() ? 0 : archive_read_data(a.get(), bytes.data(), bytes.size());
-        if (n != static_cast<la_ssize_t>(bytes.size())) bad("the archive is truncated in '" + *name + "'");
+        if (n != static_cast<la_ssize_t>(bytes.size())) bad_archive("the archive is truncated in '" + *name + "'");
         cached += bytes.size();
         small_[*name] = std::move(bytes);
       }
@@ -214,7 +212,7 @@ void ImageArchive::list() {
       const char* target = archive_entry_hardlink(e) ? archive_entry_hardlink(e) : archive_entry_symlink(e);
       const auto joined =
           archive_entry_hardlink(e) ? clean_name(target ? target : "") : join_link(*name, target ? target : "");
-      if (!joined) bad("'" + *name + "' links out of the archive");
+      if (!joined) bad_archive("'" + *name + "' links out of the archive");
       entry.link = *joined;
     }
     entries_[*name] = std::move(entry);
@@ -226,22 +224,22 @@ std::string ImageArchive::resolve(const std::string& name) const {
   std::string at = name;
   for (int hops = 0; hops < 8; ++hops) {
     const auto it = entries_.find(at);
-    if (it == entries_.end()) bad("the archive lacks '" + name + "'");
+    if (it == entries_.end()) bad_archive("the archive lacks '" + name + "'");
     if (it->second.regular) return at;
-    if (it->second.link.empty()) bad("'" + name + "' is not a file of the archive");
+    if (it->second.link.empty()) bad_archive("'" + name + "' is not a file of the archive");
     at = it->second.link;
   }
-  bad("'" + name + "' is a loop of links");
+  bad_archive("'" + name + "' is a loop of links");
 }
 
 const std::string& ImageArchive::file(const std::string& name) {
   const std::string at = resolve(name);
   if (auto it = small_.find(at); it != small_.end()) return it->second;
-  if (entries_.at(at).size > kMaxJson) bad("'" + name + "' is too large for a manifest or config");
+  if (entries_.at(at).size > kMaxJson) bad_archive("'" + name + "' is too large for a manifest or config");
   stream({at}, [&](const std::string&, archive* a) {
     std::string bytes(static_cast<std::size_t>(entries_.at(at).size), '\0');
     if (archive_read_data(a, bytes.data(), bytes.size()) != static_cast<la_ssize_t>(bytes.size())) {
-      bad("the archive is truncated in '" + at + "'");
+      bad_archive("the archive is truncated in '" + at + "'");
     }
     small_[at] = std::move(bytes);
   });
@@ -258,21 +256,21 @@ void ImageArchive::stream(const std::set<std::string>& wanted,
     archive_entry* e = nullptr;
     const int r = archive_read_next_header(a.get(), &e);
     if (r == ARCHIVE_EOF) break;
-    if (r < ARCHIVE_WARN) bad("the archive is truncated or corrupt: " + error_of(a.get()));
+    if (r < ARCHIVE_WARN) bad_archive("the archive is truncated or corrupt: " + error_of(a.get()));
     const auto name = clean_name(archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
     if (!name || !left.count(*name)) continue;
     left.erase(*name);
     take(*name, a.get());
     if (progress) progress(static_cast<std::uint64_t>(archive_filter_bytes(a.get(), -1)));
   }
-  if (!left.empty()) bad("the archive ended before '" + *left.begin() + "'");
+  if (!left.empty()) bad_archive("the archive ended before '" + *left.begin() + "'");
 }
 
 ArchiveImage ImageArchive::image_from_config(std::string config_digest, const std::string& bytes) const {
   ArchiveImage image;
   image.config_digest = std::move(config_digest);
   image.config = parse_json(bytes, "the image config");
-  if (!image.config.is_object()) bad("the image config is not an object");
+  if (!image.config.is_object()) bad_archive("the image config is not an object");
   const std::string os = string_field(image.config, "os");
   const std::string arch = string_field(image.config, "architecture");
   if ((!os.empty() && os != "linux") || (!arch.empty() && arch != host_architecture())) {
@@ -283,11 +281,11 @@ ArchiveImage ImageArchive::image_from_config(std::string config_digest, const st
   if (auto rootfs = image.config.find("rootfs"); rootfs != image.config.end() && rootfs->is_object()) {
     if (auto d = rootfs->find("diff_ids"); d != rootfs->end() && d->is_array()) diff_ids = &*d;
   }
-  if (!diff_ids) bad("the image config has no rootfs.diff_ids");
-  if (diff_ids->size() > kMaxLayers) bad("the image has more than 128 layers");
+  if (!diff_ids) bad_archive("the image config has no rootfs.diff_ids");
+  if (diff_ids->size() > kMaxLayers) bad_archive("the image has more than 128 layers");
   for (const auto& d : *diff_ids) {
     if (!d.is_string() || !is_sha256_digest(d.get<std::string>()))
-      bad("the image config has a diff_id that is no sha256 digest");
+      bad_archive("the image config has a diff_id that is no sha256 digest");
     ArchiveLayer layer;
     layer.diff_id = d.get<std::string>();
     image.layers.push_back(layer);
@@ -297,12 +295,12 @@ ArchiveImage ImageArchive::image_from_config(std::string config_digest, const st
 
 // docker save: [{"Config": "<hex>.json", "RepoTags": [...], "Layers": ["<id>/layer.tar", ...]}]
 void ImageArchive::read_docker(const json& manifest) {
-  if (!manifest.is_array()) bad("manifest.json is not a list");
-  if (manifest.size() > kMaxImages) bad("the archive holds more than 64 images");
+  if (!manifest.is_array()) bad_archive("manifest.json is not a list");
+  if (manifest.size() > kMaxImages) bad_archive("the archive holds more than 64 images");
   for (const auto& item : manifest) {
-    if (!item.is_object()) bad("manifest.json has an entry that is not an object");
+    if (!item.is_object()) bad_archive("manifest.json has an entry that is not an object");
     const std::string config_name = string_field(item, "Config");
-    if (config_name.empty()) bad("manifest.json has an image without Config");
+    if (config_name.empty()) bad_archive("manifest.json has an image without Config");
     const std::string& config_bytes = file(config_name);
     const std::string digest = sha256_digest(config_bytes);
     // The config's name is its digest, in both shapes: <hex>.json or blobs/sha256/<hex>.
@@ -310,18 +308,19 @@ void ImageArchive::read_docker(const json& manifest) {
         config_name.substr(config_name.rfind('/') == std::string::npos ? 0 : config_name.rfind('/') + 1);
     const std::string hex =
         base.size() > 5 && base.compare(base.size() - 5, 5, ".json") == 0 ? base.substr(0, base.size() - 5) : base;
-    if (hex.size() == 64 && "sha256:" + hex != digest) bad("the config " + config_name + " does not match its digest");
+    if (hex.size() == 64 && "sha256:" + hex != digest)
+      bad_archive("the config " + config_name + " does not match its digest");
     ArchiveImage image = image_from_config(digest, config_bytes);
     const auto layers = item.find("Layers");
-    if (layers == item.end() || !layers->is_array()) bad("manifest.json has an image without Layers");
+    if (layers == item.end() || !layers->is_array()) bad_archive("manifest.json has an image without Layers");
     if (layers->size() != image.layers.size())
-      bad("manifest.json lists " + std::to_string(layers->size()) + " layers where the config has " +
-          std::to_string(image.layers.size()));
+      bad_archive("manifest.json lists " + std::to_string(layers->size()) + " layers where the config has " +
+                  std::to_string(image.layers.size()));
     for (std::size_t i = 0; i < layers->size(); ++i) {
-      if (!(*layers)[i].is_string()) bad("manifest.json names a layer with something other than a path");
+      if (!(*layers)[i].is_string()) bad_archive("manifest.json names a layer with something other than a path");
       const std::string name = (*layers)[i].get<std::string>();
       const auto clean = clean_name(name);
-      if (!clean) bad("manifest.json names a layer outside the archive: " + name.substr(0, 200));
+      if (!clean) bad_archive("manifest.json names a layer outside the archive: " + name.substr(0, 200));
       image.layers[i].entry = resolve(*clean);
       image.layers[i].size = entries_.at(image.layers[i].entry).size;
       if (clean->rfind("blobs/sha256/", 0) == 0) image.layers[i].blob_digest = "sha256:" + clean->substr(13);
@@ -337,38 +336,39 @@ void ImageArchive::read_docker(const json& manifest) {
 
 json ImageArchive::blob_json(const json& descriptor, const char* what) {
   const std::string digest = string_field(descriptor, "digest");
-  if (!is_sha256_digest(digest)) bad(std::string("the ") + what + " has no sha256 digest");
+  if (!is_sha256_digest(digest)) bad_archive(std::string("the ") + what + " has no sha256 digest");
   const std::string& bytes = file("blobs/sha256/" + digest_hex(digest));
-  if (sha256_digest(bytes) != digest) bad(std::string("the ") + what + " " + digest + " does not match its digest");
+  if (sha256_digest(bytes) != digest)
+    bad_archive(std::string("the ") + what + " " + digest + " does not match its digest");
   if (auto size = descriptor.find("size"); size != descriptor.end() && size->is_number_integer() &&
                                            size->get<std::int64_t>() != static_cast<std::int64_t>(bytes.size())) {
-    bad(std::string("the ") + what + " " + digest + " is not the size its descriptor says");
+    bad_archive(std::string("the ") + what + " " + digest + " is not the size its descriptor says");
   }
   return parse_json(bytes, std::string("the ") + what);
 }
 
 void ImageArchive::add_oci_image(const json& manifest, std::vector<std::string> names) {
-  if (images_.size() >= kMaxImages) bad("the archive holds more than 64 images");
+  if (images_.size() >= kMaxImages) bad_archive("the archive holds more than 64 images");
   const auto config = manifest.find("config");
-  if (config == manifest.end() || !config->is_object()) bad("a manifest has no config");
+  if (config == manifest.end() || !config->is_object()) bad_archive("a manifest has no config");
   const json config_json = blob_json(*config, "config");
   const std::string config_digest = string_field(*config, "digest");
   ArchiveImage image = image_from_config(config_digest, small_.at("blobs/sha256/" + digest_hex(config_digest)));
   const auto layers = manifest.find("layers");
-  if (layers == manifest.end() || !layers->is_array()) bad("a manifest has no layers");
+  if (layers == manifest.end() || !layers->is_array()) bad_archive("a manifest has no layers");
   if (layers->size() != image.layers.size())
-    bad("a manifest lists " + std::to_string(layers->size()) + " layers where its config has " +
-        std::to_string(image.layers.size()));
+    bad_archive("a manifest lists " + std::to_string(layers->size()) + " layers where its config has " +
+                std::to_string(image.layers.size()));
   for (std::size_t i = 0; i < layers->size(); ++i) {
     const json& layer = (*layers)[i];
     const std::string digest = layer.is_object() ? string_field(layer, "digest") : std::string();
-    if (!is_sha256_digest(digest)) bad("a manifest has a layer without a sha256 digest");
+    if (!is_sha256_digest(digest)) bad_archive("a manifest has a layer without a sha256 digest");
     image.layers[i].blob_digest = digest;
     image.layers[i].entry = resolve("blobs/sha256/" + digest_hex(digest));
     image.layers[i].size = entries_.at(image.layers[i].entry).size;
     if (auto size = layer.find("size");
         size != layer.end() && size->is_number_integer() && size->get<std::int64_t>() != image.layers[i].size) {
-      bad("the layer " + digest + " is not the size its manifest says");
+      bad_archive("the layer " + digest + " is not the size its manifest says");
     }
   }
   image.names = std::move(names);
@@ -378,11 +378,11 @@ void ImageArchive::add_oci_image(const json& manifest, std::vector<std::string> 
 // OCI: index.json lists manifests (or indexes of them, one per platform);
 // names come from the annotations containerd, Docker and skopeo write.
 void ImageArchive::read_oci(const json& index) {
-  if (!index.is_object()) bad("index.json is not an object");
+  if (!index.is_object()) bad_archive("index.json is not an object");
   const auto manifests = index.find("manifests");
-  if (manifests == index.end() || !manifests->is_array()) bad("index.json lists no manifests");
+  if (manifests == index.end() || !manifests->is_array()) bad_archive("index.json lists no manifests");
   for (const auto& d : *manifests) {
-    if (!d.is_object()) bad("index.json has a descriptor that is not an object");
+    if (!d.is_object()) bad_archive("index.json has a descriptor that is not an object");
     std::vector<std::string> names;
     if (auto ann = d.find("annotations"); ann != d.end() && ann->is_object()) {
       const std::string full = string_field(*ann, "io.containerd.image.name");
@@ -397,7 +397,7 @@ void ImageArchive::read_oci(const json& index) {
     if (is_index_type(type)) {
       const json nested = blob_json(d, "image index");
       const auto list = nested.find("manifests");
-      if (list == nested.end() || !list->is_array()) bad("an image index lists no manifests");
+      if (list == nested.end() || !list->is_array()) bad_archive("an image index lists no manifests");
       for (const auto& m : *list) {
         if (m.is_object() && is_manifest_type(string_field(m, "mediaType")) && m.contains("platform") &&
             platform_matches(m["platform"])) {

@@ -18,9 +18,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mayura/rootfs/image_error.hpp"
+
 struct archive;
 
 namespace mayura::rootfs {
+
+// An archive that is not an image, or not a whole one: why.
+[[noreturn]] inline void bad_archive(const std::string& why) { throw ImageError(why, ImageError::Kind::bad_archive); }
 
 struct ArchiveLayer {
   std::string entry;        // the entry holding the blob

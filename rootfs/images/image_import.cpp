@@ -38,7 +38,6 @@ namespace {
 using json = nlohmann::json;
 using Reader = std::unique_ptr<archive, int (*)(archive*)>;
 
-[[noreturn]] void bad(const std::string& why) { throw ImageError(why, ImageError::Kind::bad_archive); }
 [[noreturn]] void store_failed(const std::string& what, int error) {
   throw ImageError(what + ": " + std::strerror(error), ImageError::Kind::store);
 }
@@ -82,10 +81,11 @@ void drain(Pull& p, std::uint64_t limit, const char* what) {
     const la_ssize_t n = archive_read_data(p.from, p.buffer.data(), p.buffer.size());
     if (n == 0) return;
     total += n > 0 ? static_cast<std::uint64_t>(n) : 0;
-    if (total > limit) bad(std::string("the layer has more than ") + std::to_string(limit >> 20) + " MiB " + what);
+    if (total > limit)
+      bad_archive(std::string("the layer has more than ") + std::to_string(limit >> 20) + " MiB " + what);
     if (n < 0) {
       const char* e = archive_error_string(p.from);
-      bad(std::string("the layer is truncated or corrupt: ") + (e ? e : "read failed"));
+      bad_archive(std::string("the layer is truncated or corrupt: ") + (e ? e : "read failed"));
     }
     if (p.hash) p.hash->update(p.buffer.data(), static_cast<std::size_t>(n));
   }
@@ -109,13 +109,13 @@ Unpacked unpack_through(Pull& blob, Sha256& tar_hash, int dir) {
   if (archive_read_open(raw.get(), &blob, nullptr, pull, nullptr) != ARCHIVE_OK ||
       archive_read_next_header(raw.get(), &e) != ARCHIVE_OK) {
     const char* err = archive_error_string(raw.get());
-    bad(std::string("the layer is not a tar, gzip or zstd stream: ") + (err ? err : "empty"));
+    bad_archive(std::string("the layer is not a tar, gzip or zstd stream: ") + (err ? err : "empty"));
   }
   // An uncompressed layer passes through the raw reader byte for byte: its
   // blob digest is its tar's, and one hash of it is enough.
   const int filters = archive_filter_count(raw.get());
   // One compression at most: a gzip of a gzip is a bomb, not a layer.
-  if (filters > 2) bad("the layer is compressed more than once");
+  if (filters > 2) bad_archive("the layer is compressed more than once");
   const bool plain = filters == 1 && archive_filter_code(raw.get(), 0) == ARCHIVE_FILTER_NONE;
   if (plain) blob.hash = nullptr;
   Pull tar{raw.get(), &tar_hash, std::vector<char>(1 << 20), {}, nullptr};
@@ -123,7 +123,7 @@ Unpacked unpack_through(Pull& blob, Sha256& tar_hash, int dir) {
   archive_read_support_format_tar(t.get());
   if (archive_read_open(t.get(), &tar, nullptr, pull, nullptr) != ARCHIVE_OK) {
     const char* err = archive_error_string(t.get());
-    bad(std::string("the layer is not a tar: ") + (err ? err : "unreadable"));
+    bad_archive(std::string("the layer is not a tar: ") + (err ? err : "unreadable"));
   }
   Unpacked out;
   out.stats = unpack_layer(t.get(), dir, UnpackLimits{});
@@ -184,7 +184,7 @@ json record_of(const ArchiveImage& image, const std::vector<std::uint64_t>& byte
 // The archive's names for an image; an OCI ref.name that is only a tag names nothing by itself.
 std::vector<ImageReference> names_of(const ArchiveImage& image) {
   constexpr std::size_t kMaxNames = 64;
-  if (image.names.size() > kMaxNames) bad("the archive gives an image more than 64 names");
+  if (image.names.size() > kMaxNames) bad_archive("the archive gives an image more than 64 names");
   std::vector<ImageReference> out;
   for (const auto& n : image.names) {
     if (n.find(':') == std::string::npos && n.find('/') == std::string::npos) continue;
@@ -264,7 +264,7 @@ ImportResult ImageStore::import(const std::string& archive_path, const std::opti
       }
       auto [it, fresh] = todo.emplace(layer.entry, &layer);
       if (!fresh && it->second->diff_id != layer.diff_id)
-        bad("the blob " + layer.entry + " is given two different diff_ids");
+        bad_archive("the blob " + layer.entry + " is given two different diff_ids");
     }
   }
 
@@ -296,15 +296,15 @@ ImportResult ImageStore::import(const std::string& archive_path, const std::opti
           });
         } catch (const ImageError& e) {
           if (e.kind() != ImageError::Kind::bad_archive) throw;
-          bad("layer " + entry + ": " + e.what());
+          bad_archive("layer " + entry + ": " + e.what());
         }
         if (!layer.blob_digest.empty() && got.blob_digest != layer.blob_digest) {
-          bad("layer " + entry + " does not match its digest: it is " + got.blob_digest + ", the manifest says " +
-              layer.blob_digest);
+          bad_archive("layer " + entry + " does not match its digest: it is " + got.blob_digest +
+                      ", the manifest says " + layer.blob_digest);
         }
         if (got.diff_id != layer.diff_id) {
-          bad("layer " + entry + " does not match its diff_id: its tar is " + got.diff_id + ", the config says " +
-              layer.diff_id);
+          bad_archive("layer " + entry + " does not match its diff_id: its tar is " + got.diff_id +
+                      ", the config says " + layer.diff_id);
         }
         const json meta = {{"diff_id", layer.diff_id},
                            {"bytes", got.stats.bytes},

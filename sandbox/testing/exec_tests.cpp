@@ -312,7 +312,7 @@ void stdin_input(const Sandbox& s) {
   check_eq(s.exec({"cat"}, o).stdout, "", "cat with an empty stdin");
 }
 
-void many_threads(const Sandbox& s) {
+void exec_from_many_threads(const Sandbox& s) {
   constexpr int kThreads = 6, kEach = 4;
   std::mutex mutex;
   std::vector<std::string> wrong;
@@ -370,7 +370,7 @@ std::vector<ConformanceTest> exec_tests() {
       make_test("exec_env", env),
       make_test("exec_cwd", cwd),
       make_test("exec_stdin", stdin_input),
-      make_test("exec_from_many_threads", many_threads),
+      make_test("exec_from_many_threads", exec_from_many_threads),
       make_test("exec_async_forms", async_forms),
   };
 }

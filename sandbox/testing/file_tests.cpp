@@ -180,7 +180,7 @@ void removal(const Sandbox& s) {
   check_eq(s.read_file(dir.path("keep/file")), "k\n", "a file in the directory a removed link pointed to");
 }
 
-void many_threads(const Sandbox& s) {
+void files_from_many_threads(const Sandbox& s) {
   Scratch dir(s, "threads");
   constexpr int kThreads = 6;
   std::vector<std::string> wrong(kThreads);
@@ -217,7 +217,7 @@ std::vector<ConformanceTest> file_tests() {
       make_test("files_write_makes_parents", parents),
       make_test("files_list", listing),
       make_test("files_remove", removal),
-      make_test("files_from_many_threads", many_threads),
+      make_test("files_from_many_threads", files_from_many_threads),
   };
 }
 

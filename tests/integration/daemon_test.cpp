@@ -40,7 +40,7 @@ using nlohmann::json;
 using service::HttpCall;
 using verb = boost::beast::http::verb;
 
-std::vector<std::string> suite_names() {
+std::vector<std::string> remote_suite_names() {
   std::vector<std::string> names;
   for (const auto& t : sandbox_conformance()) names.push_back(t.name);
   return names;
@@ -116,7 +116,7 @@ TEST_P(RemoteConformance, Passes) {
   sandboxes.close();
 }
 
-INSTANTIATE_TEST_SUITE_P(Remote, RemoteConformance, ::testing::ValuesIn(suite_names()),
+INSTANTIATE_TEST_SUITE_P(Remote, RemoteConformance, ::testing::ValuesIn(remote_suite_names()),
                          [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
 
 // Background commands live in mayurad: each call below is a connection of

@@ -350,17 +350,17 @@ TEST_F(DesktopTest, TheToolsGiveAModelTheScreenAndItsInput) {
   o.desktop = true;
   const auto tools = sandbox_tools(sandbox, o);
   RunContext run;
-  for (const std::string verb : {"screenshot", "click", "type", "key", "cursor"}) {
-    run.permissions.insert("tool:screen." + verb);
-    run.permissions.insert("sandbox:screen:" + verb);
+  for (const std::string action : {"screenshot", "click", "type", "key", "cursor"}) {
+    run.permissions.insert("tool:screen." + action);
+    run.permissions.insert("sandbox:screen:" + action);
   }
   run.permissions.insert("effect:read");
   run.permissions.insert("effect:write");
-  const auto call = [&](const std::string& verb, const nlohmann::json& input) {
+  const auto call = [&](const std::string& action, const nlohmann::json& input) {
     for (const auto& t : tools) {
-      if (t.definition.id == "screen." + verb) return t.call(input, run);
+      if (t.definition.id == "screen." + action) return t.call(input, run);
     }
-    throw std::runtime_error("no tool " + verb);
+    throw std::runtime_error("no tool " + action);
   };
   const nlohmann::json image = call("screenshot", nlohmann::json::object());
   ASSERT_EQ(image["source"]["media_type"], "image/png");

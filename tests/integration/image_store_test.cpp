@@ -614,7 +614,7 @@ TEST_F(ImageStoreTest, ARepeatedLayerATrailingSlashAndAProgressCallbackThatThrow
 // The contract on an imported image: every conformance entry on a sandbox of
 // a BusyBox image from the store (all its applets linked), as an agent host
 // would run it on alpine.
-std::vector<std::string> conformance_names() {
+std::vector<std::string> stored_image_suite_names() {
   std::vector<std::string> names;
   for (const auto& t : sandbox_conformance()) names.push_back(t.name);
   return names;
@@ -650,7 +650,7 @@ TEST_P(StoredImageConformance, Passes) {
   expect_conformance(it->name, it->run({create_on("busybox:full"), sandboxes()}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Conformance, StoredImageConformance, ::testing::ValuesIn(conformance_names()),
+INSTANTIATE_TEST_SUITE_P(Conformance, StoredImageConformance, ::testing::ValuesIn(stored_image_suite_names()),
                          [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
 
 }  // namespace

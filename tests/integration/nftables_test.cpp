@@ -12,9 +12,9 @@
 namespace mayura::netfilter {
 namespace {
 
-struct Netns {
+struct PooledNetns {
   int fd = NetnsPool::make();
-  ~Netns() {
+  ~PooledNetns() {
     if (fd >= 0) ::close(fd);
   }
 };
@@ -29,7 +29,7 @@ std::string own_tables() {
 
 TEST(Nftables, ATableGoesIntoTheNamespaceAndOnlyThere) {
   const std::string before = own_tables();
-  Netns ns;
+  PooledNetns ns;
   ASSERT_GE(ns.fd, 0);
   NftResult r = run_nft(ns.fd,
                         "table ip mayura_test {\n"
@@ -51,7 +51,7 @@ TEST(Nftables, ATableGoesIntoTheNamespaceAndOnlyThere) {
 }
 
 TEST(Nftables, ABatchWithAnErrorChangesNothingAndSaysWhy) {
-  Netns ns;
+  PooledNetns ns;
   ASSERT_GE(ns.fd, 0);
   const NftResult r = run_nft(ns.fd,
                               "add table ip mayura_test\n"

@@ -32,7 +32,7 @@ namespace {
 
 using SnapshotTest = NativeTest;
 
-CreateOptions with_disk(std::int64_t mib, std::string tenant = {}) {
+CreateOptions with_tenant_disk(std::int64_t mib, std::string tenant = {}) {
   CreateOptions c;
   c.disk_mib = mib;
   c.tenant = std::move(tenant);
@@ -108,7 +108,7 @@ std::set<std::string> files_under(const std::string& dir) {
 }
 
 TEST_F(SnapshotTest, ASnapshotRestoresTheDiskAsItWasFileForFile) {
-  auto s = create(with_disk(64));
+  auto s = create(with_tenant_disk(64));
   ASSERT_TRUE(s.features().snapshot);
   sh(s, kTree);
   const std::string before = manifest(s);
@@ -148,7 +148,7 @@ TEST_F(SnapshotTest, ASnapshotRestoresTheDiskAsItWasFileForFile) {
 // A command writing all along: the snapshot holds every line written up to
 // a moment, none torn, and the command goes on afterwards.
 TEST_F(SnapshotTest, ASnapshotOfABusySandboxIsConsistentAndItGoesOn) {
-  auto s = create(with_disk(32));
+  auto s = create(with_tenant_disk(32));
   sh(s,
      "setsid sh -c 'i=0; while :; do i=$((i+1)); echo $i >> /workspace/log; done' >/dev/null 2>&1 </dev/null &"
      " while [ ! -s /workspace/log ]; do sleep 0.01; done");
@@ -246,7 +246,7 @@ TEST_F(SnapshotTest, WhereTheHostClonesFilesASnapshotSharesTheDisksBlocks) {
   options().disk_dir = xfs.dir() + "/disks";
   options().snapshot_dir = xfs.dir() + "/snapshots";
   {
-    auto s = create(with_disk(256));
+    auto s = create(with_tenant_disk(256));
     sh(s, kTree);
     sh(s, "head -c 64M /dev/urandom > /workspace/blocks && sync -f /workspace");
     sh(s,
@@ -284,7 +284,7 @@ TEST_F(SnapshotTest, WhereTheHostClonesFilesASnapshotSharesTheDisksBlocks) {
 }
 
 TEST_F(SnapshotTest, AReleaseDuringASnapshotEndsItCleanly) {
-  auto s = create(with_disk(512));
+  auto s = create(with_tenant_disk(512));
   sh(s, "head -c 400M /dev/urandom > /workspace/big");
   std::optional<Reason> ended;
   std::atomic<bool> returned = false;
@@ -314,7 +314,7 @@ TEST_F(SnapshotTest, AReleaseDuringASnapshotEndsItCleanly) {
 }
 
 TEST_F(SnapshotTest, APausedSandboxStaysPausedThroughItsSnapshot) {
-  auto s = create(with_disk(16));
+  auto s = create(with_tenant_disk(16));
   sh(s, "echo kept > /workspace/f");
   s.pause();
   s.snapshot("paused");
@@ -327,7 +327,7 @@ TEST_F(SnapshotTest, APausedSandboxStaysPausedThroughItsSnapshot) {
 }
 
 TEST_F(SnapshotTest, TakingASnapshotAgainReplacesIt) {
-  auto s = create(with_disk(16));
+  auto s = create(with_tenant_disk(16));
   sh(s, "echo one > /workspace/f");
   s.snapshot("same");
   sh(s, "echo two > /workspace/f");
@@ -342,7 +342,7 @@ TEST_F(SnapshotTest, TakingASnapshotAgainReplacesIt) {
 
 TEST_F(SnapshotTest, AForkMakesSandboxesOfTheirOwnFromTheFilesAsTheyAre) {
   limits_.max_sandboxes = 8;
-  CreateOptions c = with_disk(16);
+  CreateOptions c = with_tenant_disk(16);
   c.labels = {{"role", "original"}};
   c.env = {{"FROM", "create"}};
   auto s = create(c);
@@ -375,7 +375,7 @@ TEST_F(SnapshotTest, AForkMakesSandboxesOfTheirOwnFromTheFilesAsTheyAre) {
 }
 
 TEST_F(SnapshotTest, EachTenantHasItsOwnSnapshots) {
-  auto a = create(with_disk(16, "alice"));
+  auto a = create(with_tenant_disk(16, "alice"));
   sh(a, "echo alice > /workspace/f");
   a.snapshot("work");
   EXPECT_EQ(sandboxes().snapshots("alice").size(), 1u);
@@ -398,7 +398,7 @@ TEST_F(SnapshotTest, EachTenantHasItsOwnSnapshots) {
 
 TEST_F(SnapshotTest, SnapshotsOutliveTheEngineThatTookThem) {
   {
-    auto s = create(with_disk(16));
+    auto s = create(with_tenant_disk(16));
     sh(s, "echo durable > /workspace/f");
     s.snapshot("durable");
   }
@@ -422,7 +422,7 @@ TEST_F(SnapshotTest, BadSnapshotCallsAreRefusedBeforeAnythingIsMade) {
   auto tmpfs = create();
   EXPECT_EQ(reason([&] { tmpfs.snapshot("x"); }), Reason::INVALID_INPUT);
   EXPECT_EQ(reason([&] { tmpfs.fork(1); }), Reason::INVALID_INPUT);
-  auto s = create(with_disk(16));
+  auto s = create(with_tenant_disk(16));
   for (const char* bad : {"", ".hidden", "-dash", "a/b", "~fork-1", "with space", "ü"}) {
     EXPECT_EQ(reason([&] { s.snapshot(bad); }), Reason::INVALID_INPUT) << bad;
     EXPECT_EQ(reason([&] { create(from_snapshot(bad)); }), Reason::INVALID_INPUT) << bad;

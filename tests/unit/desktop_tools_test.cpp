@@ -20,7 +20,7 @@ using testing::reason_of;
 
 const std::vector<std::string> kVerbs = {"screenshot", "cursor", "click", "move", "drag", "scroll", "type", "key"};
 
-RunContext granted(const std::vector<std::string>& verbs) {
+RunContext screen_granted(const std::vector<std::string>& verbs) {
   RunContext run;
   run.run_id = "run-1";
   for (const auto& v : verbs) {
@@ -94,11 +94,11 @@ TEST_F(DesktopToolsTest, EachVerbIsAToolWithItsEffectAndTheScreenInItsDefinition
 
 TEST_F(DesktopToolsTest, ACallWithoutItsPermissionReachesNoDesktop) {
   for (const std::string& verb : kVerbs) {
-    RunContext run = granted(kVerbs);
+    RunContext run = screen_granted(kVerbs);
     run.permissions.erase("tool:screen." + verb);
     EXPECT_EQ(reason_of([&] { tool(verb).call({{"x", 1}, {"y", 1}}, run); }), Reason::PERMISSION_DENIED) << verb;
   }
-  RunContext read_only = granted(kVerbs);
+  RunContext read_only = screen_granted(kVerbs);
   read_only.permissions.erase("effect:write");
   EXPECT_EQ(reason_of([&] { tool("click").call({{"x", 1}, {"y", 1}}, read_only); }), Reason::PERMISSION_DENIED);
   EXPECT_NO_THROW(tool("screenshot").call(json::object(), read_only));
@@ -107,7 +107,7 @@ TEST_F(DesktopToolsTest, ACallWithoutItsPermissionReachesNoDesktop) {
 }
 
 TEST_F(DesktopToolsTest, TheModelsInputBecomesExactlyItsAction) {
-  const RunContext run = granted(kVerbs);
+  const RunContext run = screen_granted(kVerbs);
   EXPECT_EQ(tool("click").call({{"x", 10}, {"y", 20}, {"button", "right"}, {"count", 2}}, run),
             (json{{"x", 10}, {"y", 20}, {"button", "right"}, {"count", 2}}));
   tool("move").call({{"x", 1023}, {"y", 767}}, run);
@@ -138,7 +138,8 @@ TEST_F(DesktopToolsTest, TheModelsInputBecomesExactlyItsAction) {
 
 TEST_F(DesktopToolsTest, AScreenshotIsTheImageBlockModelApisTake) {
   const json image =
-      tool("screenshot").call({{"region", {{"x", 4}, {"y", 5}, {"width", 6}, {"height", 7}}}}, granted({"screenshot"}));
+      tool("screenshot")
+          .call({{"region", {{"x", 4}, {"y", 5}, {"width", 6}, {"height", 7}}}}, screen_granted({"screenshot"}));
   EXPECT_EQ(image["type"], "image");
   EXPECT_EQ(image["source"]["type"], "base64");
   EXPECT_EQ(image["source"]["media_type"], "image/png");
@@ -151,7 +152,7 @@ TEST_F(DesktopToolsTest, AScreenshotIsTheImageBlockModelApisTake) {
 }
 
 TEST_F(DesktopToolsTest, InputOffTheScreenOrOutOfTheSchemaIsInvalidAndReachesNothing) {
-  const RunContext run = granted(kVerbs);
+  const RunContext run = screen_granted(kVerbs);
   const std::vector<std::pair<std::string, json>> bad = {
       {"click", {{"x", 1024}, {"y", 0}}},
       {"click", {{"x", -1}, {"y", 0}}},
@@ -193,7 +194,7 @@ TEST_F(DesktopToolsTest, ASandboxWhoseScreenIsNotTheOneDescribedIsRefusedBeforeA
                                   [](const Tool& t) { return t.definition.id == "screen.click"; });
   ASSERT_NE(click, from_source.end());
   EXPECT_NE(click->definition.description.find("1280x800"), std::string::npos);
-  EXPECT_EQ(reason_of([&] { click->call({{"x", 1}, {"y", 1}}, granted(kVerbs)); }), Reason::INVALID_CONFIG);
+  EXPECT_EQ(reason_of([&] { click->call({{"x", 1}, {"y", 1}}, screen_granted(kVerbs)); }), Reason::INVALID_CONFIG);
   EXPECT_TRUE(actions().empty());
 
   CreateOptions c;
@@ -201,7 +202,7 @@ TEST_F(DesktopToolsTest, ASandboxWhoseScreenIsNotTheOneDescribedIsRefusedBeforeA
   Sandbox plain = sandboxes.create(c);
   EXPECT_EQ(reason_of([&] { sandbox_tools(plain, o); }), Reason::INVALID_INPUT);
   const auto for_plain = sandbox_tools([plain](const RunContext&) { return plain; }, o);
-  EXPECT_EQ(reason_of([&] { for_plain.front().call(json::object(), granted(kVerbs)); }), Reason::INVALID_INPUT);
+  EXPECT_EQ(reason_of([&] { for_plain.front().call(json::object(), screen_granted(kVerbs)); }), Reason::INVALID_INPUT);
   o.screen = {10, 10};
   EXPECT_EQ(reason_of([&] { sandbox_tools([this](const RunContext&) { return sandbox; }, o); }), Reason::INVALID_INPUT);
 }
@@ -223,7 +224,7 @@ TEST_F(DesktopToolsTest, RefusedInputMakesNoPerRunSandbox) {
   const auto run_tools = sandbox_tools(per_run->source(), o);
   const auto call = [&](const std::string& verb, const json& input) {
     for (const auto& t : run_tools) {
-      if (t.definition.id == "screen." + verb) return t.call(input, granted(kVerbs));
+      if (t.definition.id == "screen." + verb) return t.call(input, screen_granted(kVerbs));
     }
     throw std::runtime_error("no tool " + verb);
   };
