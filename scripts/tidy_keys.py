@@ -17,6 +17,10 @@ cmake_pch.hxx) is taken out of each unit's flags first: clang-tidy cannot
 read GCC's precompiled form, and reads each unit as its own includes make
 it. With DB_DIR, the build's compile_commands.json without them is written
 there, for clang-tidy -p.
+
+A unity build's batches are read as the sources they include
+(compile_db.py), each with the flags a build without batches gives it: the
+keys are the same either way.
 """
 
 import concurrent.futures
@@ -27,14 +31,17 @@ import shlex
 import subprocess
 import sys
 
+import compile_db
+
 
 def units(build, root):
     seen = set()
-    for entry in json.load(open(os.path.join(build, "compile_commands.json"))):
+    for entry in compile_db.entries(build):
         path = entry["file"]
         if not path.startswith(root + "/") or "/build" in path[len(root):] or path in seen:
             continue
         seen.add(path)
+        entry.pop("batch", None)
         yield entry
 
 

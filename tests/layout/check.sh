@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The layout's rules, checked over the source tree and a built tree's
-# compile_commands.json:
+# compile_commands.json (a unity build's batches read as their sources):
 # - no #include reaches up a directory ("../"): a library's insides are
 #   reached through its target's include directories, and the tests' by
 #   their path from the project's root;
@@ -40,12 +40,14 @@ if [[ -n $bare ]]; then
   status=1
 fi
 
-python3 - "$build/compile_commands.json" <<'PY' || status=1
-import collections, json, re, sys
+python3 - "$root/scripts" "$build" <<'PY' || status=1
+import collections, re, sys
+sys.path.insert(0, sys.argv[1])
+import compile_db
 
 let_off = {"mayura_init", "mayura_seccomp_gen"}
 targets = collections.defaultdict(set)
-for entry in json.load(open(sys.argv[1])):
+for entry in compile_db.entries(sys.argv[2]):
     out = re.search(r"-o (\S+)", entry["command"]).group(1)
     target = re.search(r"CMakeFiles/([^/]+)\.dir/", out).group(1)
     targets[entry["file"]].add(target)
