@@ -124,11 +124,14 @@ awaitable<void> take_message(State& s, Attachment& at, std::string data, bool bi
     failed = std::current_exception();
   }
   if (stop) {
+    // Named, not a temporary of the co_await: GCC 12 freed the temporary
+    // lambda's captures twice there (the daemon aborted on every stop).
+    auto stop_command = [sandbox = at.a.sandbox, id = at.a.command] {
+      sandbox.stop(id);
+      return Reply{};
+    };
     try {
-      co_await offload(s.blocking, s.metrics.blocking_running, [sandbox = at.a.sandbox, id = at.a.command] {
-        sandbox.stop(id);
-        return Reply{};
-      });
+      co_await offload(s.blocking, s.metrics.blocking_running, std::move(stop_command));
     } catch (...) {
       failed = std::current_exception();
     }

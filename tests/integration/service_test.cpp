@@ -627,6 +627,26 @@ TEST_F(InProcessServerTest, AnAttachmentIsAWebSocket) {
   EXPECT_EQ(got[1].first, std::string("\x01typed\n"));
   EXPECT_EQ(json::parse(got[2].first).at("command").at("state"), "exited") << got[2].first;
 
+  // A stop over the attachment: the command and what it started end, and
+  // the last message says so.
+  const CommandInfo tree = s.start({"sh", "-c", "sleep 300 & echo up; wait"});
+  ASSERT_TRUE(eventually([&] { return s.command(tree.id).stdout_bytes == 3; }));
+  auto stopper = std::make_shared<service::WsSender>();
+  std::vector<std::string> heard;
+  service::WsCall stop_call;
+  stop_call.target = "/v1/sandboxes/" + id + "/commands/" + tree.id + "/attach";
+  stop_call.sender = stopper;
+  stop_call.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  stop_call.on_message = [&](std::string_view data, bool) {
+    heard.emplace_back(data);
+    if (heard.size() == 1) stopper->send(R"({"stop": true})", false);
+  };
+  EXPECT_TRUE(service::ws_call(service::parse_endpoint(socket_), stop_call).closed);
+  ASSERT_EQ(heard.size(), 2u);
+  EXPECT_EQ(heard[0], std::string("\x01up\n"));
+  EXPECT_EQ(json::parse(heard[1]).at("command").at("state"), "stopped") << heard[1];
+  EXPECT_EQ(s.command(tree.id).state, CommandState::stopped);
+
   // Refusals, each with its reason, before any upgrade.
   EXPECT_EQ(call(verb::get, base + "/attach").status, 426u);
   EXPECT_EQ(call(verb::get, base + "/attach?stdoutFrom=-1").status, 400u);
