@@ -1,10 +1,14 @@
 // One HTTP/1.1 request to mayurad, over its Unix socket or over TLS with a
-// bearer token, on Node's own http and https: the provider's only way out.
-// Every failure is a SandboxError in our words; nothing of the daemon's text
-// or of Node's error objects reaches the caller but an errno's code.
+// bearer token, on Node's own http and https, or a WebSocket to it on the
+// same connection's terms (ws): the provider's only ways out. Every failure
+// is a SandboxError in our words; nothing of the daemon's text or of Node's
+// error objects reaches the caller but an errno's code.
 
 import * as http from 'node:http';
 import * as https from 'node:https';
+import * as net from 'node:net';
+
+import WebSocket from 'ws';
 
 import { SandboxError } from './types.js';
 
@@ -43,7 +47,7 @@ export function cancelledError(): SandboxError {
   return new SandboxError('cancelled', 'the operation was cancelled');
 }
 
-function unreachable(endpoint: Endpoint, what: string): SandboxError {
+export function unreachable(endpoint: Endpoint, what: string): SandboxError {
   return new SandboxError('internal', `mayurad at ${endpoint.text}: ${what}`);
 }
 
@@ -189,6 +193,47 @@ function attempt(endpoint: Endpoint, call: Call, pooled: boolean): Promise<Answe
       res.on('close', () => finish(cancelled ? cancelledError() : unreachable(endpoint, 'the answer broke off (mayurad stopped or restarted); whether the call took effect is unknown')));
     });
     req.end(body);
+  });
+}
+
+/**
+ * A WebSocket to mayurad at `path` (with its query), connecting at once:
+ * over its Unix socket, or over TLS trusting the endpoint's CA, with its
+ * bearer token. Never pooled: an upgraded connection is the WebSocket's alone.
+ * Its handshake is bounded by its user, which also listens for its events.
+ */
+export function webSocket(endpoint: Endpoint, path: string): WebSocket {
+  // (The daemon speaks no compression; no offer is made.)
+  if (endpoint.kind === 'unix') {
+    // ws's own ws+unix: address ends the socket's path at its first ':'; a
+    // connection made here takes any path.
+    return new WebSocket(`ws://mayurad${path}`, { perMessageDeflate: false, createConnection: () => net.connect(endpoint.path) });
+  }
+  return new WebSocket(`wss://${endpoint.url.host}${path}`, {
+    perMessageDeflate: false,
+    headers: { authorization: `Bearer ${endpoint.token}` },
+    ...(endpoint.ca !== undefined ? { ca: endpoint.ca } : {}),
+  });
+}
+
+/** A connection's failure (a WebSocket's), in our words. */
+export function connectionFailure(endpoint: Endpoint, error: unknown): SandboxError {
+  return unreachable(endpoint, describe(error));
+}
+
+/** An answer refusing an upgrade, read whole; its status alone if it breaks off. */
+export function refusal(res: http.IncomingMessage): Promise<Answer> {
+  return new Promise((resolve) => {
+    const pieces: Buffer[] = [];
+    let size = 0;
+    const done = () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(pieces), cancelled: false });
+    res.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_ANSWER_BYTES) pieces.push(chunk);
+    });
+    res.on('end', done);
+    res.on('error', done);
+    res.on('close', done);
   });
 }
 

@@ -1,15 +1,29 @@
 // @mayurajs/sandbox-native: mayura/sandbox's provider for native Linux
 // sandboxes, made and run by mayurad (namespaces, cgroups, seccomp, a
 // read-only root; no Docker). Each call of the contract is one request to
-// the daemon; its statuses come back as the seed's reasons.
+// the daemon (an attachment to a command, one WebSocket); its statuses come
+// back as the seed's reasons.
 
-import { cancelledError, parseEndpoint, request, type Answer, type Endpoint } from './http.js';
+import WebSocket from 'ws';
+
+import {
+  cancelledError,
+  connectionFailure,
+  parseEndpoint,
+  refusal,
+  request,
+  unreachable,
+  webSocket,
+  type Answer,
+  type Endpoint,
+} from './http.js';
 import {
   SandboxError,
   sandboxHttpFailure,
   type AttachOptions,
   type CallOptions,
   type ClickOptions,
+  type CommandAttachment,
   type CommandInfo,
   type CommandState,
   type CreateOptions,
@@ -18,6 +32,7 @@ import {
   type ExecResult,
   type FileEntry,
   type ForkOptions,
+  type InteractiveAttachOptions,
   type OutputOptions,
   type OutputSlice,
   type Point,
@@ -166,12 +181,24 @@ export interface NativeSandboxBackend extends SandboxBackend {
   /** What is held of one stream from an offset on, at once. */
   output(id: string, options?: OutputOptions): Promise<OutputSlice>;
   /**
-   * What is held from the given offsets, then the output as it comes (read
-   * every 50 ms), until the command has ended and all of it was given (or,
-   * without follow, what is held now; or at timeoutMs): the command then.
-   * Aborting ends the attachment, not the command.
+   * What is held from the given offsets, then the output as the command
+   * prints it (over one WebSocket, which the daemon writes to as output
+   * comes), until the command has ended and all of it was given (or,
+   * without follow, what was held as it started; or at timeoutMs, the
+   * command as it is then): the command then. Aborting ends the
+   * attachment, not the command, and fails cancelled. An unknown command
+   * fails not_found at once.
    */
   attach(id: string, options?: AttachOptions): Promise<CommandInfo>;
+  /**
+   * As attach, and the command's input, signals, terminal size and stop
+   * over the same connection: a host drives a terminal or a REPL with no
+   * request per keystroke. Resolves once the daemon has taken the
+   * attachment (an unknown command fails not_found, as attach); its `done`
+   * is what attach would resolve to. A failure of `done` that the caller
+   * never awaits is no unhandled rejection: each later call fails too.
+   */
+  attachInteractive(id: string, options?: InteractiveAttachOptions): Promise<CommandAttachment>;
   /** Writes to its input, in order; invalid_input once it has ended. */
   writeInput(id: string, data: string | Uint8Array, options?: CallOptions): Promise<void>;
   /** Ends its input. */
@@ -450,8 +477,6 @@ function volumeFrom(value: unknown): Volume {
 const COMMAND_STATES: readonly CommandState[] = ['running', 'exited', 'timedOut', 'stopped', 'failed'];
 // The longest a wait holds one request (the daemon's bound): a longer one asks again.
 const MOST_WAIT_MS = 60_000;
-// How often an attachment that follows asks for what is new.
-const ATTACH_POLL_MS = 50;
 
 function commandFrom(value: unknown): CommandInfo {
   const c = value as Record<string, unknown> | null;
@@ -484,22 +509,211 @@ function sliceFrom(value: Record<string, unknown>): OutputSlice {
   return { offset: offset as number, dropped: dropped as number, data, next: next as number };
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(cancelledError());
+// The most one message of the client's to an attachment holds (the
+// daemon's bound): a longer write goes in pieces.
+const MOST_ATTACH_MESSAGE = 1 << 20;
+// Input written and not yet handed to the connection past which a write
+// fails, as the C++ client's.
+const MOST_UNSENT_INPUT = 1 << 20;
+const MOST_SIGNAL = 64;
+const MOST_TERMINAL_SIDE = 1000;
+// An attachment's output message: its first byte.
+const STREAM_TAGS: Record<number, 'stdout' | 'stderr'> = { 1: 'stdout', 2: 'stderr' };
+
+// What an attachment asks of its sandbox.
+interface AttachmentHost {
+  endpoint: Endpoint;
+  /** The bound on the handshake, as on a call. */
+  timeoutMs: number;
+  /** The command as it is now (an attachment ended early gives that). */
+  command(): Promise<CommandInfo>;
+  /** A failure of the sandbox's (one that says it is gone is noted). */
+  failed(error: SandboxError): SandboxError;
+}
+
+// One attachment to a command (attach, attachInteractive): its connection
+// from the handshake to the close, and its outcome. A client's end (close,
+// timeoutMs, an abort) cuts the connection: the daemon leaves the command
+// running when its client goes.
+class Attachment implements CommandAttachment {
+  readonly done: Promise<CommandInfo>;
+  /** Resolves once the daemon has upgraded the connection (never, if it ends before). */
+  readonly opened: Promise<void>;
+  private readonly ws: WebSocket | undefined;
+  private ending: 'closed' | 'timedOut' | 'cancelled' | undefined;
+  private settled = false;
+  // The daemon's last failure event, and what failed here (the connection, the handshake's bound).
+  private failure: SandboxError | undefined;
+  private broken: SandboxError | undefined;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private resolve!: (info: CommandInfo) => void;
+  private reject!: (error: unknown) => void;
+  private markOpen!: () => void;
+
+  constructor(private readonly host: AttachmentHost, path: string, private readonly options: InteractiveAttachOptions) {
+    this.done = new Promise<CommandInfo>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    this.opened = new Promise<void>((resolve) => (this.markOpen = resolve));
+    if (options.signal?.aborted) {
+      this.finish({ error: cancelledError() });
       return;
     }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(cancelledError());
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+    const ws = webSocket(host.endpoint, path);
+    this.ws = ws;
+    const handshake = setTimeout(() => {
+      this.broken ??= unreachable(host.endpoint, `no answer within ${host.timeoutMs} ms`);
+      ws.terminate();
+    }, host.timeoutMs);
+    this.timers.push(handshake);
+    if (options.timeoutMs !== undefined) this.timers.push(setTimeout(() => this.end('timedOut'), options.timeoutMs));
+    options.signal?.addEventListener('abort', this.onAbort, { once: true });
+    ws.on('open', () => {
+      clearTimeout(handshake);
+      this.markOpen();
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      clearTimeout(handshake);
+      void refusal(res).then((answer) => {
+        this.finish({ error: this.host.failed(failureOf(answer)) });
+        ws.terminate();
+      });
+    });
+    ws.on('message', (data, binary) => {
+      if (this.settled || this.ending) return;
+      try {
+        this.take(data as Buffer, binary);
+      } catch (error) {
+        // A malformed message, or a callback that threw: the attachment ends with it.
+        this.finish({ error });
+        ws.terminate();
+      }
+    });
+    ws.on('error', (error) => {
+      this.broken ??= connectionFailure(host.endpoint, error);
+    });
+    ws.on('close', () => this.closed());
+  }
+
+  async write(data: string | Uint8Array): Promise<void> {
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    const ws = this.usable();
+    if (bytes.length === 0) return;
+    const unsent = ws.bufferedAmount;
+    if (unsent > 0 && unsent + bytes.length > MOST_UNSENT_INPUT) {
+      throw new SandboxError('limit_reached', `more than ${MOST_UNSENT_INPUT} bytes of input not sent yet (await each write)`);
+    }
+    const pieces: Promise<void>[] = [];
+    for (let at = 0; at < bytes.length; at += MOST_ATTACH_MESSAGE) {
+      pieces.push(this.send(ws, bytes.subarray(at, at + MOST_ATTACH_MESSAGE)));
+    }
+    await Promise.all(pieces);
+  }
+
+  async closeInput(): Promise<void> {
+    await this.send(this.usable(), JSON.stringify({ closeInput: true }));
+  }
+
+  async signal(signal: number): Promise<void> {
+    if (!Number.isInteger(signal) || signal < 1 || signal > MOST_SIGNAL) {
+      throw invalidInput(`a signal is 1 to ${MOST_SIGNAL}, not ${String(signal)}`);
+    }
+    await this.send(this.usable(), JSON.stringify({ signal }));
+  }
+
+  async resize(size: TerminalSize): Promise<void> {
+    const { rows, columns } = (size ?? {}) as { rows?: unknown; columns?: unknown };
+    if (![rows, columns].every((n) => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= MOST_TERMINAL_SIDE)) {
+      throw invalidInput(`a terminal is 1 to ${MOST_TERMINAL_SIDE} rows and columns, not ${String(rows)}x${String(columns)}`);
+    }
+    await this.send(this.usable(), JSON.stringify({ resize: { rows, columns } }));
+  }
+
+  async stop(): Promise<CommandInfo> {
+    await this.send(this.usable(), JSON.stringify({ stop: true }));
+    return this.done;
+  }
+
+  close(): Promise<CommandInfo> {
+    this.end('closed');
+    return this.done;
+  }
+
+  private readonly onAbort = () => this.end('cancelled');
+
+  // The client's end of the attachment; its outcome comes with the close.
+  private end(why: 'closed' | 'timedOut' | 'cancelled'): void {
+    if (this.settled || this.ending) return;
+    this.ending = why;
+    this.ws?.terminate();
+  }
+
+  private usable(): WebSocket {
+    if (!this.ws || this.settled || this.ending || this.ws.readyState !== WebSocket.OPEN) {
+      throw invalidInput('the attachment has ended');
+    }
+    return this.ws;
+  }
+
+  private send(ws: WebSocket, data: Buffer | string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      ws.send(data, { binary: typeof data !== 'string' }, (error) => {
+        if (error) reject(new SandboxError('internal', 'the attachment ended before the message was sent'));
+        else resolve();
+      });
+    });
+  }
+
+  // One message of the daemon's.
+  private take(data: Buffer, binary: boolean): void {
+    if (binary) {
+      const stream = STREAM_TAGS[data[0] ?? 0];
+      if (!stream) throw malformed('attachment output');
+      const bytes = new Uint8Array(data.buffer, data.byteOffset + 1, data.length - 1);
+      (stream === 'stdout' ? this.options.onStdout : this.options.onStderr)?.(bytes);
+      return;
+    }
+    const event = parseJson(data, 'attachment event');
+    if ('command' in event) {
+      // The last message: the daemon closes next.
+      this.finish({ info: commandFrom(event.command) });
+    } else if ('dropped' in event) {
+      const { stream, bytes } = (event.dropped ?? {}) as { stream?: unknown; bytes?: unknown };
+      if ((stream !== 'stdout' && stream !== 'stderr') || !Number.isInteger(bytes)) throw malformed('attachment event');
+      this.options.onDropped?.(stream, bytes as number);
+    } else if ('reason' in event) {
+      const reason = (typeof event.reason === 'string' ? REASONS[event.reason] : undefined) ?? 'internal';
+      this.failure = new SandboxError(reason, `the attachment failed (${reason})`);
+      this.options.onRefused?.(new SandboxError(reason, `mayurad refused a message of the attachment (${reason})`));
+    }
+    // (an event a newer daemon sends and this provider does not know is passed over)
+  }
+
+  private closed(): void {
+    if (this.settled) return;
+    if (this.ending === 'cancelled') this.finish({ error: cancelledError() });
+    else if (this.ending) this.host.command().then((info) => this.finish({ info }), (error: unknown) => this.finish({ error }));
+    else if (this.failure) this.finish({ error: this.host.failed(this.failure) });
+    else if (this.broken) this.finish({ error: this.broken });
+    else {
+      this.finish({
+        error: new SandboxError(
+          'internal',
+          `mayurad at ${this.host.endpoint.text} closed the attachment without the command's state (mayurad stopped or restarted)`,
+        ),
+      });
+    }
+  }
+
+  private finish(outcome: { info: CommandInfo } | { error: unknown }): void {
+    if (this.settled) return;
+    this.settled = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.options.signal?.removeEventListener('abort', this.onAbort);
+    if ('info' in outcome) this.resolve(outcome.info);
+    else this.reject(outcome.error);
+  }
 }
 
 class NativeSandbox implements NativeSandboxBackend {
@@ -711,30 +925,37 @@ class NativeSandbox implements NativeSandboxBackend {
     return sliceFrom(parseJson(answer.body, 'output'));
   }
 
-  async attach(id: string, options: AttachOptions = {}): Promise<CommandInfo> {
-    const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
-    const next = { stdout: options.stdoutFrom ?? 0, stderr: options.stderrFrom ?? 0 };
-    const call: CallOptions = options.signal ? { signal: options.signal } : {};
-    // Everything printed up to `upTo`, from where the stream was last read.
-    const drain = async (stream: 'stdout' | 'stderr', upTo: number) => {
-      while (next[stream] < upTo) {
-        const slice = await this.output(id, { ...call, stream, from: next[stream] });
-        if (slice.dropped > 0) options.onDropped?.(stream, slice.dropped);
-        if (slice.data.length > 0) (stream === 'stdout' ? options.onStdout : options.onStderr)?.(slice.data);
-        if (slice.next <= next[stream]) break;
-        next[stream] = slice.next;
-      }
+  attach(id: string, options: AttachOptions = {}): Promise<CommandInfo> {
+    return this.attachment(id, options).done;
+  }
+
+  async attachInteractive(id: string, options: InteractiveAttachOptions = {}): Promise<CommandAttachment> {
+    const attachment = this.attachment(id, options);
+    // Resolved once upgraded; a refusal, or an end before (an abort, a
+    // timeoutMs within the handshake), is done's.
+    await Promise.race([attachment.opened, attachment.done]);
+    // A host that drives the command may never await done: its failure is
+    // no crash (the attachment's calls fail from then on).
+    attachment.done.catch(() => {});
+    return attachment;
+  }
+
+  private attachment(id: string, options: InteractiveAttachOptions): Attachment {
+    const query = new URLSearchParams({
+      stdoutFrom: String(options.stdoutFrom ?? 0),
+      stderrFrom: String(options.stderrFrom ?? 0),
+      follow: String(options.follow ?? true),
+    });
+    const host: AttachmentHost = {
+      endpoint: this.link.endpoint,
+      timeoutMs: this.link.timeoutMs,
+      command: () => this.command(id),
+      failed: (error) => {
+        if (error.reason === 'gone') this.ended = true;
+        return error;
+      },
     };
-    for (;;) {
-      // The counts before the reads: a command that had ended by then has
-      // printed all it will.
-      const info = await this.command(id, call);
-      await drain('stdout', info.stdoutBytes);
-      await drain('stderr', info.stderrBytes);
-      if (info.state !== 'running' || options.follow === false) return info;
-      if (Date.now() >= deadline) return this.command(id, call);
-      await sleep(Math.min(ATTACH_POLL_MS, Math.max(0, deadline - Date.now())), options.signal);
-    }
+    return new Attachment(host, `${this.commandPath(id)}/attach?${query}`, options);
   }
 
   async writeInput(id: string, data: string | Uint8Array, options: CallOptions = {}): Promise<void> {

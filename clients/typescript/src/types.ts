@@ -425,3 +425,50 @@ export interface AttachOptions extends CallOptions {
   /** Of the attachment, not the command. */
   timeoutMs?: number;
 }
+
+export interface InteractiveAttachOptions extends AttachOptions {
+  /**
+   * A message of the attachment's that the daemon refused (a signal to a
+   * command that has ended, a resize of one without a terminal): the
+   * attachment goes on. A failure that ends the attachment comes here too,
+   * and then `done` rejects with it.
+   */
+  onRefused?: (error: SandboxError) => void;
+}
+
+/**
+ * A command attached to over one connection to the daemon: its output comes
+ * to the options' callbacks as it is printed, and its input, signals, sizes
+ * and stop go the other way, each a message of the connection's (no request
+ * of its own). A call after the attachment has ended fails invalid_input;
+ * the command is not ended by it.
+ */
+export interface CommandAttachment {
+  /**
+   * Input, written to the command in order (UTF-8 for a string). Resolves
+   * once it has been handed to the connection, not once the command read
+   * it: the daemon holds 16 MiB of it unread at most and takes more only as
+   * the command reads, so a caller that awaits each write goes at the
+   * command's pace. Writes not awaited queue
+   * here: one that would leave more than 1 MiB unsent fails limit_reached
+   * (with nothing unsent, a larger one goes, in messages of 1 MiB).
+   */
+  write(data: string | Uint8Array): Promise<void>;
+  /** Ends its input. */
+  closeInput(): Promise<void>;
+  /** `signal` (1 to 64) to its process group. */
+  signal(signal: number): Promise<void>;
+  /** A terminal command's new size, 1 to 1000 each (its foreground job gets SIGWINCH). */
+  resize(size: TerminalSize): Promise<void>;
+  /** Stops it with everything it started: `done` once it has ended. */
+  stop(): Promise<CommandInfo>;
+  /** Ends the attachment, not the command: `done`, the command as it is then. */
+  close(): Promise<CommandInfo>;
+  /**
+   * The command once it has ended and all its output was given (without
+   * follow, once what was held went; at timeoutMs or close, as it is then).
+   * Rejects cancelled when the options' signal aborts, and with the
+   * failure that ended the attachment otherwise.
+   */
+  readonly done: Promise<CommandInfo>;
+}

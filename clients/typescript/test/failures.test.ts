@@ -1,9 +1,11 @@
 // Bad surroundings give a clear SandboxError, never a hang: no socket, a
 // daemon that is down, an answer that is not mayurad's, one that never
-// comes; and every status the daemon gives maps to the seed's reason.
+// comes, an attachment that breaks off; and every status the daemon gives
+// maps to the seed's reason.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -18,7 +20,7 @@ function scratch(): string {
 
 // A server on a Unix socket that answers every connection with `reply`
 // (or nothing, when it is null).
-async function fakeDaemon(reply: string | null | ((request: string) => string)): Promise<{ socket: string; close(): void }> {
+async function fakeDaemon(reply: string | null | ((request: string) => string | Buffer | null)): Promise<{ socket: string; close(): void }> {
   const dir = scratch();
   const socket = path.join(dir, 's');
   const open = new Set<net.Socket>();
@@ -27,7 +29,8 @@ async function fakeDaemon(reply: string | null | ((request: string) => string)):
     c.on('close', () => open.delete(c));
     c.on('error', () => {});
     c.once('data', (d: Buffer) => {
-      if (reply !== null) c.end(typeof reply === 'function' ? reply(d.toString()) : reply);
+      const answer = typeof reply === 'function' ? reply(d.toString()) : reply;
+      if (answer !== null) c.end(answer);
     });
   });
   await new Promise<void>((resolve) => server.listen(socket, resolve));
@@ -116,6 +119,36 @@ describe('bad surroundings', () => {
     assert.equal(e.reason, 'internal');
     assert.match(e.message, /no answer within 300 ms/);
     fake.close();
+  });
+
+  it('an attachment that ends without the command, says a failure, or never upgrades: its error, not a hang', async () => {
+    const created = '{"id":"0123456789abcdef","workdir":"/workspace"}';
+    // The daemon's frames: unmasked, each one whole.
+    const frame = (opcode: number, payload: Buffer) => Buffer.concat([Buffer.from([0x80 | opcode, payload.length]), payload]);
+    const upgraded = (request: string) => {
+      const key = /^sec-websocket-key: *(\S+)/im.exec(request)?.[1] ?? '';
+      const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+      return `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`;
+    };
+    const cases: Array<[Buffer | null, string, RegExp]> = [
+      [Buffer.alloc(0), 'internal', /closed the attachment without the command's state/],
+      [frame(1, Buffer.from('{"reason":"GONE","message":"secret daemon text"}')), 'gone', /the attachment failed \(gone\)/],
+      [frame(2, Buffer.from([7, 0x61])), 'internal', /malformed/],
+      [frame(1, Buffer.from('{"command": 1}')), 'internal', /malformed/],
+      [null, 'internal', /no answer within 300 ms/],
+    ];
+    for (const [after, reason, message] of cases) {
+      const fake = await fakeDaemon((request) => {
+        if (!request.startsWith('GET ')) return `HTTP/1.1 201 Created\r\nContent-Length: ${created.length}\r\nConnection: close\r\n\r\n${created}`;
+        return after === null ? null : Buffer.concat([Buffer.from(upgraded(request)), after]);
+      });
+      const sandbox = await nativeSandboxes({ socket: fake.socket, timeoutMs: 300 }).create({ lifetimeMs: 1000 });
+      const e = await failure(sandbox.attach('c1'));
+      assert.equal(e.reason, reason, message.source);
+      assert.match(e.message, message);
+      assert.doesNotMatch(e.message, /secret/);
+      fake.close();
+    }
   });
 
   it('bad addresses are invalid_config at once', () => {

@@ -1,6 +1,7 @@
 // A daemon over TLS: a bearer token names the client, the daemon's CA is
-// given as PEM; a wrong token is permission_denied before anything is made,
-// and a certificate this client does not trust lets no request through.
+// given as PEM (an attachment's WebSocket too); a wrong token is
+// permission_denied before anything is made, and a certificate this client
+// does not trust lets no request through.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -47,6 +48,14 @@ describe('a daemon over https', () => {
       assert.equal((await s.exec(['echo', 'over tls'])).stdout, 'over tls\n');
       await s.writeFile('f', 'x');
       assert.equal(new TextDecoder().decode(await s.readFile('f')), 'x');
+      // An attachment: a WebSocket on the same terms (the CA, the token).
+      const c = await s.start(['cat']);
+      const out: Uint8Array[] = [];
+      const a = await s.attachInteractive(c.id, { onStdout: (d) => out.push(d) });
+      await a.write('typed over tls');
+      await a.closeInput();
+      assert.equal((await a.done).exitCode, 0);
+      assert.equal(new TextDecoder().decode(Buffer.concat(out)), 'typed over tls');
     } finally {
       await s.release();
     }

@@ -1,5 +1,6 @@
-// npm pack makes a package that installs into an empty project, carries no
-// runtime dependency, imports, and type-checks against a consumer file.
+// npm pack makes a package that installs into an empty project, carries one
+// runtime dependency (ws, pinned), imports, and type-checks against a
+// consumer file (which needs no types of ws's).
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -20,6 +21,8 @@ const consumer = `import {
   type Volume,
   type DesktopSize,
   type Point,
+  type CommandAttachment,
+  type CommandInfo,
 } from '@mayurajs/sandbox-native';
 
 const provider: SandboxProvider = nativeSandboxes({ socket: '/run/mayura/mayurad.sock', image: 'host' });
@@ -70,6 +73,25 @@ export async function useTheDesktop(): Promise<number> {
   await plain.release();
   return png.length + at.x + (size?.width ?? 0);
 }
+export async function driveATerminal(): Promise<CommandInfo> {
+  const backend = await nativeSandboxes().create({ lifetimeMs: 60_000 });
+  const shell = await backend.start(['sh'], { terminal: { rows: 24, columns: 80 } });
+  const seen: CommandInfo = await backend.attach(shell.id, { follow: false, onStdout: (d: Uint8Array) => void d });
+  const a: CommandAttachment = await backend.attachInteractive(shell.id, {
+    onStdout: (d: Uint8Array) => void d,
+    onRefused: (e: SandboxError) => void e.reason,
+    signal: new AbortController().signal,
+  });
+  await a.write('ls\\n');
+  await a.write(new Uint8Array([4]));
+  await a.resize({ rows: 40, columns: 120 });
+  await a.signal(2);
+  await a.closeInput();
+  const done: CommandInfo = await a.stop();
+  await a.close();
+  await backend.release();
+  return seen.state === 'running' ? done : a.done;
+}
 export async function keepAVolume(): Promise<boolean> {
   const sandboxes = nativeSandboxes();
   const made: Volume = await sandboxes.createVolume('data', 64, { signal: new AbortController().signal });
@@ -95,7 +117,10 @@ describe('the npm package', () => {
       fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
       execFileSync('npm', ['install', '--silent', '--no-audit', '--no-fund', '--offline', tarball], { cwd: project });
       const installed = JSON.parse(fs.readFileSync(path.join(project, 'node_modules/@mayurajs/sandbox-native/package.json'), 'utf8'));
-      assert.equal(installed.dependencies, undefined, 'no runtime dependency');
+      const ours = JSON.parse(fs.readFileSync(path.join(packageDir, 'package.json'), 'utf8'));
+      assert.match(ours.dependencies.ws, /^8\.\d+\.\d+$/, 'ws pinned');
+      assert.deepEqual(installed.dependencies, { ws: ours.dependencies.ws }, 'ws, and no other runtime dependency');
+      assert.ok(fs.existsSync(path.join(project, 'node_modules/ws/package.json')));
       assert.ok(fs.existsSync(path.join(project, 'node_modules/@mayurajs/sandbox-native/dist/index.d.ts')));
       assert.equal(fs.existsSync(path.join(project, 'node_modules/@mayurajs/sandbox-native/src')), false, 'sources stay out');
 

@@ -70,6 +70,9 @@ describe('snapshots and fork through mayurad', () => {
     await s.writeFile('state', 'v1');
     await run(s, 'echo tmp-v1 > /tmp/state');
     await run(s, 'setsid nohup sleep 600 >/dev/null 2>&1 < /dev/null &');
+    // (Started in the background: it is `sleep` once it has exec'd, which a
+    // loaded machine may not have done by the next exec.)
+    for (let tries = 0; (await sleepers(s)) !== 1 && tries < 100; tries++) await sleep(50);
     assert.equal(await sleepers(s), 1);
     const original = await run(s, 'hostname');
 
