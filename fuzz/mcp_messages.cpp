@@ -36,13 +36,15 @@ struct Session {
   }());
 };
 
-// The id a line's request is answered under, if it is a request.
+// The id a line's request is answered under, if it is a request: one with
+// a method (a method that is no string is answered too, refused under the
+// request's id) and an id that can be answered.
 std::optional<std::string> request_id(std::string_view line) {
   const json m = json::parse(line, nullptr, false);
   if (!m.is_object() || m.value("jsonrpc", json()) != "2.0") return std::nullopt;
   const auto method = m.find("method");
   const auto id = m.find("id");
-  if (method == m.end() || !method->is_string() || id == m.end()) return std::nullopt;
+  if (method == m.end() || id == m.end()) return std::nullopt;
   if (!id->is_string() && !id->is_number_integer()) return std::nullopt;
   return id->dump();
 }
