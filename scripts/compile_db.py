@@ -31,7 +31,7 @@ def _batch_sources(path):
 def _for_source(entry, batch, source):
     args = shlex.split(entry["command"])
     args = [source if a == batch else a for a in args if a not in _BATCH_ONLY_FLAGS]
-    return dict(entry, file=source, command=shlex.join(args), batch=batch)
+    return dict(entry, file=source, command=shlex.join(args))
 
 
 def entries(build):

@@ -41,7 +41,6 @@ def units(build, root):
         if not path.startswith(root + "/") or "/build" in path[len(root):] or path in seen:
             continue
         seen.add(path)
-        entry.pop("batch", None)
         yield entry
 
 

@@ -646,6 +646,7 @@ TEST_F(InProcessServerTest, AnAttachmentIsAWebSocket) {
   EXPECT_EQ(heard[0], std::string("\x01up\n"));
   EXPECT_EQ(json::parse(heard[1]).at("command").at("state"), "stopped") << heard[1];
   EXPECT_EQ(s.command(tree.id).state, CommandState::stopped);
+  EXPECT_EQ(s.exec({"sh", "-c", "for c in /proc/[0-9]*/comm; do cat $c; done | grep -c sleep; true"}).stdout, "0\n");
 
   // Refusals, each with its reason, before any upgrade.
   EXPECT_EQ(call(verb::get, base + "/attach").status, 426u);

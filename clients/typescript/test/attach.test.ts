@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { SandboxError } from '../src/index.js';
+import { SandboxError, type NativeSandboxBackend, type StartOptions } from '../src/index.js';
 import { reasonOf, run, sleep, suiteDaemon } from './daemon.js';
 
 const decode = (chunks: Uint8Array[]) => new TextDecoder().decode(Buffer.concat(chunks));
@@ -19,6 +19,14 @@ async function until(what: string, seen: () => boolean | Promise<boolean>): Prom
     await sleep(20);
   }
   assert.fail(`never: ${what}`);
+}
+
+// A command started and attached to interactively, its stdout gathered.
+async function startAttached(s: NativeSandboxBackend, argv: string[], options: StartOptions = {}) {
+  const command = await s.start(argv, options);
+  const out: Uint8Array[] = [];
+  const attachment = await s.attachInteractive(command.id, { onStdout: (d) => out.push(d) });
+  return { command, attachment, out };
 }
 
 describe('attaching to a command over a WebSocket', () => {
@@ -122,9 +130,7 @@ describe('attaching to a command over a WebSocket', () => {
 
   it('drives a shell on a terminal: input echoed, a new size', async () => {
     const s = await suite.sandbox();
-    const c = await s.start(['sh'], { terminal: { rows: 24, columns: 80 } });
-    const out: Uint8Array[] = [];
-    const a = await s.attachInteractive(c.id, { onStdout: (d) => out.push(d) });
+    const { attachment: a, out } = await startAttached(s, ['sh'], { terminal: { rows: 24, columns: 80 } });
     await a.write('echo hi-$((6 * 7))\n');
     // The terminal echoes what was typed, then the shell answers.
     await until('the answer', () => /echo hi-\$\(\(6 \* 7\)\)\r\n[^]*hi-42\r\n/.test(decode(out)));
@@ -168,18 +174,18 @@ describe('attaching to a command over a WebSocket', () => {
 
   it('signals the command, and paces or refuses input it does not read', async () => {
     const s = await suite.sandbox();
-    const trapped = await s.start(['sh', '-c', 'trap "echo got-usr1; exit 5" USR1; echo ready; while :; do sleep 0.05; done']);
-    const out: Uint8Array[] = [];
-    const a = await s.attachInteractive(trapped.id, { onStdout: (d) => out.push(d) });
+    const { attachment: a, out } = await startAttached(s, [
+      'sh',
+      '-c',
+      'trap "echo got-usr1; exit 5" USR1; echo ready; while :; do sleep 0.05; done',
+    ]);
     await until('ready', () => decode(out).includes('ready'));
     await a.signal(10);
     assert.equal((await a.done).exitCode, 5);
     assert.equal(decode(out), 'ready\ngot-usr1\n');
 
     // A write over a message's bound goes in pieces.
-    const counter = await s.start(['wc', '-c']);
-    const counted: Uint8Array[] = [];
-    const w = await s.attachInteractive(counter.id, { onStdout: (d) => counted.push(d) });
+    const { attachment: w, out: counted } = await startAttached(s, ['wc', '-c']);
     await w.write(new Uint8Array(3 << 20));
     await w.closeInput();
     assert.equal((await w.done).exitCode, 0);
@@ -199,9 +205,7 @@ describe('attaching to a command over a WebSocket', () => {
 
   it('stops the command and everything it started over the attachment', async () => {
     const s = await suite.sandbox();
-    const c = await s.start(['sh', '-c', 'sleep 1000 & setsid sleep 1000 & echo started; wait']);
-    const out: Uint8Array[] = [];
-    const a = await s.attachInteractive(c.id, { onStdout: (d) => out.push(d) });
+    const { attachment: a, out } = await startAttached(s, ['sh', '-c', 'sleep 1000 & setsid sleep 1000 & echo started; wait']);
     await until('started', () => decode(out).includes('started'));
     const stopped = await a.stop();
     assert.equal(stopped.state, 'stopped');
