@@ -27,7 +27,7 @@ trap 'echo "fuzz.sh: stopped at line $LINENO (exit $?)" >&2' ERR
 dir=$root/build-fuzz
 echo "== build the harnesses (clang, libFuzzer, ASan + UBSan) into $dir"
 cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DMAYURA_FUZZ=ON -DMAYURA_TESTS=OFF -DMAYURA_BENCH=OFF -DMAYURA_WERROR=ON >/dev/null
+  -DMAYURA_FUZZ=ON -DMAYURA_UNITY=ON -DMAYURA_TESTS=OFF -DMAYURA_BENCH=OFF -DMAYURA_WERROR=ON >/dev/null
 cmake --build "$dir" --target fuzzers -j"$(nproc)"
 $build_only && exit 0
 

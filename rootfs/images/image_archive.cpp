@@ -105,9 +105,9 @@ std::optional<std::string> join_link(const std::string& from, const std::string&
 
 json parse_bounded_json(const std::string& bytes) {
   // Copying and printing a document recurse: no image needs more than a few levels.
-  constexpr int kMaxDepth = 64;
+  constexpr int kMaxJsonDepth = 64;
   return json::parse(bytes, [](int depth, json::parse_event_t, json&) {
-    if (depth > kMaxDepth) throw std::length_error("nested too deeply");
+    if (depth > kMaxJsonDepth) throw std::length_error("nested too deeply");
     return true;
   });
 }
