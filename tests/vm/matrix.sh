@@ -103,6 +103,17 @@ slow="$slow|TokenlessTlsClients"
 layout_free='MayuraRunTest\.(VolumeOptionsRefuseBadInputBeforeAnythingIsMade|SnapshotOptionsRefuseBadInputBeforeAnythingIsMade|ImageImportListRunInspectAndRemove|BadInputAndMissingImagesAre125WithTheReason|HelpAndVersion|AllowAndNetworkAllReachTheWorldAndNothingElse|PortsArePublishedAndTheirUrlsPrinted|JsonHasTheSeedsKeys|SeccompTakesAnOciProfileFile|CopyOutBringsAFileBackAfterTheCommand|EnvCopyInStdinAndCwd|VolumesAreMadeMountedListedAndDeleted|InteractiveInputAndTerminals|McpServesTheAgentToolsOverStdio)/'
 layout_free="$layout_free|SnapshotTest\.WhereTheHostClonesFilesASnapshotSharesTheDisksBlocks|DaemonTest\.FiveHundredExecsAtOnceHoldNoThreadEach"
 layout_free="$layout_free|HostileTenantTest\.(BodiesPastTheDaemonsBudgetAreRefusedAtTheHead|OutputFloodsAreStreamedThroughAndNeverHeld)"
+# Who may see and touch what (another tenant's sandboxes, snapshots, volumes
+# and ports, tokens, the daemon's rates and connection shares, its files and
+# its failures' words), what the HTTP API answers and refuses, and the
+# conformance suite's files and errors: the daemon's and the API's own
+# decisions, the same in every layout (some 110 s of emulated cpu a row).
+# Their cgroup side (ceilings, cpu weights, runs, cancels and clients that
+# go away, the conformance suite's exec, pause, disk and lifetime) stays in
+# every row.
+layout_free="$layout_free|HostileTenantTest\.(AnotherClients(SnapshotsAndForks|Volumes)AreNotFound|ATokenNamedLikeALocalPeerIsNotThatPeer|FailuresNameNoHostPath|FilesAnotherUserCouldWriteAreRefusedAtStart|APublishedPortAnswersOnlyItsOwnerAndRoot|AClientRetryingPastItsShareIsAnsweredOnlyAfterAPause|AClientAskingInALoopIsServedAtItsRate|OneLocalClientHoldsItsShareOfConnectionsAndNoMore)\$"
+layout_free="$layout_free|InProcessServerTest\.(TheFixedResourcesAnswerAsDocumented|ReasonsRoundTripThroughTheService|AnotherClientsSandboxesAreUnknownToIt|AClientsQuotaHolds|BadInputIsRefusedAndChangesNothing|SlowAndSurplusClientsAreCutOff|AnAttachmentIsAWebSocket|TlsWithBearerTokens)\$"
+layout_free="$layout_free|NativeConformance\.Passes/(files|errors)_"
 exclude_for() {
   case "$1" in
     v2-root) echo "$slow" ;;
